@@ -1,0 +1,7 @@
+//! preemptd: Kubernetes pod-preemption decisions, exactly as kube-scheduler's
+//! DefaultPreemption makes them, over a sharded in-memory cluster cache.
+//!
+//! Layers (one direction of flow): [`model`] → [`cache`] → [`engine`]; the gRPC server
+//! sits on top and is the only place that knows tonic or prost.
+
+pub mod model;

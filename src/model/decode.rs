@@ -1,0 +1,1 @@
+//! Decoding of Kubernetes JSON/YAML objects into the model (being written).

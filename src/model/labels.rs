@@ -1,0 +1,195 @@
+//! Label sets and label selectors with Kubernetes semantics.
+
+use super::Str;
+
+/// A label set, kept sorted by key for binary-search lookups.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Labels(Vec<(Str, Str)>);
+
+impl Labels {
+    pub fn new(mut pairs: Vec<(Str, Str)>) -> Self {
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs.dedup_by(|later, earlier| later.0 == earlier.0);
+        Labels(pairs)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Str> {
+        self.0
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Str, &Str)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    /// Every pair of `self` is present in `other` with the same value.
+    pub fn is_subset_of(&self, other: &Labels) -> bool {
+        self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl<K: Into<Str>, V: Into<Str>> FromIterator<(K, V)> for Labels {
+    fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
+        Labels::new(iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+}
+
+impl Operator {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "In" => Some(Self::In),
+            "NotIn" => Some(Self::NotIn),
+            "Exists" => Some(Self::Exists),
+            "DoesNotExist" => Some(Self::DoesNotExist),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::In => "In",
+            Self::NotIn => "NotIn",
+            Self::Exists => "Exists",
+            Self::DoesNotExist => "DoesNotExist",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirement {
+    pub key: Str,
+    pub operator: Operator,
+    pub values: Vec<Str>,
+}
+
+impl Requirement {
+    fn is_valid(&self) -> bool {
+        match self.operator {
+            Operator::In | Operator::NotIn => !self.values.is_empty(),
+            Operator::Exists | Operator::DoesNotExist => self.values.is_empty(),
+        }
+    }
+
+    pub fn matches(&self, labels: &Labels) -> bool {
+        match self.operator {
+            Operator::In => labels
+                .get(&self.key)
+                .is_some_and(|v| self.values.iter().any(|x| x == v)),
+            Operator::NotIn => labels
+                .get(&self.key)
+                .is_none_or(|v| !self.values.iter().any(|x| x == v)),
+            Operator::Exists => labels.contains_key(&self.key),
+            Operator::DoesNotExist => !labels.contains_key(&self.key),
+        }
+    }
+}
+
+/// A `metav1.LabelSelector`. A missing selector is modelled by the caller as `None`.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct LabelSelector {
+    pub match_labels: Labels,
+    pub match_expressions: Vec<Requirement>,
+}
+
+impl LabelSelector {
+    /// Selects every object (the `{}` selector).
+    pub fn everything() -> Self {
+        Self::default()
+    }
+
+    /// Selector with no requirements at all (matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.match_labels.is_empty() && self.match_expressions.is_empty()
+    }
+
+    /// In/NotIn need values, Exists/DoesNotExist take none; upstream refuses the selector
+    /// otherwise.
+    pub fn is_valid(&self) -> bool {
+        self.match_expressions.iter().all(Requirement::is_valid)
+    }
+
+    pub fn matches(&self, labels: &Labels) -> bool {
+        self.match_labels.is_subset_of(labels)
+            && self.match_expressions.iter().all(|r| r.matches(labels))
+    }
+
+    /// Adds `key In (value)` for each pair (used for `matchLabelKeys`).
+    pub fn with_labels(&self, extra: &[(Str, Str)]) -> Self {
+        let mut out = self.clone();
+        for (k, v) in extra {
+            out.match_expressions.push(Requirement {
+                key: k.clone(),
+                operator: Operator::In,
+                values: vec![v.clone()],
+            });
+        }
+        out
+    }
+}
+
+/// Matches a possibly-missing selector: missing matches nothing.
+pub fn optional_matches(selector: Option<&LabelSelector>, labels: &Labels) -> bool {
+    selector.is_some_and(|s| s.matches(labels))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs.iter().map(|(k, v)| (*k, *v)).collect()
+    }
+
+    #[test]
+    fn lookup_is_by_key() {
+        let l = labels(&[("b", "2"), ("a", "1")]);
+        assert_eq!(l.get("a").map(|v| &**v), Some("1"));
+        assert_eq!(l.get("b").map(|v| &**v), Some("2"));
+        assert!(l.get("c").is_none());
+    }
+
+    #[test]
+    fn operators_follow_kubernetes() {
+        let l = labels(&[("app", "web")]);
+        let req = |op, values: &[&str]| Requirement {
+            key: "app".into(),
+            operator: op,
+            values: values.iter().map(|v| Str::from(*v)).collect(),
+        };
+        assert!(req(Operator::In, &["web", "db"]).matches(&l));
+        assert!(!req(Operator::In, &["db"]).matches(&l));
+        assert!(req(Operator::NotIn, &["db"]).matches(&l));
+        assert!(req(Operator::NotIn, &["db"]).matches(&Labels::default()));
+        assert!(req(Operator::Exists, &[]).matches(&l));
+        assert!(req(Operator::DoesNotExist, &[]).matches(&Labels::default()));
+        assert!(!req(Operator::In, &[]).is_valid());
+    }
+
+    #[test]
+    fn empty_selector_matches_everything() {
+        assert!(LabelSelector::everything().matches(&Labels::default()));
+        assert!(!optional_matches(None, &labels(&[("a", "b")])));
+    }
+}

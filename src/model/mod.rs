@@ -1,0 +1,458 @@
+//! Domain types: the scheduling-relevant subset of Kubernetes Nodes, Pods and
+//! PodDisruptionBudgets, already reduced to what the filters and the preemption
+//! algorithm read (effective requests, host ports, parsed selectors).
+//!
+//! Nothing here knows about gRPC or async runtimes.
+
+pub mod decode;
+pub mod labels;
+pub mod quantity;
+pub mod resources;
+
+use std::sync::Arc;
+
+pub use labels::{LabelSelector, Labels, Operator, Requirement};
+pub use resources::{ContainerResources, Resources};
+
+/// Interned-by-sharing string used for names, label keys and values.
+pub type Str = Arc<str>;
+
+/// Identity of a pod in results (victims, nominations to clear).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct PodRef {
+    pub namespace: Str,
+    pub name: Str,
+    pub uid: Str,
+}
+
+/// Taint effects as Kubernetes spells them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TaintEffect {
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "NoSchedule" => Some(Self::NoSchedule),
+            "PreferNoSchedule" => Some(Self::PreferNoSchedule),
+            "NoExecute" => Some(Self::NoExecute),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoSchedule => "NoSchedule",
+            Self::PreferNoSchedule => "PreferNoSchedule",
+            Self::NoExecute => "NoExecute",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Taint {
+    pub key: Str,
+    pub value: Str,
+    pub effect: TaintEffect,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TolerationOperator {
+    /// Also what an empty operator means.
+    Equal,
+    Exists,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Toleration {
+    /// Empty key matches every key.
+    pub key: Str,
+    pub operator: TolerationOperator,
+    pub value: Str,
+    /// `None` matches every effect.
+    pub effect: Option<TaintEffect>,
+}
+
+impl Toleration {
+    /// Upstream `Toleration.ToleratesTaint`.
+    pub fn tolerates(&self, taint: &Taint) -> bool {
+        if let Some(effect) = self.effect
+            && effect != taint.effect
+        {
+            return false;
+        }
+        if !self.key.is_empty() && self.key != taint.key {
+            return false;
+        }
+        match self.operator {
+            TolerationOperator::Exists => true,
+            TolerationOperator::Equal => self.value == taint.value,
+        }
+    }
+}
+
+/// A Kubernetes node as the scheduler sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub name: Str,
+    pub uid: Str,
+    pub resource_version: u64,
+    pub labels: Labels,
+    pub taints: Vec<Taint>,
+    pub unschedulable: bool,
+    /// `status.allocatable`; `pods` is the pod-slot count.
+    pub allocatable: Resources,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+impl Protocol {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "" | "TCP" => Some(Self::Tcp),
+            "UDP" => Some(Self::Udp),
+            "SCTP" => Some(Self::Sctp),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tcp => "TCP",
+            Self::Udp => "UDP",
+            Self::Sctp => "SCTP",
+        }
+    }
+}
+
+/// A host port a pod binds: (hostIP, protocol, hostPort); empty IP is stored as `0.0.0.0`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostPort {
+    pub ip: Str,
+    pub protocol: Protocol,
+    pub port: i32,
+}
+
+pub const BIND_ALL_IP: &str = "0.0.0.0";
+
+impl HostPort {
+    /// Upstream `HostPortInfo.CheckConflict` for a single used entry.
+    pub fn conflicts_with(&self, used: &HostPort) -> bool {
+        if self.protocol != used.protocol || self.port != used.port {
+            return false;
+        }
+        &*self.ip == BIND_ALL_IP || &*used.ip == BIND_ALL_IP || self.ip == used.ip
+    }
+}
+
+/// Operators of node-selector requirements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeSelectorOperator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    Gt,
+    Lt,
+}
+
+impl NodeSelectorOperator {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "In" => Some(Self::In),
+            "NotIn" => Some(Self::NotIn),
+            "Exists" => Some(Self::Exists),
+            "DoesNotExist" => Some(Self::DoesNotExist),
+            "Gt" => Some(Self::Gt),
+            "Lt" => Some(Self::Lt),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::In => "In",
+            Self::NotIn => "NotIn",
+            Self::Exists => "Exists",
+            Self::DoesNotExist => "DoesNotExist",
+            Self::Gt => "Gt",
+            Self::Lt => "Lt",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeSelectorRequirement {
+    pub key: Str,
+    pub operator: NodeSelectorOperator,
+    pub values: Vec<Str>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct NodeSelectorTerm {
+    pub match_expressions: Vec<NodeSelectorRequirement>,
+    pub match_fields: Vec<NodeSelectorRequirement>,
+}
+
+/// `requiredDuringSchedulingIgnoredDuringExecution` of node affinity: OR over terms.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct NodeSelector {
+    pub terms: Vec<NodeSelectorTerm>,
+}
+
+/// A required pod (anti-)affinity term.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodAffinityTerm {
+    /// `None` (missing) matches no pod; `Some(empty)` matches every pod.
+    pub label_selector: Option<LabelSelector>,
+    pub namespaces: Vec<Str>,
+    /// `None` when missing; `Some(empty)` selects all namespaces.
+    pub namespace_selector: Option<LabelSelector>,
+    pub topology_key: Str,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhenUnsatisfiable {
+    DoNotSchedule,
+    ScheduleAnyway,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InclusionPolicy {
+    Honor,
+    Ignore,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TopologySpreadConstraint {
+    pub max_skew: i32,
+    pub topology_key: Str,
+    pub when_unsatisfiable: WhenUnsatisfiable,
+    /// `None` (missing) matches no pod.
+    pub label_selector: Option<LabelSelector>,
+    pub min_domains: Option<i32>,
+    pub match_label_keys: Vec<Str>,
+    /// Default Honor.
+    pub node_affinity_policy: InclusionPolicy,
+    /// Default Ignore.
+    pub node_taints_policy: InclusionPolicy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreemptionPolicy {
+    PreemptLowerPriority,
+    Never,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl PodPhase {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "" | "Pending" => Some(Self::Pending),
+            "Running" => Some(Self::Running),
+            "Succeeded" => Some(Self::Succeeded),
+            "Failed" => Some(Self::Failed),
+            "Unknown" => Some(Self::Unknown),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Running => "Running",
+            Self::Succeeded => "Succeeded",
+            Self::Failed => "Failed",
+            Self::Unknown => "Unknown",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed)
+    }
+}
+
+/// One container's scheduling-relevant fields.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Container {
+    pub name: Str,
+    pub requests: ContainerResources,
+    pub ports: Vec<HostPort>,
+    /// Init containers only: `restartPolicy: Always` makes it a sidecar.
+    pub restart_always: bool,
+}
+
+/// A pod condition, reduced to what preemption reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodCondition {
+    pub type_: Str,
+    pub status: Str,
+    pub reason: Str,
+}
+
+/// A Kubernetes pod as the scheduler sees it. Build with [`Pod::finish`] so the derived
+/// fields (`requests`, `host_ports`) agree with the spec fields.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pod {
+    pub uid: Str,
+    pub namespace: Str,
+    pub name: Str,
+    pub resource_version: u64,
+    pub labels: Labels,
+    /// `spec.nodeName`; `None` for pending pods.
+    pub node_name: Option<Str>,
+    pub scheduler_name: Str,
+    /// `spec.priority`, 0 when unset.
+    pub priority: i32,
+    pub preemption_policy: PreemptionPolicy,
+    pub containers: Vec<Container>,
+    pub init_containers: Vec<Container>,
+    pub overhead: ContainerResources,
+    /// Pod-level `spec.resources.requests` (cpu, memory, hugepages-*).
+    pub pod_requests: ContainerResources,
+    pub tolerations: Vec<Toleration>,
+    pub node_selector: Labels,
+    pub required_node_affinity: Option<NodeSelector>,
+    pub pod_affinity: Vec<PodAffinityTerm>,
+    pub pod_anti_affinity: Vec<PodAffinityTerm>,
+    pub topology_spread: Vec<TopologySpreadConstraint>,
+    /// `status.startTime` as Unix nanoseconds; `None` means "now".
+    pub start_time: Option<i64>,
+    /// `metadata.deletionTimestamp` is set.
+    pub terminating: bool,
+    pub conditions: Vec<PodCondition>,
+    /// `status.nominatedNodeName` (only meaningful without `node_name`).
+    pub nominated_node_name: Option<Str>,
+    pub phase: PodPhase,
+
+    // Derived by `finish`.
+    /// Effective requests (containers, init steps, sidecars, pod-level, overhead).
+    pub requests: Resources,
+    /// Host ports of regular and sidecar containers.
+    pub host_ports: Vec<HostPort>,
+}
+
+pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
+pub const PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
+
+impl Pod {
+    /// A pod with only identity set; fill the rest and call [`Pod::finish`].
+    pub fn new(namespace: &str, name: &str, uid: &str) -> Self {
+        Pod {
+            uid: uid.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+            resource_version: 0,
+            labels: Labels::default(),
+            node_name: None,
+            scheduler_name: "default-scheduler".into(),
+            priority: 0,
+            preemption_policy: PreemptionPolicy::PreemptLowerPriority,
+            containers: Vec::new(),
+            init_containers: Vec::new(),
+            overhead: ContainerResources::default(),
+            pod_requests: ContainerResources::default(),
+            tolerations: Vec::new(),
+            node_selector: Labels::default(),
+            required_node_affinity: None,
+            pod_affinity: Vec::new(),
+            pod_anti_affinity: Vec::new(),
+            topology_spread: Vec::new(),
+            start_time: None,
+            terminating: false,
+            conditions: Vec::new(),
+            nominated_node_name: None,
+            phase: PodPhase::Pending,
+            requests: Resources::default(),
+            host_ports: Vec::new(),
+        }
+    }
+
+    /// Recomputes the derived fields from the spec fields.
+    pub fn finish(mut self) -> Self {
+        self.requests = resources::effective_pod_requests(&self);
+        self.host_ports = self
+            .containers
+            .iter()
+            .chain(self.init_containers.iter().filter(|c| c.restart_always))
+            .flat_map(|c| c.ports.iter().cloned())
+            .collect();
+        self
+    }
+
+    pub fn pod_ref(&self) -> PodRef {
+        PodRef {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+        }
+    }
+
+    /// Terminating because the scheduler preempted it: deletionTimestamp set and the first
+    /// `DisruptionTarget` condition is True with reason `PreemptionByScheduler`.
+    pub fn terminating_by_preemption(&self) -> bool {
+        self.terminating
+            && self
+                .conditions
+                .iter()
+                .find(|c| &*c.type_ == DISRUPTION_TARGET)
+                .is_some_and(|c| &*c.status == "True" && &*c.reason == PREEMPTION_BY_SCHEDULER)
+    }
+
+    /// The node this pending pod is nominated to, if any.
+    pub fn nomination(&self) -> Option<&Str> {
+        if self.node_name.is_some() {
+            None
+        } else {
+            self.nominated_node_name.as_ref().filter(|n| !n.is_empty())
+        }
+    }
+
+    pub fn has_required_anti_affinity(&self) -> bool {
+        !self.pod_anti_affinity.is_empty()
+    }
+}
+
+/// A PodDisruptionBudget, reduced to what preemption reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodDisruptionBudget {
+    pub namespace: Str,
+    pub name: Str,
+    pub uid: Str,
+    pub resource_version: u64,
+    /// `None` when missing; an invalid selector is kept as `Some` with `valid == false`
+    /// (upstream skips such a PDB).
+    pub selector: Option<LabelSelector>,
+    pub disruptions_allowed: i32,
+    /// Pod names in `status.disruptedPods`.
+    pub disrupted_pods: Vec<Str>,
+}
+
+impl PodDisruptionBudget {
+    /// Whether this PDB covers the pod (same namespace, valid non-empty selector matching).
+    pub fn covers(&self, pod: &Pod) -> bool {
+        if self.namespace != pod.namespace || pod.labels.is_empty() {
+            return false;
+        }
+        match &self.selector {
+            Some(selector) => selector.is_valid() && !selector.is_empty() && selector.matches(&pod.labels),
+            None => false,
+        }
+    }
+}

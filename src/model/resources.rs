@@ -1,0 +1,240 @@
+//! Resource lists: exact per-container lists (quantities) and the scheduler's integer
+//! aggregate (`Resources`: cpu in millicores, bytes, integer scalars).
+
+use super::quantity::Quantity;
+use super::{Pod, Str};
+
+pub const CPU: &str = "cpu";
+pub const MEMORY: &str = "memory";
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+pub const PODS: &str = "pods";
+
+/// Whether the scheduler tracks a resource name as a scalar (extended resources,
+/// hugepages, prefixed native resources, attachable volumes). Unprefixed unknown names are
+/// ignored, as upstream's `IsScalarResourceName` does.
+pub fn is_scalar_resource(name: &str) -> bool {
+    name.starts_with("hugepages-") || name.starts_with("attachable-volumes-") || name.contains('/')
+}
+
+/// Resources settable at pod level (`spec.resources.requests`).
+pub fn is_pod_level_resource(name: &str) -> bool {
+    name == CPU || name == MEMORY || name.starts_with("hugepages-")
+}
+
+/// An exact resource list (`requests`, `overhead`, ...), sorted by name.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ContainerResources(Vec<(Str, Quantity)>);
+
+impl ContainerResources {
+    pub fn new(mut items: Vec<(Str, Quantity)>) -> Self {
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        items.dedup_by(|later, earlier| later.0 == earlier.0);
+        ContainerResources(items)
+    }
+
+    pub fn get(&self, name: &str) -> Option<Quantity> {
+        self.0
+            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .ok()
+            .map(|i| self.0[i].1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Str, Quantity)> {
+        self.0.iter().map(|(k, v)| (k, *v))
+    }
+
+    fn set(&mut self, name: &Str, value: Quantity) {
+        match self.0.binary_search_by(|(k, _)| k.cmp(name)) {
+            Ok(i) => self.0[i].1 = value,
+            Err(i) => self.0.insert(i, (name.clone(), value)),
+        }
+    }
+
+    fn add(&mut self, other: &ContainerResources) {
+        for (name, q) in other.iter() {
+            let sum = self.get(name).unwrap_or_default().saturating_add(q);
+            self.set(name, sum);
+        }
+    }
+
+    fn max_with(&mut self, other: &ContainerResources) {
+        for (name, q) in other.iter() {
+            match self.get(name) {
+                Some(current) if current >= q => {}
+                _ => self.set(name, q),
+            }
+        }
+    }
+
+    /// Converts to the scheduler's integer form (cpu rounded up to millicores, the rest
+    /// rounded up to integers), as `NodeInfo` accounting does.
+    pub fn to_resources(&self) -> Resources {
+        let mut out = Resources::default();
+        for (name, q) in self.iter() {
+            match &**name {
+                CPU => out.milli_cpu = q.milli_value(),
+                MEMORY => out.memory = q.value(),
+                EPHEMERAL_STORAGE => out.ephemeral_storage = q.value(),
+                PODS => out.pods = q.value(),
+                other if is_scalar_resource(other) => out.scalars.push((name.clone(), q.value())),
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// The scheduler's integer resource vector.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resources {
+    pub milli_cpu: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    /// Pod slots (only meaningful for node allocatable).
+    pub pods: i64,
+    /// Scalar resources sorted by name.
+    pub scalars: Vec<(Str, i64)>,
+}
+
+impl Resources {
+    pub fn scalar(&self, name: &str) -> i64 {
+        self.scalars
+            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .map(|i| self.scalars[i].1)
+            .unwrap_or(0)
+    }
+
+    /// True when nothing but possibly `pods` is requested.
+    pub fn is_zero_request(&self) -> bool {
+        self.milli_cpu == 0
+            && self.memory == 0
+            && self.ephemeral_storage == 0
+            && self.scalars.iter().all(|(_, v)| *v == 0)
+    }
+
+    pub fn add(&mut self, other: &Resources) {
+        self.combine(other, 1);
+    }
+
+    pub fn sub(&mut self, other: &Resources) {
+        self.combine(other, -1);
+    }
+
+    fn combine(&mut self, other: &Resources, sign: i64) {
+        self.milli_cpu = self.milli_cpu.saturating_add(sign * other.milli_cpu);
+        self.memory = self.memory.saturating_add(sign * other.memory);
+        self.ephemeral_storage = self
+            .ephemeral_storage
+            .saturating_add(sign * other.ephemeral_storage);
+        self.pods = self.pods.saturating_add(sign * other.pods);
+        for (name, value) in &other.scalars {
+            match self.scalars.binary_search_by(|(k, _)| k.cmp(name)) {
+                Ok(i) => self.scalars[i].1 = self.scalars[i].1.saturating_add(sign * value),
+                Err(i) => self.scalars.insert(i, (name.clone(), sign * value)),
+            }
+        }
+    }
+}
+
+/// Upstream `resource.PodRequests`: max(containers + sidecars, every init step including
+/// the sidecars declared before it), pod-level requests replacing the aggregate for the
+/// resources they set, plus overhead. No non-zero defaults.
+pub fn effective_pod_requests(pod: &Pod) -> Resources {
+    let mut running = ContainerResources::default();
+    for c in &pod.containers {
+        running.add(&c.requests);
+    }
+    let mut sidecars = ContainerResources::default();
+    let mut init_max = ContainerResources::default();
+    for c in &pod.init_containers {
+        if c.restart_always {
+            running.add(&c.requests);
+            sidecars.add(&c.requests);
+            init_max.max_with(&sidecars);
+        } else {
+            let mut step = c.requests.clone();
+            step.add(&sidecars);
+            init_max.max_with(&step);
+        }
+    }
+    running.max_with(&init_max);
+    let pod_level: Vec<_> = pod
+        .pod_requests
+        .iter()
+        .filter(|(name, _)| is_pod_level_resource(name))
+        .collect();
+    for (name, q) in pod_level {
+        running.set(name, q);
+    }
+    running.add(&pod.overhead);
+    running.to_resources()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Container;
+
+    fn list(items: &[(&str, &str)]) -> ContainerResources {
+        ContainerResources::new(
+            items
+                .iter()
+                .map(|(k, v)| (Str::from(*k), Quantity::parse(v).unwrap()))
+                .collect(),
+        )
+    }
+
+    fn container(cpu: &str, sidecar: bool) -> Container {
+        Container {
+            name: "c".into(),
+            requests: list(&[("cpu", cpu)]),
+            ports: vec![],
+            restart_always: sidecar,
+        }
+    }
+
+    #[test]
+    fn init_steps_include_earlier_sidecars() {
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.containers = vec![container("100m", false)];
+        // sidecar 200m, then an init container of 500m: step = 500 + 200 = 700
+        pod.init_containers = vec![container("200m", true), container("500m", false)];
+        let pod = pod.finish();
+        assert_eq!(pod.requests.milli_cpu, 700);
+    }
+
+    #[test]
+    fn running_sum_wins_over_small_init() {
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.containers = vec![container("300m", false)];
+        pod.init_containers = vec![container("100m", true), container("150m", false)];
+        let pod = pod.finish();
+        // running = 300 + 100 = 400; init step = 150 + 100 = 250
+        assert_eq!(pod.requests.milli_cpu, 400);
+    }
+
+    #[test]
+    fn overhead_and_pod_level_requests() {
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.containers = vec![container("300m", false)];
+        pod.pod_requests = list(&[("cpu", "1")]);
+        pod.overhead = list(&[("cpu", "50m"), ("memory", "1Ki")]);
+        let pod = pod.finish();
+        assert_eq!(pod.requests.milli_cpu, 1050);
+        assert_eq!(pod.requests.memory, 1024);
+    }
+
+    #[test]
+    fn scalar_names() {
+        assert!(is_scalar_resource("nvidia.com/gpu"));
+        assert!(is_scalar_resource("hugepages-2Mi"));
+        assert!(!is_scalar_resource("foo"));
+        let r = list(&[("example.com/foo", "3"), ("foo", "1")]).to_resources();
+        assert_eq!(r.scalar("example.com/foo"), 3);
+        assert_eq!(r.scalars.len(), 1);
+    }
+}
