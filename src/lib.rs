@@ -4,4 +4,6 @@
 //! Layers (one direction of flow): [`model`] → [`cache`] → [`engine`]; the gRPC server
 //! sits on top and is the only place that knows tonic or prost.
 
+pub mod cache;
+pub mod engine;
 pub mod model;

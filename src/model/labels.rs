@@ -44,7 +44,11 @@ impl Labels {
 
 impl<K: Into<Str>, V: Into<Str>> FromIterator<(K, V)> for Labels {
     fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
-        Labels::new(iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+        Labels::new(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
     }
 }
 

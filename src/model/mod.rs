@@ -451,7 +451,9 @@ impl PodDisruptionBudget {
             return false;
         }
         match &self.selector {
-            Some(selector) => selector.is_valid() && !selector.is_empty() && selector.matches(&pod.labels),
+            Some(selector) => {
+                selector.is_valid() && !selector.is_empty() && selector.matches(&pod.labels)
+            }
             None => false,
         }
     }

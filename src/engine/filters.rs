@@ -1,0 +1,836 @@
+//! The filter plugins in upstream's default order, split into the cluster-wide
+//! PreFilter state (computed once per decision) and per-node checks that read a
+//! [`NodeScratch`]: the node's pods as a dry run has changed them.
+
+use std::collections::HashMap;
+
+use crate::cache::{NodeInfo, Snapshot};
+use crate::model::{
+    HostPort, InclusionPolicy, LabelSelector, Labels, Node, NodeSelector, NodeSelectorOperator,
+    NodeSelectorRequirement, Pod, PodAffinityTerm, Resources, Str, Taint, TaintEffect,
+    WhenUnsatisfiable, labels::optional_matches,
+};
+
+/// Upstream framework status codes (Success is `Status::success()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum Code {
+    Success,
+    Unschedulable,
+    UnschedulableAndUnresolvable,
+}
+
+/// A filter result: the first failing plugin and its reasons.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub code: Code,
+    pub plugin: &'static str,
+    pub reasons: Vec<String>,
+}
+
+impl Status {
+    pub fn success() -> Self {
+        Status {
+            code: Code::Success,
+            plugin: "",
+            reasons: Vec::new(),
+        }
+    }
+
+    pub fn is_success(&self) -> bool {
+        self.code == Code::Success
+    }
+
+    fn unschedulable(plugin: &'static str, reason: impl Into<String>) -> Self {
+        Status {
+            code: Code::Unschedulable,
+            plugin,
+            reasons: vec![reason.into()],
+        }
+    }
+
+    fn unresolvable(plugin: &'static str, reason: impl Into<String>) -> Self {
+        Status {
+            code: Code::UnschedulableAndUnresolvable,
+            plugin,
+            reasons: vec![reason.into()],
+        }
+    }
+}
+
+pub const NODE_UNSCHEDULABLE: &str = "NodeUnschedulable";
+pub const NODE_NAME: &str = "NodeName";
+pub const TAINT_TOLERATION: &str = "TaintToleration";
+pub const NODE_AFFINITY: &str = "NodeAffinity";
+pub const NODE_PORTS: &str = "NodePorts";
+pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
+pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
+pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
+
+pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The labels a namespace is known by. preemptd holds no Namespace objects, so namespace
+/// selectors see the label every namespace carries automatically.
+fn namespace_labels(namespace: &Str) -> Labels {
+    Labels::new(vec![(NAMESPACE_NAME_LABEL.into(), namespace.clone())])
+}
+
+// ---------------------------------------------------------------------------------------
+// Node-level matching helpers (no pods involved).
+
+/// First taint with effect NoSchedule/NoExecute that no toleration tolerates.
+pub fn untolerated_taint<'a>(taints: &'a [Taint], pod: &Pod) -> Option<&'a Taint> {
+    taints.iter().find(|t| {
+        matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
+            && !pod.tolerations.iter().any(|tol| tol.tolerates(t))
+    })
+}
+
+fn requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) -> bool {
+    let values = &req.values;
+    let parse_single = || -> Option<i64> {
+        if values.len() == 1 {
+            values[0].parse::<i64>().ok()
+        } else {
+            None
+        }
+    };
+    match req.operator {
+        NodeSelectorOperator::In => {
+            !values.is_empty() && value.is_some_and(|v| values.iter().any(|x| &**x == v))
+        }
+        NodeSelectorOperator::NotIn => {
+            !values.is_empty() && value.is_none_or(|v| !values.iter().any(|x| &**x == v))
+        }
+        NodeSelectorOperator::Exists => values.is_empty() && value.is_some(),
+        NodeSelectorOperator::DoesNotExist => values.is_empty() && value.is_none(),
+        NodeSelectorOperator::Gt | NodeSelectorOperator::Lt => {
+            let (Some(bound), Some(v)) = (parse_single(), value) else {
+                return false;
+            };
+            let Ok(v) = v.parse::<i64>() else {
+                return false;
+            };
+            if req.operator == NodeSelectorOperator::Gt {
+                v > bound
+            } else {
+                v < bound
+            }
+        }
+    }
+}
+
+fn field_matches(req: &NodeSelectorRequirement, node: &Node) -> bool {
+    // Only `metadata.name` is a node field; In/NotIn with exactly one value are the only
+    // valid forms (anything else makes the term invalid, i.e. not matching).
+    let field = if &*req.key == "metadata.name" {
+        &*node.name
+    } else {
+        ""
+    };
+    if req.values.len() != 1 {
+        return false;
+    }
+    match req.operator {
+        NodeSelectorOperator::In => field == &*req.values[0],
+        NodeSelectorOperator::NotIn => field != &*req.values[0],
+        _ => false,
+    }
+}
+
+/// Required node affinity: OR over terms, AND within; empty terms match nothing.
+pub fn node_selector_matches(selector: &NodeSelector, node: &Node) -> bool {
+    selector.terms.iter().any(|term| {
+        (!term.match_expressions.is_empty() || !term.match_fields.is_empty())
+            && term
+                .match_expressions
+                .iter()
+                .all(|r| requirement_matches(r, node.labels.get(&r.key).map(|v| &**v)))
+            && term.match_fields.iter().all(|r| field_matches(r, node))
+    })
+}
+
+/// nodeSelector and required node affinity (upstream `RequiredNodeAffinity.Match`).
+pub fn required_node_affinity_matches(pod: &Pod, node: &Node) -> bool {
+    pod.node_selector.is_subset_of(&node.labels)
+        && pod
+            .required_node_affinity
+            .as_ref()
+            .is_none_or(|s| node_selector_matches(s, node))
+}
+
+/// The filters that depend only on the node: NodeUnschedulable, NodeName, TaintToleration,
+/// NodeAffinity — all UnschedulableAndUnresolvable.
+pub fn static_filters(pod: &Pod, node: &Node) -> Status {
+    if node.unschedulable {
+        let tolerated = pod.tolerations.iter().any(|t| {
+            t.tolerates(&Taint {
+                key: UNSCHEDULABLE_TAINT_KEY.into(),
+                value: "".into(),
+                effect: TaintEffect::NoSchedule,
+            })
+        });
+        if !tolerated {
+            return Status::unresolvable(NODE_UNSCHEDULABLE, "node(s) were unschedulable");
+        }
+    }
+    if let Some(name) = &pod.node_name
+        && !name.is_empty()
+        && *name != node.name
+    {
+        return Status::unresolvable(NODE_NAME, "node(s) didn't match the requested node name");
+    }
+    if let Some(taint) = untolerated_taint(&node.taints, pod) {
+        return Status::unresolvable(
+            TAINT_TOLERATION,
+            format!(
+                "node(s) had untolerated taint {{{}: {}}}",
+                taint.key, taint.value
+            ),
+        );
+    }
+    if !required_node_affinity_matches(pod, node) {
+        return Status::unresolvable(
+            NODE_AFFINITY,
+            "node(s) didn't match Pod's node affinity/selector",
+        );
+    }
+    Status::success()
+}
+
+// ---------------------------------------------------------------------------------------
+// Inter-pod affinity.
+
+/// An affinity term with its namespace set resolved.
+#[derive(Clone, Debug)]
+pub struct AffinityTerm {
+    selector: Option<LabelSelector>,
+    namespaces: Vec<Str>,
+    /// `Some` selects namespaces by their labels (an empty selector selects all).
+    namespace_selector: Option<LabelSelector>,
+    pub topology_key: Str,
+}
+
+impl AffinityTerm {
+    pub fn new(term: &PodAffinityTerm, owner_namespace: &Str) -> Self {
+        let namespaces = if term.namespaces.is_empty() && term.namespace_selector.is_none() {
+            vec![owner_namespace.clone()]
+        } else {
+            term.namespaces.clone()
+        };
+        AffinityTerm {
+            selector: term.label_selector.clone(),
+            namespaces,
+            namespace_selector: term.namespace_selector.clone(),
+            topology_key: term.topology_key.clone(),
+        }
+    }
+
+    /// Upstream `AffinityTerm.Matches`.
+    pub fn matches(&self, pod: &Pod) -> bool {
+        let in_namespace = self.namespaces.contains(&pod.namespace)
+            || self
+                .namespace_selector
+                .as_ref()
+                .is_some_and(|s| s.is_empty() || s.matches(&namespace_labels(&pod.namespace)));
+        in_namespace && optional_matches(self.selector.as_ref(), &pod.labels)
+    }
+}
+
+type Pair = (Str, Str);
+
+/// Counts keyed by (topology key, value), as upstream's `topologyToMatchedTermCount` map
+/// (which deletes entries that drop to zero, so "empty" means "no non-zero entry").
+#[derive(Clone, Debug, Default)]
+pub struct PairCounts {
+    counts: HashMap<Str, HashMap<Str, i64>>,
+    nonzero: usize,
+}
+
+impl PairCounts {
+    fn add_pair(&mut self, key: Str, value: Str, delta: i64) {
+        let entry = self
+            .counts
+            .entry(key)
+            .or_default()
+            .entry(value)
+            .or_insert(0);
+        let before = *entry;
+        *entry += delta;
+        match (before != 0, *entry != 0) {
+            (false, true) => self.nonzero += 1,
+            (true, false) => self.nonzero -= 1,
+            _ => {}
+        }
+    }
+
+    fn get(&self, key: &str, value: &str) -> i64 {
+        self.counts
+            .get(key)
+            .and_then(|values| values.get(value))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nonzero == 0
+    }
+}
+
+/// Local changes of pair counts during one node's dry run (only pairs of that node).
+#[derive(Clone, Debug, Default)]
+struct PairDelta(Vec<(Pair, i64)>);
+
+impl PairDelta {
+    fn add(&mut self, key: &Str, node: &Node, delta: i64) {
+        if let Some(value) = node.labels.get(key) {
+            if let Some(entry) = self.0.iter_mut().find(|((k, v), _)| k == key && v == value) {
+                entry.1 += delta;
+            } else {
+                self.0.push(((key.clone(), value.clone()), delta));
+            }
+        }
+    }
+
+    fn count(&self, global: &PairCounts, key: &str, value: &str) -> i64 {
+        global.get(key, value)
+            + self
+                .0
+                .iter()
+                .find(|((k, v), _)| &**k == key && &**v == value)
+                .map(|(_, d)| *d)
+                .unwrap_or(0)
+    }
+
+    /// Whether `global + self` has no non-zero entry.
+    fn is_empty_with(&self, global: &PairCounts) -> bool {
+        let mut nonzero = global.nonzero as i64;
+        for ((k, v), d) in &self.0 {
+            let before = global.get(k, v);
+            let after = before + d;
+            nonzero += (after != 0) as i64 - (before != 0) as i64;
+        }
+        nonzero == 0
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Topology spread.
+
+#[derive(Clone, Debug)]
+pub struct SpreadConstraint {
+    max_skew: i64,
+    pub topology_key: Str,
+    selector: Option<LabelSelector>,
+    min_domains: i64,
+    honor_node_affinity: bool,
+    honor_taints: bool,
+    self_match: bool,
+    /// Eligible domains and their matching-pod counts.
+    counts: HashMap<Str, i64>,
+    /// The two smallest (value, count), for the global minimum with one domain changed.
+    smallest: [Option<(Str, i64)>; 2],
+}
+
+impl SpreadConstraint {
+    fn min_excluding(&self, value: &str) -> Option<i64> {
+        match &self.smallest {
+            [Some((v, _)), second] if &**v == value => second.as_ref().map(|(_, c)| *c),
+            [Some((_, c)), _] => Some(*c),
+            _ => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The per-decision state.
+
+/// What the filters know about the preemptor and the cluster (upstream's PreFilter
+/// results), computed once per decision and read by every node evaluation.
+pub struct PreFilter<'a> {
+    pub pod: &'a Pod,
+    affinity: Vec<AffinityTerm>,
+    anti_affinity: Vec<AffinityTerm>,
+    /// Whether the preemptor matches all its own affinity terms.
+    self_affine: bool,
+    affinity_counts: PairCounts,
+    anti_affinity_counts: PairCounts,
+    existing_anti_affinity_counts: PairCounts,
+    /// InterPodAffinity has anything to check.
+    inter_pod: bool,
+    spread: Vec<SpreadConstraint>,
+}
+
+impl<'a> PreFilter<'a> {
+    pub fn new(pod: &'a Pod, snapshot: &Snapshot) -> Self {
+        let affinity: Vec<AffinityTerm> = pod
+            .pod_affinity
+            .iter()
+            .map(|t| AffinityTerm::new(t, &pod.namespace))
+            .collect();
+        let anti_affinity: Vec<AffinityTerm> = pod
+            .pod_anti_affinity
+            .iter()
+            .map(|t| AffinityTerm::new(t, &pod.namespace))
+            .collect();
+        let self_affine = affinity.iter().all(|t| t.matches(pod));
+        let mut pre = PreFilter {
+            pod,
+            affinity,
+            anti_affinity,
+            self_affine,
+            affinity_counts: PairCounts::default(),
+            anti_affinity_counts: PairCounts::default(),
+            existing_anti_affinity_counts: PairCounts::default(),
+            inter_pod: false,
+            spread: Vec::new(),
+        };
+        pre.init_inter_pod(snapshot);
+        pre.init_spread(snapshot);
+        pre
+    }
+
+    fn init_inter_pod(&mut self, snapshot: &Snapshot) {
+        let has_own_terms = !self.affinity.is_empty() || !self.anti_affinity.is_empty();
+        for info in &snapshot.nodes {
+            let Some(node) = info.node.as_deref() else {
+                continue;
+            };
+            if !has_own_terms && info.anti_affinity_pods == 0 {
+                continue;
+            }
+            for existing in &info.pods {
+                self.add_to_global_counts(existing, node);
+            }
+        }
+        self.inter_pod = has_own_terms || !self.existing_anti_affinity_counts.is_empty();
+    }
+
+    /// Upstream `preFilterState.updateWithPod` on the cluster-wide counts.
+    fn add_to_global_counts(&mut self, other: &Pod, node: &Node) {
+        let mut delta = InterPodDelta::default();
+        self.update_inter_pod_local(other, node, 1, &mut delta);
+        for (target, source) in [
+            (&mut self.affinity_counts, delta.affinity),
+            (&mut self.anti_affinity_counts, delta.anti),
+            (&mut self.existing_anti_affinity_counts, delta.existing_anti),
+        ] {
+            for ((key, value), d) in source.0 {
+                target.add_pair(key, value, d);
+            }
+        }
+    }
+
+    fn init_spread(&mut self, snapshot: &Snapshot) {
+        let pod = self.pod;
+        let hard: Vec<_> = pod
+            .topology_spread
+            .iter()
+            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
+            .collect();
+        if hard.is_empty() {
+            return;
+        }
+        self.spread = hard
+            .iter()
+            .map(|c| {
+                let extra: Vec<(Str, Str)> = c
+                    .match_label_keys
+                    .iter()
+                    .filter_map(|k| pod.labels.get(k).map(|v| (k.clone(), v.clone())))
+                    .collect();
+                let selector = c.label_selector.as_ref().map(|s| s.with_labels(&extra));
+                let self_match = optional_matches(selector.as_ref(), &pod.labels);
+                SpreadConstraint {
+                    max_skew: c.max_skew as i64,
+                    topology_key: c.topology_key.clone(),
+                    selector,
+                    min_domains: c.min_domains.unwrap_or(1) as i64,
+                    honor_node_affinity: c.node_affinity_policy == InclusionPolicy::Honor,
+                    honor_taints: c.node_taints_policy == InclusionPolicy::Honor,
+                    self_match,
+                    counts: HashMap::new(),
+                    smallest: [None, None],
+                }
+            })
+            .collect();
+        for info in &snapshot.nodes {
+            let Some(node) = info.node.as_deref() else {
+                continue;
+            };
+            if !self.has_all_spread_keys(node) {
+                continue;
+            }
+            for i in 0..self.spread.len() {
+                if !self.spread_node_included(i, node) {
+                    continue;
+                }
+                let c = &self.spread[i];
+                let count = info
+                    .pods
+                    .iter()
+                    .filter(|p| {
+                        !p.terminating
+                            && p.namespace == pod.namespace
+                            && optional_matches(c.selector.as_ref(), &p.labels)
+                    })
+                    .count() as i64;
+                let value = node
+                    .labels
+                    .get(&c.topology_key)
+                    .cloned()
+                    .unwrap_or_default();
+                *self.spread[i].counts.entry(value).or_insert(0) += count;
+            }
+        }
+        for c in &mut self.spread {
+            let mut all: Vec<(Str, i64)> = c.counts.iter().map(|(v, n)| (v.clone(), *n)).collect();
+            all.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            c.smallest = [all.first().cloned(), all.get(1).cloned()];
+        }
+    }
+
+    fn has_all_spread_keys(&self, node: &Node) -> bool {
+        self.spread
+            .iter()
+            .all(|c| node.labels.contains_key(&c.topology_key))
+    }
+
+    fn spread_node_included(&self, i: usize, node: &Node) -> bool {
+        let c = &self.spread[i];
+        (!c.honor_node_affinity || required_node_affinity_matches(self.pod, node))
+            && (!c.honor_taints || untolerated_taint(&node.taints, self.pod).is_none())
+    }
+
+    /// A scratch copy of `info` for dry runs.
+    pub fn scratch<'n>(&self, info: &'n NodeInfo) -> Option<NodeScratch<'n>> {
+        let node = info.node.as_deref()?;
+        let spread_eligible = !self.spread.is_empty() && self.has_all_spread_keys(node);
+        let spread_included = (0..self.spread.len())
+            .map(|i| spread_eligible && self.spread_node_included(i, node))
+            .collect();
+        Some(NodeScratch {
+            info,
+            node,
+            removed: vec![false; info.pods.len()],
+            extra: Vec::new(),
+            pod_count: info.pods.len() as i64,
+            requested: info.requested.clone(),
+            inter_pod: InterPodDelta::default(),
+            spread_delta: vec![0; self.spread.len()],
+            spread_included,
+        })
+    }
+
+    /// Adds (`+1`) or removes (`-1`) a pod on the scratch node, updating resources and
+    /// the affinity/spread state as upstream's PreFilter AddPod/RemovePod extensions do.
+    fn apply(&self, scratch: &mut NodeScratch<'_>, pod: &Pod, sign: i64) {
+        if sign > 0 {
+            scratch.requested.add(&pod.requests);
+        } else {
+            scratch.requested.sub(&pod.requests);
+        }
+        scratch.pod_count += sign;
+        if self.inter_pod {
+            let node = scratch.node;
+            self.update_inter_pod_local(pod, node, sign, &mut scratch.inter_pod);
+        }
+        if pod.namespace == self.pod.namespace {
+            for (i, c) in self.spread.iter().enumerate() {
+                if scratch.spread_included[i] && optional_matches(c.selector.as_ref(), &pod.labels)
+                {
+                    scratch.spread_delta[i] += sign;
+                }
+            }
+        }
+    }
+
+    fn update_inter_pod_local(
+        &self,
+        other: &Pod,
+        node: &Node,
+        multiplier: i64,
+        l: &mut InterPodDelta,
+    ) {
+        let pod = self.pod;
+        for term in &other.pod_anti_affinity {
+            let term = AffinityTerm::new(term, &other.namespace);
+            if term.matches(pod) {
+                l.existing_anti.add(&term.topology_key, node, multiplier);
+            }
+        }
+        if !self.affinity.is_empty() && self.affinity.iter().all(|t| t.matches(other)) {
+            for term in &self.affinity {
+                l.affinity.add(&term.topology_key, node, multiplier);
+            }
+        }
+        for term in &self.anti_affinity {
+            if term.matches(other) {
+                l.anti.add(&term.topology_key, node, multiplier);
+            }
+        }
+    }
+
+    /// Removes the `index`-th bound pod of the node from the scratch.
+    pub fn remove_bound(&self, scratch: &mut NodeScratch<'_>, index: usize) {
+        if !scratch.removed[index] {
+            scratch.removed[index] = true;
+            let pod = scratch.info.pods[index].clone();
+            self.apply(scratch, &pod, -1);
+        }
+    }
+
+    /// Puts the `index`-th bound pod back.
+    pub fn restore_bound(&self, scratch: &mut NodeScratch<'_>, index: usize) {
+        if scratch.removed[index] {
+            scratch.removed[index] = false;
+            let pod = scratch.info.pods[index].clone();
+            self.apply(scratch, &pod, 1);
+        }
+    }
+
+    /// The pods nominated to this node that occupy room for the preemptor: priority
+    /// ≥ the preemptor's, never the preemptor itself.
+    pub fn nominated_pods<'n>(&self, info: &'n NodeInfo) -> impl Iterator<Item = &'n Pod> {
+        let pod = self.pod;
+        info.nominated
+            .iter()
+            .map(|p| &**p)
+            .filter(move |p| p.priority >= pod.priority && p.uid != pod.uid)
+    }
+
+    /// Upstream `RunFilterPluginsWithNominatedPods` for the pod-dependent filters: first
+    /// with the nominated pods added, then (if any were added and that passed) without.
+    pub fn fits_with_nominated(&self, scratch: &mut NodeScratch<'_>) -> Status {
+        let info = scratch.info;
+        let nominated: Vec<&Pod> = self.nominated_pods(info).collect();
+        if !nominated.is_empty() {
+            for p in &nominated {
+                self.apply(scratch, p, 1);
+                scratch.extra.push(p);
+            }
+            let status = self.dynamic_filters(scratch);
+            for p in &nominated {
+                self.apply(scratch, p, -1);
+            }
+            scratch.extra.clear();
+            if !status.is_success() {
+                return status;
+            }
+        }
+        self.dynamic_filters(scratch)
+    }
+
+    /// NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity, in that order.
+    pub fn dynamic_filters(&self, scratch: &NodeScratch<'_>) -> Status {
+        let pod = self.pod;
+        if !pod.host_ports.is_empty() && self.ports_conflict(scratch) {
+            return Status::unschedulable(
+                NODE_PORTS,
+                "node(s) didn't have free ports for the requested pod ports",
+            );
+        }
+        let status = self.resources_fit(scratch);
+        if !status.is_success() {
+            return status;
+        }
+        if !self.spread.is_empty() {
+            let status = self.spread_fits(scratch);
+            if !status.is_success() {
+                return status;
+            }
+        }
+        if self.inter_pod {
+            let status = self.inter_pod_fits(scratch);
+            if !status.is_success() {
+                return status;
+            }
+        }
+        Status::success()
+    }
+
+    fn ports_conflict(&self, scratch: &NodeScratch<'_>) -> bool {
+        let used: Vec<&HostPort> = scratch
+            .current_pods()
+            .flat_map(|p| p.host_ports.iter())
+            .collect();
+        self.pod
+            .host_ports
+            .iter()
+            .any(|want| want.port > 0 && used.iter().any(|u| want.conflicts_with(u)))
+    }
+
+    fn resources_fit(&self, scratch: &NodeScratch<'_>) -> Status {
+        let request = &self.pod.requests;
+        let alloc = &scratch.node.allocatable;
+        let used = &scratch.requested;
+        let mut reasons = Vec::new();
+        let mut unresolvable = false;
+        if scratch.pod_count + 1 > alloc.pods {
+            reasons.push("Too many pods".to_string());
+        }
+        if !request.is_zero_request() {
+            let mut check = |name: &str, want: i64, have: i64, in_use: i64| {
+                if want > 0 && want > have - in_use {
+                    reasons.push(format!("Insufficient {name}"));
+                    if want > have {
+                        unresolvable = true;
+                    }
+                }
+            };
+            check("cpu", request.milli_cpu, alloc.milli_cpu, used.milli_cpu);
+            check("memory", request.memory, alloc.memory, used.memory);
+            check(
+                "ephemeral-storage",
+                request.ephemeral_storage,
+                alloc.ephemeral_storage,
+                used.ephemeral_storage,
+            );
+            for (name, want) in &request.scalars {
+                check(name, *want, alloc.scalar(name), used.scalar(name));
+            }
+        }
+        if reasons.is_empty() {
+            Status::success()
+        } else {
+            Status {
+                code: if unresolvable {
+                    Code::UnschedulableAndUnresolvable
+                } else {
+                    Code::Unschedulable
+                },
+                plugin: NODE_RESOURCES_FIT,
+                reasons,
+            }
+        }
+    }
+
+    fn spread_fits(&self, scratch: &NodeScratch<'_>) -> Status {
+        let node = scratch.node;
+        for (i, c) in self.spread.iter().enumerate() {
+            let Some(value) = node.labels.get(&c.topology_key) else {
+                return Status::unresolvable(
+                    POD_TOPOLOGY_SPREAD,
+                    "node(s) didn't match pod topology spread constraints (missing required label)",
+                );
+            };
+            let base = c.counts.get(value).copied();
+            let here = base.unwrap_or(0) + scratch.spread_delta[i];
+            let domains = c.counts.len() as i64;
+            let min = if domains < c.min_domains {
+                0
+            } else {
+                let others = c.min_excluding(value);
+                match (base, others) {
+                    // This node's domain is an eligible one: its count may have changed.
+                    (Some(_), Some(o)) => here.min(o),
+                    (Some(_), None) => here,
+                    (None, Some(o)) => o,
+                    (None, None) => 0,
+                }
+            };
+            let skew = here + c.self_match as i64 - min;
+            if skew > c.max_skew {
+                return Status::unschedulable(
+                    POD_TOPOLOGY_SPREAD,
+                    "node(s) didn't match pod topology spread constraints",
+                );
+            }
+        }
+        Status::success()
+    }
+
+    fn inter_pod_fits(&self, scratch: &NodeScratch<'_>) -> Status {
+        let node = scratch.node;
+        let local = &scratch.inter_pod;
+        // Required affinity of the preemptor.
+        let mut pods_exist = true;
+        for term in &self.affinity {
+            match node.labels.get(&term.topology_key) {
+                Some(value) => {
+                    if local
+                        .affinity
+                        .count(&self.affinity_counts, &term.topology_key, value)
+                        <= 0
+                    {
+                        pods_exist = false;
+                    }
+                }
+                None => {
+                    return Status::unresolvable(
+                        INTER_POD_AFFINITY,
+                        "node(s) didn't match pod affinity rules",
+                    );
+                }
+            }
+        }
+        if !pods_exist && !(local.affinity.is_empty_with(&self.affinity_counts) && self.self_affine)
+        {
+            return Status::unresolvable(
+                INTER_POD_AFFINITY,
+                "node(s) didn't match pod affinity rules",
+            );
+        }
+        // Required anti-affinity of the preemptor.
+        for term in &self.anti_affinity {
+            if let Some(value) = node.labels.get(&term.topology_key)
+                && local
+                    .anti
+                    .count(&self.anti_affinity_counts, &term.topology_key, value)
+                    > 0
+            {
+                return Status::unschedulable(
+                    INTER_POD_AFFINITY,
+                    "node(s) didn't match pod anti-affinity rules",
+                );
+            }
+        }
+        // Existing pods' anti-affinity against the preemptor.
+        for (key, value) in node.labels.iter() {
+            if local
+                .existing_anti
+                .count(&self.existing_anti_affinity_counts, key, value)
+                > 0
+            {
+                return Status::unschedulable(
+                    INTER_POD_AFFINITY,
+                    "node(s) didn't satisfy existing pods anti-affinity rules",
+                );
+            }
+        }
+        Status::success()
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct InterPodDelta {
+    affinity: PairDelta,
+    anti: PairDelta,
+    existing_anti: PairDelta,
+}
+
+/// One node's state during a dry run: which bound pods are removed, which nominated pods
+/// are added, and the resulting aggregates.
+pub struct NodeScratch<'n> {
+    pub info: &'n NodeInfo,
+    pub node: &'n Node,
+    removed: Vec<bool>,
+    extra: Vec<&'n Pod>,
+    pod_count: i64,
+    requested: Resources,
+    inter_pod: InterPodDelta,
+    spread_delta: Vec<i64>,
+    spread_included: Vec<bool>,
+}
+
+impl<'n> NodeScratch<'n> {
+    fn current_pods(&self) -> impl Iterator<Item = &Pod> {
+        self.info
+            .pods
+            .iter()
+            .zip(&self.removed)
+            .filter(|(_, removed)| !**removed)
+            .map(|(p, _)| &**p)
+            .chain(self.extra.iter().copied())
+    }
+}

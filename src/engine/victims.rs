@@ -1,0 +1,142 @@
+//! Victim selection on one node (upstream `SelectVictimsOnNode`) and PDB budget
+//! consumption (`filterPodsWithPDBViolation`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::filters::{Code, PreFilter, Status};
+use super::importance;
+use crate::cache::NodeInfo;
+use crate::model::{Pod, PodDisruptionBudget, Str};
+
+/// PDBs grouped by namespace, keeping the cluster order inside each group.
+pub(crate) struct PdbIndex<'a> {
+    by_namespace: HashMap<Str, Vec<(usize, &'a PodDisruptionBudget)>>,
+}
+
+impl<'a> PdbIndex<'a> {
+    pub fn new(pdbs: &'a [Arc<PodDisruptionBudget>]) -> Self {
+        let mut by_namespace: HashMap<Str, Vec<(usize, &PodDisruptionBudget)>> = HashMap::new();
+        for (i, pdb) in pdbs.iter().enumerate() {
+            by_namespace
+                .entry(pdb.namespace.clone())
+                .or_default()
+                .push((i, pdb));
+        }
+        PdbIndex { by_namespace }
+    }
+
+    /// Splits importance-ordered pods into (violating, non-violating), consuming a
+    /// per-call copy of every matching PDB's `disruptionsAllowed`.
+    pub fn split_by_violation<'p>(
+        &self,
+        pods: &[&'p Arc<Pod>],
+    ) -> (Vec<&'p Arc<Pod>>, Vec<&'p Arc<Pod>>) {
+        let mut remaining: HashMap<usize, i32> = HashMap::new();
+        let mut violating = Vec::new();
+        let mut non_violating = Vec::new();
+        for pod in pods {
+            let mut violated = false;
+            if !pod.labels.is_empty()
+                && let Some(pdbs) = self.by_namespace.get(&pod.namespace)
+            {
+                for (index, pdb) in pdbs {
+                    if !pdb.covers(pod) {
+                        continue;
+                    }
+                    // Already being disrupted through the API: not a violation, and the
+                    // budget was already charged for it.
+                    if pdb.disrupted_pods.iter().any(|n| *n == pod.name) {
+                        continue;
+                    }
+                    let left = remaining.entry(*index).or_insert(pdb.disruptions_allowed);
+                    *left -= 1;
+                    if *left < 0 {
+                        violated = true;
+                    }
+                }
+            }
+            if violated {
+                violating.push(*pod);
+            } else {
+                non_violating.push(*pod);
+            }
+        }
+        (violating, non_violating)
+    }
+}
+
+/// Remove every lower-priority pod, check the preemptor fits, then reprieve greedily —
+/// PDB-violating pods first, then the rest, each in importance order. Returns the victims
+/// (importance order) and the number of PDB violations, or the node's failure status.
+pub(crate) fn select_victims_on_node(
+    pre: &PreFilter<'_>,
+    info: &NodeInfo,
+    pdbs: &PdbIndex<'_>,
+    now: i64,
+) -> Result<(Vec<Arc<Pod>>, i32), Status> {
+    let preemptor = pre.pod;
+    let Some(mut scratch) = pre.scratch(info) else {
+        return Err(no_victims());
+    };
+    let mut potential: Vec<usize> = Vec::new();
+    for (i, pod) in info.pods.iter().enumerate() {
+        if pod.priority < preemptor.priority {
+            potential.push(i);
+            pre.remove_bound(&mut scratch, i);
+        }
+    }
+    if potential.is_empty() {
+        return Err(no_victims());
+    }
+    let status = pre.fits_with_nominated(&mut scratch);
+    if !status.is_success() {
+        return Err(status);
+    }
+    potential.sort_by(|&a, &b| importance(&info.pods[a], &info.pods[b], now));
+    let ordered: Vec<&Arc<Pod>> = potential.iter().map(|&i| &info.pods[i]).collect();
+    let (violating, non_violating) = pdbs.split_by_violation(&ordered);
+    let index_of = |pod: &Arc<Pod>| -> usize {
+        potential
+            .iter()
+            .copied()
+            .find(|&i| Arc::ptr_eq(&info.pods[i], pod))
+            .unwrap_or_default()
+    };
+    let mut victims: Vec<Arc<Pod>> = Vec::new();
+    let mut pdb_violations = 0;
+    let both = !violating.is_empty() && !non_violating.is_empty();
+    for (list, counts) in [(violating, true), (non_violating, false)] {
+        for pod in list {
+            let index = index_of(pod);
+            pre.restore_bound(&mut scratch, index);
+            if !pre.fits_with_nominated(&mut scratch).is_success() {
+                pre.remove_bound(&mut scratch, index);
+                victims.push(pod.clone());
+                if counts {
+                    pdb_violations += 1;
+                }
+            }
+        }
+    }
+    if both {
+        victims.sort_by(|a, b| importance(a, b, now));
+    }
+    if victims.is_empty() {
+        // Upstream turns success without victims into an error for this node.
+        return Err(Status {
+            code: Code::UnschedulableAndUnresolvable,
+            plugin: "DefaultPreemption",
+            reasons: vec!["preemption found no victims to evict on this node".to_string()],
+        });
+    }
+    Ok((victims, pdb_violations))
+}
+
+fn no_victims() -> Status {
+    Status {
+        code: Code::UnschedulableAndUnresolvable,
+        plugin: "DefaultPreemption",
+        reasons: vec!["No preemption victims found for incoming pod".to_string()],
+    }
+}
