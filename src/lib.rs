@@ -7,3 +7,5 @@
 pub mod cache;
 pub mod engine;
 pub mod model;
+pub mod nominations;
+pub mod server;

@@ -1,0 +1,738 @@
+//! Proto ↔ model conversion. Typed messages get the same defaulting and validation the
+//! Kubernetes-JSON decoder applies (limits default missing requests, empty enum strings
+//! take Kubernetes' defaults, unknown ones are rejected), and every error names the
+//! proto field path, map keys in brackets: `upsert.containers[0].requests[cpu]`.
+
+use std::collections::HashMap;
+
+use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, Status as FilterStatus};
+use crate::model::quantity::Quantity;
+use crate::model::resources::{CPU, MEMORY, is_pod_level_resource};
+use crate::model::{
+    BIND_ALL_IP, Container, ContainerResources, HostPort, InclusionPolicy, LabelSelector, Labels,
+    Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Operator,
+    Pod, PodAffinityTerm, PodCondition, PodDisruptionBudget, PodPhase, PodRef, PreemptionPolicy,
+    Protocol, Requirement, Str, Taint, TaintEffect, Toleration, TolerationOperator,
+    TopologySpreadConstraint, WhenUnsatisfiable,
+};
+use crate::nominations::{Event, EventKind};
+
+use super::errors::ApiError;
+use super::pb;
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// Longest quantity string accepted (real ones are a few characters long).
+const MAX_QUANTITY_LEN: usize = 256;
+/// Longest decimal exponent accepted (`1e999999`); longer ones could overflow the parser.
+const MAX_EXPONENT_DIGITS: usize = 6;
+
+fn unsupported(value: &str, supported: &[&str]) -> String {
+    let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+    format!(
+        "unsupported value {value:?}: supported values are {}",
+        list.join(", ")
+    )
+}
+
+fn enum_value<T>(
+    path: &str,
+    value: &str,
+    parse: impl Fn(&str) -> Option<T>,
+    supported: &[&str],
+) -> Result<T> {
+    parse(value).ok_or_else(|| ApiError::invalid(path, unsupported(value, supported)))
+}
+
+fn required(path: &str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        Err(ApiError::invalid(path, "must not be empty"))
+    } else {
+        Ok(())
+    }
+}
+
+/// A non-negative Kubernetes quantity.
+pub fn quantity(path: &str, text: &str) -> Result<Quantity> {
+    let invalid = || ApiError::invalid(path, format!("invalid quantity {text:?}"));
+    if text.len() > MAX_QUANTITY_LEN {
+        return Err(invalid());
+    }
+    // Guard the parser's exponent arithmetic against absurd exponents.
+    let body = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let number_len = body
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(body.len());
+    if let Some(exponent) = body
+        .get(number_len..)
+        .and_then(|s| s.strip_prefix(['e', 'E']))
+    {
+        let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        if digits.trim_start_matches('0').len() > MAX_EXPONENT_DIGITS {
+            return Err(invalid());
+        }
+    }
+    let q = Quantity::parse(text).map_err(|_| invalid())?;
+    if q.is_negative() {
+        return Err(ApiError::invalid(path, "must be non-negative"));
+    }
+    Ok(q)
+}
+
+/// Sorted so that the first bad entry reported does not depend on hash order.
+fn sorted(map: &HashMap<String, String>) -> Vec<(&String, &String)> {
+    let mut entries: Vec<_> = map.iter().collect();
+    entries.sort();
+    entries
+}
+
+fn resource_list(path: &str, map: &HashMap<String, String>) -> Result<Vec<(Str, Quantity)>> {
+    sorted(map)
+        .into_iter()
+        .map(|(name, value)| {
+            let entry = format!("{path}[{name}]");
+            required(&entry, name)?;
+            Ok((Str::from(name.as_str()), quantity(&entry, value)?))
+        })
+        .collect()
+}
+
+/// Requests with Kubernetes' defaulting: a limit without a request becomes the request.
+fn requests_with_limits(
+    path: &str,
+    requests: &HashMap<String, String>,
+    limits: &HashMap<String, String>,
+) -> Result<ContainerResources> {
+    let mut out = resource_list(&format!("{path}.requests"), requests)?;
+    for (name, limit) in resource_list(&format!("{path}.limits"), limits)? {
+        if !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, limit));
+        }
+    }
+    Ok(ContainerResources::new(out))
+}
+
+fn labels(map: &HashMap<String, String>) -> Labels {
+    map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+fn strings(values: &[String]) -> Vec<Str> {
+    values.iter().map(|v| Str::from(v.as_str())).collect()
+}
+
+/// RFC 3339 → Unix nanoseconds; empty → `None`.
+fn timestamp(path: &str, text: &str) -> Result<Option<i64>> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .and_then(|t| t.timestamp_nanos_opt())
+        .map(Some)
+        .ok_or_else(|| ApiError::invalid(path, format!("invalid RFC 3339 timestamp {text:?}")))
+}
+
+const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+const SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist"];
+const NODE_SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
+const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
+const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
+const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
+const WHEN_UNSATISFIABLE: &[&str] = &["DoNotSchedule", "ScheduleAnyway"];
+const INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
+const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
+const PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+
+fn namespace_or_default(namespace: &str) -> &str {
+    if namespace.is_empty() {
+        "default"
+    } else {
+        namespace
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Proto → model.
+
+/// A typed node; `path` is the request field (`upsert`).
+pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
+    required(&format!("{path}.name"), &n.name)?;
+    let taints = n
+        .taints
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let p = format!("{path}.taints[{i}]");
+            required(&format!("{p}.key"), &t.key)?;
+            Ok(Taint {
+                key: t.key.as_str().into(),
+                value: t.value.as_str().into(),
+                effect: enum_value(
+                    &format!("{p}.effect"),
+                    &t.effect,
+                    TaintEffect::parse,
+                    TAINT_EFFECTS,
+                )?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let allocatable = resource_list(&format!("{path}.allocatable"), &n.allocatable)?;
+    Ok(Node {
+        name: n.name.as_str().into(),
+        uid: if n.uid.is_empty() { &n.name } else { &n.uid }
+            .as_str()
+            .into(),
+        resource_version: n.resource_version,
+        labels: labels(&n.labels),
+        taints,
+        unschedulable: n.unschedulable,
+        allocatable: ContainerResources::new(allocatable).to_resources(),
+    })
+}
+
+/// A typed PodDisruptionBudget. An invalid selector (In without values, ...) is kept and
+/// makes upstream skip the budget, as for decoded JSON.
+pub fn pdb(path: &str, p: &pb::PodDisruptionBudget) -> Result<PodDisruptionBudget> {
+    required(&format!("{path}.name"), &p.name)?;
+    let namespace = namespace_or_default(&p.namespace);
+    let selector = p
+        .selector
+        .as_ref()
+        .map(|s| label_selector(&format!("{path}.selector"), s, false))
+        .transpose()?;
+    Ok(PodDisruptionBudget {
+        namespace: namespace.into(),
+        name: p.name.as_str().into(),
+        uid: if p.uid.is_empty() {
+            format!("{namespace}/{}", p.name).into()
+        } else {
+            p.uid.as_str().into()
+        },
+        resource_version: p.resource_version,
+        selector,
+        disruptions_allowed: p.disruptions_allowed,
+        disrupted_pods: strings(&p.disrupted_pods),
+    })
+}
+
+/// `strict`: pods' selectors must be valid (In/NotIn need values, Exists/DoesNotExist
+/// take none), as the API server validates them.
+fn label_selector(path: &str, s: &pb::LabelSelector, strict: bool) -> Result<LabelSelector> {
+    let match_expressions = s
+        .match_expressions
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let p = format!("{path}.match_expressions[{i}]");
+            let operator = enum_value(
+                &format!("{p}.operator"),
+                &r.operator,
+                Operator::parse,
+                SELECTOR_OPERATORS,
+            )?;
+            if strict {
+                match operator {
+                    Operator::In | Operator::NotIn if r.values.is_empty() => {
+                        return Err(ApiError::invalid(
+                            format!("{p}.values"),
+                            "must be specified when operator is In or NotIn",
+                        ));
+                    }
+                    Operator::Exists | Operator::DoesNotExist if !r.values.is_empty() => {
+                        return Err(ApiError::invalid(
+                            format!("{p}.values"),
+                            "may not be specified when operator is Exists or DoesNotExist",
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            Ok(Requirement {
+                key: r.key.as_str().into(),
+                operator,
+                values: strings(&r.values),
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(LabelSelector {
+        match_labels: labels(&s.match_labels),
+        match_expressions,
+    })
+}
+
+fn optional_selector(path: &str, s: Option<&pb::LabelSelector>) -> Result<Option<LabelSelector>> {
+    s.map(|s| label_selector(path, s, true)).transpose()
+}
+
+fn container(path: &str, c: &pb::Container, init: bool) -> Result<Container> {
+    let requests = requests_with_limits(path, &c.requests, &c.limits)?;
+    let mut ports = Vec::new();
+    for (i, port) in c.ports.iter().enumerate() {
+        let p = format!("{path}.ports[{i}]");
+        if !(0..=65_535).contains(&port.host_port) {
+            return Err(ApiError::invalid(
+                format!("{p}.host_port"),
+                "must be between 0 and 65535",
+            ));
+        }
+        let protocol = if port.protocol.is_empty() {
+            Protocol::Tcp
+        } else {
+            enum_value(
+                &format!("{p}.protocol"),
+                &port.protocol,
+                Protocol::parse,
+                PROTOCOLS,
+            )?
+        };
+        if port.host_port > 0 {
+            ports.push(HostPort {
+                ip: if port.host_ip.is_empty() {
+                    BIND_ALL_IP
+                } else {
+                    &port.host_ip
+                }
+                .into(),
+                protocol,
+                port: port.host_port,
+            });
+        }
+    }
+    if !c.restart_policy.is_empty() {
+        enum_value(
+            &format!("{path}.restart_policy"),
+            &c.restart_policy,
+            |s| RESTART_POLICIES.contains(&s).then_some(()),
+            RESTART_POLICIES,
+        )?;
+    }
+    Ok(Container {
+        name: c.name.as_str().into(),
+        requests,
+        ports,
+        restart_always: init && c.restart_policy == "Always",
+    })
+}
+
+/// Pod-level requests with upstream `defaultPodRequests` (see the decoder): a supported
+/// resource with a pod-level limit and no request takes the limit, unless it is cpu or
+/// memory that some container requests (then the container aggregate applies).
+fn pod_level_requests(
+    path: &str,
+    r: &pb::ResourceRequirements,
+    pod: &Pod,
+) -> Result<ContainerResources> {
+    let mut requests = resource_list(&format!("{path}.requests"), &r.requests)?;
+    for (name, limit) in resource_list(&format!("{path}.limits"), &r.limits)? {
+        if requests.iter().any(|(n, _)| *n == name) || !is_pod_level_resource(&name) {
+            continue;
+        }
+        let overcommittable = &*name == CPU || &*name == MEMORY;
+        let containers_request_it = pod
+            .containers
+            .iter()
+            .chain(&pod.init_containers)
+            .any(|c| c.requests.get(&name).is_some());
+        if !(overcommittable && containers_request_it) {
+            requests.push((name, limit));
+        }
+    }
+    Ok(ContainerResources::new(requests))
+}
+
+fn toleration(path: &str, t: &pb::Toleration) -> Result<Toleration> {
+    let operator = match t.operator.as_str() {
+        "" | "Equal" => TolerationOperator::Equal,
+        "Exists" => TolerationOperator::Exists,
+        other => {
+            return Err(ApiError::invalid(
+                format!("{path}.operator"),
+                unsupported(other, TOLERATION_OPERATORS),
+            ));
+        }
+    };
+    let effect = if t.effect.is_empty() {
+        None
+    } else {
+        Some(enum_value(
+            &format!("{path}.effect"),
+            &t.effect,
+            TaintEffect::parse,
+            TAINT_EFFECTS,
+        )?)
+    };
+    Ok(Toleration {
+        key: t.key.as_str().into(),
+        operator,
+        value: t.value.as_str().into(),
+        effect,
+    })
+}
+
+fn node_selector_requirements(
+    path: &str,
+    reqs: &[pb::NodeSelectorRequirement],
+) -> Result<Vec<NodeSelectorRequirement>> {
+    reqs.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            Ok(NodeSelectorRequirement {
+                key: r.key.as_str().into(),
+                operator: enum_value(
+                    &format!("{path}[{i}].operator"),
+                    &r.operator,
+                    NodeSelectorOperator::parse,
+                    NODE_SELECTOR_OPERATORS,
+                )?,
+                values: strings(&r.values),
+            })
+        })
+        .collect()
+}
+
+fn node_selector(path: &str, s: &pb::NodeSelector) -> Result<NodeSelector> {
+    let terms = s
+        .node_selector_terms
+        .iter()
+        .enumerate()
+        .map(|(i, term)| {
+            let p = format!("{path}.node_selector_terms[{i}]");
+            Ok(NodeSelectorTerm {
+                match_expressions: node_selector_requirements(
+                    &format!("{p}.match_expressions"),
+                    &term.match_expressions,
+                )?,
+                match_fields: node_selector_requirements(
+                    &format!("{p}.match_fields"),
+                    &term.match_fields,
+                )?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(NodeSelector { terms })
+}
+
+fn pod_affinity_terms(path: &str, terms: &[pb::PodAffinityTerm]) -> Result<Vec<PodAffinityTerm>> {
+    terms
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let p = format!("{path}[{i}]");
+            required(&format!("{p}.topology_key"), &t.topology_key)?;
+            Ok(PodAffinityTerm {
+                label_selector: optional_selector(
+                    &format!("{p}.label_selector"),
+                    t.label_selector.as_ref(),
+                )?,
+                namespaces: strings(&t.namespaces),
+                namespace_selector: optional_selector(
+                    &format!("{p}.namespace_selector"),
+                    t.namespace_selector.as_ref(),
+                )?,
+                topology_key: t.topology_key.as_str().into(),
+            })
+        })
+        .collect()
+}
+
+fn inclusion_policy(path: &str, value: &str, default: InclusionPolicy) -> Result<InclusionPolicy> {
+    match value {
+        "" => Ok(default),
+        "Honor" => Ok(InclusionPolicy::Honor),
+        "Ignore" => Ok(InclusionPolicy::Ignore),
+        other => Err(ApiError::invalid(
+            path,
+            unsupported(other, INCLUSION_POLICIES),
+        )),
+    }
+}
+
+fn spread_constraint(
+    path: &str,
+    c: &pb::TopologySpreadConstraint,
+) -> Result<TopologySpreadConstraint> {
+    if c.max_skew < 1 {
+        return Err(ApiError::invalid(
+            format!("{path}.max_skew"),
+            "must be greater than zero",
+        ));
+    }
+    required(&format!("{path}.topology_key"), &c.topology_key)?;
+    let when_unsatisfiable = enum_value(
+        &format!("{path}.when_unsatisfiable"),
+        &c.when_unsatisfiable,
+        |s| match s {
+            "DoNotSchedule" => Some(WhenUnsatisfiable::DoNotSchedule),
+            "ScheduleAnyway" => Some(WhenUnsatisfiable::ScheduleAnyway),
+            _ => None,
+        },
+        WHEN_UNSATISFIABLE,
+    )?;
+    Ok(TopologySpreadConstraint {
+        max_skew: c.max_skew,
+        topology_key: c.topology_key.as_str().into(),
+        when_unsatisfiable,
+        label_selector: optional_selector(
+            &format!("{path}.label_selector"),
+            c.label_selector.as_ref(),
+        )?,
+        min_domains: c.min_domains,
+        match_label_keys: strings(&c.match_label_keys),
+        node_affinity_policy: inclusion_policy(
+            &format!("{path}.node_affinity_policy"),
+            &c.node_affinity_policy,
+            InclusionPolicy::Honor,
+        )?,
+        node_taints_policy: inclusion_policy(
+            &format!("{path}.node_taints_policy"),
+            &c.node_taints_policy,
+            InclusionPolicy::Ignore,
+        )?,
+    })
+}
+
+/// A typed pod; `path` is the request field (`upsert`, `pod`).
+pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
+    let f = |field: &str| format!("{path}.{field}");
+    required(&f("name"), &p.name)?;
+    let namespace = namespace_or_default(&p.namespace);
+    let uid = if p.uid.is_empty() {
+        format!("{namespace}/{}", p.name)
+    } else {
+        p.uid.clone()
+    };
+    let mut pod = Pod::new(namespace, &p.name, &uid);
+    pod.resource_version = p.resource_version;
+    pod.labels = labels(&p.labels);
+    pod.node_name = (!p.node_name.is_empty()).then(|| p.node_name.as_str().into());
+    if !p.scheduler_name.is_empty() {
+        pod.scheduler_name = p.scheduler_name.as_str().into();
+    }
+    pod.priority = p.priority.unwrap_or(0);
+    pod.preemption_policy = match p.preemption_policy.as_str() {
+        "" | "PreemptLowerPriority" => PreemptionPolicy::PreemptLowerPriority,
+        "Never" => PreemptionPolicy::Never,
+        other => {
+            return Err(ApiError::invalid(
+                f("preemption_policy"),
+                unsupported(other, PREEMPTION_POLICIES),
+            ));
+        }
+    };
+    pod.containers = p
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| container(&format!("{path}.containers[{i}]"), c, false))
+        .collect::<Result<_>>()?;
+    pod.init_containers = p
+        .init_containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| container(&format!("{path}.init_containers[{i}]"), c, true))
+        .collect::<Result<_>>()?;
+    pod.overhead = ContainerResources::new(resource_list(&f("overhead"), &p.overhead)?);
+    if let Some(resources) = &p.resources {
+        pod.pod_requests = pod_level_requests(&f("resources"), resources, &pod)?;
+    }
+    pod.tolerations = p
+        .tolerations
+        .iter()
+        .enumerate()
+        .map(|(i, t)| toleration(&format!("{path}.tolerations[{i}]"), t))
+        .collect::<Result<_>>()?;
+    pod.node_selector = labels(&p.node_selector);
+    if let Some(affinity) = &p.affinity {
+        let a = f("affinity");
+        if let Some(required) = affinity.node_affinity.as_ref().and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        }) {
+            pod.required_node_affinity = Some(node_selector(
+                &format!("{a}.node_affinity.required_during_scheduling_ignored_during_execution"),
+                required,
+            )?);
+        }
+        if let Some(pa) = &affinity.pod_affinity {
+            pod.pod_affinity = pod_affinity_terms(
+                &format!("{a}.pod_affinity.required_during_scheduling_ignored_during_execution"),
+                &pa.required_during_scheduling_ignored_during_execution,
+            )?;
+        }
+        if let Some(paa) = &affinity.pod_anti_affinity {
+            pod.pod_anti_affinity = pod_affinity_terms(
+                &format!(
+                    "{a}.pod_anti_affinity.required_during_scheduling_ignored_during_execution"
+                ),
+                &paa.required_during_scheduling_ignored_during_execution,
+            )?;
+        }
+    }
+    pod.topology_spread = p
+        .topology_spread_constraints
+        .iter()
+        .enumerate()
+        .map(|(i, c)| spread_constraint(&format!("{path}.topology_spread_constraints[{i}]"), c))
+        .collect::<Result<_>>()?;
+    pod.start_time = timestamp(&f("start_time"), &p.start_time)?;
+    pod.terminating = timestamp(&f("deletion_timestamp"), &p.deletion_timestamp)?.is_some();
+    pod.conditions = p
+        .conditions
+        .iter()
+        .map(|c| PodCondition {
+            type_: c.r#type.as_str().into(),
+            status: c.status.as_str().into(),
+            reason: c.reason.as_str().into(),
+        })
+        .collect();
+    pod.nominated_node_name =
+        (!p.nominated_node_name.is_empty()).then(|| p.nominated_node_name.as_str().into());
+    pod.phase = enum_value(&f("phase"), &p.phase, PodPhase::parse, PHASES)?;
+    Ok(pod.finish())
+}
+
+// ---------------------------------------------------------------------------------------
+// Model → proto.
+
+pub fn pod_ref(r: &PodRef) -> pb::PodRef {
+    pb::PodRef {
+        namespace: r.namespace.to_string(),
+        name: r.name.to_string(),
+        uid: r.uid.to_string(),
+    }
+}
+
+pub fn outcome(o: Outcome) -> pb::Outcome {
+    match o {
+        Outcome::Preempt => pb::Outcome::Preempt,
+        Outcome::Fits => pb::Outcome::Fits,
+        Outcome::NotEligible => pb::Outcome::NotEligible,
+        Outcome::NoCandidate => pb::Outcome::NoCandidate,
+    }
+}
+
+fn filter_status(s: &FilterStatus) -> pb::FilterStatus {
+    let code = match s.code {
+        Code::Success => pb::StatusCode::Success,
+        Code::Unschedulable => pb::StatusCode::Unschedulable,
+        Code::UnschedulableAndUnresolvable => pb::StatusCode::UnschedulableAndUnresolvable,
+    };
+    pb::FilterStatus {
+        code: code.into(),
+        plugin: s.plugin.to_string(),
+        reasons: s.reasons.clone(),
+    }
+}
+
+fn diagnostic(d: &NodeDiagnostic) -> pb::NodeDiagnostic {
+    pb::NodeDiagnostic {
+        node: d.node.to_string(),
+        filter: Some(filter_status(&d.filter)),
+        preemption: d.preemption.as_ref().map(filter_status),
+        victims: d.victims.iter().map(pod_ref).collect(),
+        pdb_violations: d.pdb_violations,
+        candidate: d.candidate,
+    }
+}
+
+/// The decision; `epoch` and revisions are filled by the caller.
+pub fn decision(d: &Decision) -> pb::PreemptResponse {
+    pb::PreemptResponse {
+        outcome: outcome(d.outcome).into(),
+        nominated_node_name: d
+            .nominated_node
+            .as_ref()
+            .map(|n| n.to_string())
+            .unwrap_or_default(),
+        victims: d.victims.iter().map(pod_ref).collect(),
+        nominated_pods_to_clear: d.nominated_pods_to_clear.iter().map(pod_ref).collect(),
+        pdb_violations: d.pdb_violations,
+        message: d.message.clone(),
+        feasible_nodes: d.feasible_nodes.iter().map(|n| n.to_string()).collect(),
+        diagnostics: d.diagnostics.iter().map(diagnostic).collect(),
+        ..Default::default()
+    }
+}
+
+pub fn event(e: &Event, epoch: &str) -> pb::WatchNominationsResponse {
+    let kind = match e.kind {
+        EventKind::Nominated => pb::NominationEventType::Nominated,
+        EventKind::Cleared => pb::NominationEventType::Cleared,
+        EventKind::VictimMarked => pb::NominationEventType::VictimMarked,
+    };
+    pb::WatchNominationsResponse {
+        revision: e.revision,
+        r#type: kind.into(),
+        pod: Some(pod_ref(&e.pod)),
+        node: e.node.to_string(),
+        priority: e.priority,
+        initial: e.initial,
+        epoch: epoch.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(err: ApiError) -> String {
+        err.to_string()
+    }
+
+    #[test]
+    fn quantities_name_the_map_key() {
+        let n = pb::Node {
+            name: "n1".into(),
+            allocatable: [("cpu".to_string(), "lots".to_string())].into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            message(node("upsert", &n).unwrap_err()),
+            "upsert.allocatable[cpu]: invalid quantity \"lots\""
+        );
+        assert!(quantity("q", "1e9999999999").is_err());
+        assert!(quantity("q", "-1").is_err());
+        assert_eq!(quantity("q", "500m").unwrap(), Quantity::from_millis(500));
+    }
+
+    #[test]
+    fn typed_pod_defaults_like_kubernetes() {
+        let p = pb::Pod {
+            name: "p".into(),
+            containers: vec![pb::Container {
+                name: "c".into(),
+                limits: [("cpu".to_string(), "2".to_string())].into(),
+                ports: vec![pb::ContainerPort {
+                    host_port: 80,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let pod = pod("upsert", &p).unwrap();
+        assert_eq!(&*pod.namespace, "default");
+        assert_eq!(&*pod.uid, "default/p");
+        assert_eq!(pod.requests.milli_cpu, 2000);
+        assert_eq!(pod.host_ports.len(), 1);
+        assert_eq!(&*pod.host_ports[0].ip, BIND_ALL_IP);
+        assert_eq!(pod.phase, PodPhase::Pending);
+    }
+
+    #[test]
+    fn unknown_enum_strings_are_rejected_with_their_path() {
+        let p = pb::Pod {
+            name: "p".into(),
+            tolerations: vec![pb::Toleration {
+                effect: "Sometimes".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let err = message(pod("pod", &p).unwrap_err());
+        assert!(
+            err.starts_with("pod.tolerations[0].effect: unsupported value \"Sometimes\""),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! The one table from error types to gRPC statuses. Handlers return [`ApiError`];
+//! everything a lower layer can fail with converts into it here, and [`ApiError`] turns
+//! into a [`tonic::Status`] in exactly one `match`.
+//!
+//! Messages are lowercase without a trailing period; invalid-argument messages start
+//! with the offending field path.
+
+use tonic::{Code, Status};
+
+use crate::cache::{CacheError, CommitConflict};
+use crate::model::decode::DecodeError;
+use crate::nominations::{End, SubscribeError};
+
+/// Every way a request can fail.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// A malformed request: `path` names the field (e.g. `upsert.allocatable[cpu]`).
+    #[error("{path}: {message}")]
+    InvalidArgument { path: String, message: String },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// A watch asked for a revision the log no longer holds (or never had).
+    #[error("{0}")]
+    OutOfRange(String),
+    /// A watcher fell behind and was cut off.
+    #[error("{0}")]
+    ResourceExhausted(String),
+    /// Commits kept conflicting with concurrent changes.
+    #[error("{0}")]
+    Aborted(String),
+    /// The server is shutting down.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A bug: a decision task panicked.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::InvalidArgument {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A decode failure inside the JSON/YAML text of field `field`: the path is the
+    /// request field, then the path inside the document.
+    pub fn from_decode(field: &str, err: DecodeError) -> Self {
+        let path = if err.path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{field}: {}", err.path)
+        };
+        ApiError::InvalidArgument {
+            path,
+            message: err.message,
+        }
+    }
+
+    pub fn shutting_down() -> Self {
+        ApiError::Unavailable("server is shutting down".to_string())
+    }
+
+    pub fn code(&self) -> Code {
+        match self {
+            ApiError::InvalidArgument { .. } => Code::InvalidArgument,
+            ApiError::NotFound(_) => Code::NotFound,
+            ApiError::AlreadyExists(_) => Code::AlreadyExists,
+            ApiError::OutOfRange(_) => Code::OutOfRange,
+            ApiError::ResourceExhausted(_) => Code::ResourceExhausted,
+            ApiError::Aborted(_) => Code::Aborted,
+            ApiError::Unavailable(_) => Code::Unavailable,
+            ApiError::Internal(_) => Code::Internal,
+        }
+    }
+}
+
+impl From<ApiError> for Status {
+    fn from(err: ApiError) -> Self {
+        Status::new(err.code(), err.to_string())
+    }
+}
+
+impl From<CacheError> for ApiError {
+    fn from(err: CacheError) -> Self {
+        match err {
+            CacheError::NotFound { .. } => ApiError::NotFound(err.to_string()),
+            CacheError::UidConflict { .. } | CacheError::NameConflict { .. } => {
+                ApiError::AlreadyExists(err.to_string())
+            }
+        }
+    }
+}
+
+impl From<CommitConflict> for ApiError {
+    fn from(err: CommitConflict) -> Self {
+        ApiError::Aborted(format!("{err}; retry the request"))
+    }
+}
+
+impl From<SubscribeError> for ApiError {
+    fn from(err: SubscribeError) -> Self {
+        match err {
+            SubscribeError::Expired { .. } | SubscribeError::Ahead { .. } => {
+                ApiError::OutOfRange(err.to_string())
+            }
+            SubscribeError::Closed => ApiError::shutting_down(),
+        }
+    }
+}
+
+impl From<End> for ApiError {
+    fn from(end: End) -> Self {
+        match end {
+            End::Lagged { .. } => ApiError::ResourceExhausted(end.to_string()),
+            End::Closed => ApiError::shutting_down(),
+        }
+    }
+}
+
+impl From<tokio::task::JoinError> for ApiError {
+    fn from(err: tokio::task::JoinError) -> Self {
+        tracing::error!(error = %err, "decision task failed");
+        ApiError::Internal("decision task failed".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_maps_to_its_code_with_a_lowercase_message() {
+        let cases = [
+            (
+                ApiError::invalid("upsert.name", "must not be empty"),
+                Code::InvalidArgument,
+            ),
+            (
+                CacheError::NotFound {
+                    kind: "node",
+                    name: "n1".into(),
+                }
+                .into(),
+                Code::NotFound,
+            ),
+            (
+                SubscribeError::Expired {
+                    after: 1,
+                    oldest: 5,
+                }
+                .into(),
+                Code::OutOfRange,
+            ),
+            (
+                End::Lagged {
+                    buffer: 4,
+                    last_delivered: 9,
+                }
+                .into(),
+                Code::ResourceExhausted,
+            ),
+            (End::Closed.into(), Code::Unavailable),
+        ];
+        for (err, code) in cases {
+            let status = Status::from(err);
+            assert_eq!(status.code(), code);
+            let message = status.message();
+            assert!(!message.ends_with('.'), "{message}");
+            assert!(
+                message.chars().next().is_some_and(|c| !c.is_uppercase()),
+                "{message}"
+            );
+        }
+        let status = Status::from(ApiError::from_decode(
+            "upsert_json",
+            DecodeError {
+                path: "status.allocatable.cpu".into(),
+                message: "invalid quantity \"x\"".into(),
+            },
+        ));
+        assert_eq!(
+            status.message(),
+            "upsert_json: status.allocatable.cpu: invalid quantity \"x\""
+        );
+    }
+}

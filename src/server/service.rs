@@ -1,0 +1,531 @@
+//! The `preemptd.v1.Preemption` handlers: validate and convert, call the cache or the
+//! engine, record nomination changes in the log.
+//!
+//! Ordering: every cache change that can move a nomination (pod upserts and deletes,
+//! commits, clearing a nomination) happens together with its log publish under one
+//! mutex (`State::sync`), and listing or watching from 0 reads the nominations under
+//! the same mutex. So a list's revision is exactly the point after which the log has
+//! every change: no gaps, no duplicates.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status};
+
+use crate::cache::{ClusterCache, Commit, CommitChange, Nomination, UpdateOutcome};
+use crate::engine::{self, DecideOptions, Outcome};
+use crate::model::decode::{self, DecodeError};
+use crate::model::{Pod, Str};
+use crate::nominations::{Event, EventKind, NominationLog};
+
+use super::ServeConfig;
+use super::convert;
+use super::errors::ApiError;
+use super::pb;
+
+/// Documents larger than this are decoded on the blocking pool (parsing a large JSON
+/// document takes well over the async threads' budget).
+const INLINE_DECODE_BYTES: usize = 32 * 1024;
+/// Commit attempts made without the preempt gate; later ones are serialized among
+/// `Preempt` calls so concurrent preemptors cannot keep invalidating each other.
+const OPTIMISTIC_ATTEMPTS: u32 = 4;
+
+pub(crate) struct State {
+    pub cache: ClusterCache,
+    pub log: NominationLog,
+    pub epoch: String,
+    /// Orders nomination-moving cache changes with their log events (see module docs).
+    sync: Mutex<()>,
+    /// Taken by late commit attempts (see `OPTIMISTIC_ATTEMPTS`).
+    preempt_gate: Mutex<()>,
+    shutting_down: AtomicBool,
+    commit_attempts: u32,
+}
+
+/// A random id per server start, so clients notice restarts (and the empty cache).
+fn new_epoch() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the OS's randomness.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    hasher.write_u128(now);
+    hasher.write_u32(std::process::id());
+    format!("{:016x}", hasher.finish())
+}
+
+impl State {
+    pub fn new(config: &ServeConfig) -> Self {
+        State {
+            cache: ClusterCache::new(),
+            log: NominationLog::new(config.history_capacity, config.subscriber_buffer),
+            epoch: new_epoch(),
+            sync: Mutex::new(()),
+            preempt_gate: Mutex::new(()),
+            shutting_down: AtomicBool::new(false),
+            commit_attempts: config.commit_attempts.max(1),
+        }
+    }
+
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        self.log.close();
+    }
+
+    fn check_running(&self) -> Result<(), ApiError> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            Err(ApiError::shutting_down())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Upserts a pod and records how its nomination moved.
+    fn upsert_pod(&self, pod: Pod) -> Result<UpdateOutcome, ApiError> {
+        let uid = pod.uid.clone();
+        let _sync = self.sync.lock();
+        let before = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
+        let outcome = self.cache.upsert_pod(pod)?;
+        let after = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
+        self.log.publish(nomination_events(before, after));
+        Ok(outcome)
+    }
+
+    fn delete_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Result<UpdateOutcome, ApiError> {
+        let _sync = self.sync.lock();
+        let before = self
+            .cache
+            .get_pod_by_name(namespace, name)
+            .and_then(|p| nomination_of(&p));
+        let outcome = self.cache.delete_pod(namespace, name, uid)?;
+        self.log.publish(nomination_events(before, None));
+        Ok(outcome)
+    }
+
+    /// Decides, and unless `dry_run` commits. Blocking: run on the blocking pool.
+    fn preempt(
+        &self,
+        pod: Pod,
+        dry_run: bool,
+        explain: bool,
+    ) -> Result<pb::PreemptResponse, ApiError> {
+        let options = DecideOptions { explain, now: None };
+        let mut last_conflict: Option<Str> = None;
+        for attempt in 1..=self.commit_attempts {
+            let _gate =
+                (!dry_run && attempt > OPTIMISTIC_ATTEMPTS).then(|| self.preempt_gate.lock());
+            let mut preemptor = pod.clone();
+            if preemptor
+                .nominated_node_name
+                .as_ref()
+                .is_none_or(|n| n.is_empty())
+            {
+                // As upstream re-reads the pod: the nomination the cache holds applies.
+                preemptor.nominated_node_name = self
+                    .cache
+                    .get_pod(&preemptor.uid)
+                    .and_then(|held| held.nomination().cloned());
+            }
+            let snapshot = self.cache.snapshot();
+            let decision = engine::decide(&snapshot, &preemptor, &options);
+            let mut response = convert::decision(&decision);
+            response.epoch = self.epoch.clone();
+            response.revision = snapshot.revision;
+            if dry_run {
+                response.nominations_revision = self.log.revision();
+                return Ok(response);
+            }
+            match decision.outcome {
+                Outcome::Preempt => {
+                    let Some(node) = decision.nominated_node.clone() else {
+                        return Err(ApiError::Internal(
+                            "preempt decision without a node".to_string(),
+                        ));
+                    };
+                    let commit = Commit {
+                        preemptor,
+                        node: node.clone(),
+                        node_generation: decision.node_generation,
+                        victims: decision.victims.clone(),
+                        nominations_to_clear: decision.nominated_pods_to_clear.clone(),
+                    };
+                    let _sync = self.sync.lock();
+                    match self.cache.commit(&commit) {
+                        Ok((changes, revision)) => {
+                            response.revision = revision;
+                            response.nominations_revision =
+                                self.log.publish(changes.into_iter().map(change_event));
+                            tracing::debug!(
+                                pod = %commit.preemptor.name,
+                                namespace = %commit.preemptor.namespace,
+                                node = %node,
+                                victims = commit.victims.len(),
+                                attempt,
+                                "preemption committed"
+                            );
+                            return Ok(response);
+                        }
+                        Err(conflict) => {
+                            tracing::debug!(node = %conflict.node, attempt, "commit conflict, deciding again");
+                            last_conflict = Some(conflict.node);
+                        }
+                    }
+                }
+                Outcome::NoCandidate => {
+                    let _sync = self.sync.lock();
+                    let cleared = self.cache.clear_nomination(&preemptor.uid);
+                    if cleared.is_some() {
+                        response.revision = self.cache.revision();
+                    }
+                    response.nominations_revision =
+                        self.log.publish(cleared.map(|(pod_ref, node)| {
+                            Event::new(EventKind::Cleared, pod_ref, node, preemptor.priority)
+                        }));
+                    return Ok(response);
+                }
+                Outcome::Fits | Outcome::NotEligible => {
+                    response.nominations_revision = self.log.revision();
+                    return Ok(response);
+                }
+            }
+        }
+        let node = last_conflict.as_deref().unwrap_or("?").to_string();
+        tracing::warn!(
+            pod = %pod.name,
+            namespace = %pod.namespace,
+            node = %node,
+            attempts = self.commit_attempts,
+            "preemption gave up after repeated commit conflicts"
+        );
+        Err(ApiError::Aborted(format!(
+            "node {node} kept changing concurrently: preemption for pod {}/{} not committed after {} attempts; retry",
+            pod.namespace, pod.name, self.commit_attempts
+        )))
+    }
+
+    /// The current nominations and the log revision they are as of.
+    fn list(&self) -> (Vec<Nomination>, u64) {
+        let _sync = self.sync.lock();
+        (self.cache.nominations(), self.log.revision())
+    }
+}
+
+fn nomination_of(pod: &Pod) -> Option<Nomination> {
+    pod.nomination().map(|node| Nomination {
+        pod: pod.pod_ref(),
+        priority: pod.priority,
+        node: node.clone(),
+    })
+}
+
+/// The events that take a pod's nomination from `before` to `after`.
+fn nomination_events(before: Option<Nomination>, after: Option<Nomination>) -> Vec<Event> {
+    if before == after {
+        return Vec::new();
+    }
+    let mut events = Vec::new();
+    if let Some(b) = before
+        && after.as_ref().is_none_or(|a| a.node != b.node)
+    {
+        events.push(Event::new(EventKind::Cleared, b.pod, b.node, b.priority));
+    }
+    if let Some(a) = after {
+        events.push(Event::new(EventKind::Nominated, a.pod, a.node, a.priority));
+    }
+    events
+}
+
+/// A commit change as a log event; `priority` is only known (and only meaningful) for
+/// the nominated preemptor.
+fn change_event(change: CommitChange) -> Event {
+    match change {
+        CommitChange::Nominated(n) => Event::new(EventKind::Nominated, n.pod, n.node, n.priority),
+        CommitChange::NominationCleared { pod, node } => {
+            Event::new(EventKind::Cleared, pod, node, 0)
+        }
+        CommitChange::VictimMarked { pod, node } => {
+            Event::new(EventKind::VictimMarked, pod, node, 0)
+        }
+    }
+}
+
+fn stale_reason(applied: bool, incoming: u64, held: u64) -> String {
+    if applied {
+        String::new()
+    } else {
+        format!(
+            "resource_version {incoming} is older than resource_version {held} held by the cache"
+        )
+    }
+}
+
+pub(crate) struct PreemptionService {
+    state: Arc<State>,
+}
+
+impl PreemptionService {
+    pub fn new(state: Arc<State>) -> Self {
+        PreemptionService { state }
+    }
+}
+
+fn missing_change() -> ApiError {
+    ApiError::invalid("change", "one of upsert, upsert_json or delete is required")
+}
+
+fn delete_name(r: &pb::ObjectRef) -> Result<(), ApiError> {
+    if r.name.is_empty() {
+        return Err(ApiError::invalid("delete.name", "must not be empty"));
+    }
+    Ok(())
+}
+
+fn namespace_or_default(namespace: &str) -> &str {
+    if namespace.is_empty() {
+        "default"
+    } else {
+        namespace
+    }
+}
+
+type WatchStream =
+    Pin<Box<dyn Stream<Item = Result<pb::WatchNominationsResponse, Status>> + Send + 'static>>;
+
+#[tonic::async_trait]
+impl pb::preemption_server::Preemption for PreemptionService {
+    async fn update_node(
+        &self,
+        request: Request<pb::UpdateNodeRequest>,
+    ) -> Result<Response<pb::UpdateNodeResponse>, Status> {
+        let state = &self.state;
+        state.check_running()?;
+        use pb::update_node_request::Change;
+        let (outcome, incoming) = match request.into_inner().change {
+            None => return Err(missing_change().into()),
+            Some(Change::Upsert(n)) => {
+                let node = convert::node("upsert", &n)?;
+                let rv = node.resource_version;
+                (state.cache.upsert_node(node), rv)
+            }
+            Some(Change::UpsertJson(text)) => {
+                let node = decode_json("upsert_json", text, decode::decode_node).await?;
+                let rv = node.resource_version;
+                (state.cache.upsert_node(node), rv)
+            }
+            Some(Change::Delete(r)) => {
+                delete_name(&r)?;
+                if let Some(uid) = r.uid.as_deref().filter(|u| !u.is_empty())
+                    && state
+                        .cache
+                        .get_node(&r.name)
+                        .is_some_and(|n| &*n.uid != uid)
+                {
+                    return Err(ApiError::NotFound(format!(
+                        "node {} with uid {uid} not found",
+                        r.name
+                    ))
+                    .into());
+                }
+                (state.cache.delete_node(&r.name).map_err(ApiError::from)?, 0)
+            }
+        };
+        Ok(Response::new(pb::UpdateNodeResponse {
+            applied: outcome.applied,
+            resource_version: outcome.resource_version,
+            revision: outcome.revision,
+            epoch: state.epoch.clone(),
+            stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+        }))
+    }
+
+    async fn update_pod(
+        &self,
+        request: Request<pb::UpdatePodRequest>,
+    ) -> Result<Response<pb::UpdatePodResponse>, Status> {
+        let state = &self.state;
+        state.check_running()?;
+        use pb::update_pod_request::Change;
+        let (outcome, incoming) = match request.into_inner().change {
+            None => return Err(missing_change().into()),
+            Some(Change::Upsert(p)) => {
+                let pod = convert::pod("upsert", &p)?;
+                let rv = pod.resource_version;
+                (state.upsert_pod(pod)?, rv)
+            }
+            Some(Change::UpsertJson(text)) => {
+                let pod = decode_json("upsert_json", text, decode::decode_pod).await?;
+                let rv = pod.resource_version;
+                (state.upsert_pod(pod)?, rv)
+            }
+            Some(Change::Delete(r)) => {
+                delete_name(&r)?;
+                let uid = r.uid.as_deref().filter(|u| !u.is_empty());
+                (
+                    state.delete_pod(namespace_or_default(&r.namespace), &r.name, uid)?,
+                    0,
+                )
+            }
+        };
+        Ok(Response::new(pb::UpdatePodResponse {
+            applied: outcome.applied,
+            resource_version: outcome.resource_version,
+            revision: outcome.revision,
+            epoch: state.epoch.clone(),
+            stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+        }))
+    }
+
+    async fn update_pod_disruption_budget(
+        &self,
+        request: Request<pb::UpdatePodDisruptionBudgetRequest>,
+    ) -> Result<Response<pb::UpdatePodDisruptionBudgetResponse>, Status> {
+        let state = &self.state;
+        state.check_running()?;
+        use pb::update_pod_disruption_budget_request::Change;
+        let (outcome, incoming) = match request.into_inner().change {
+            None => return Err(missing_change().into()),
+            Some(Change::Upsert(p)) => {
+                let pdb = convert::pdb("upsert", &p)?;
+                let rv = pdb.resource_version;
+                (state.cache.upsert_pdb(pdb), rv)
+            }
+            Some(Change::UpsertJson(text)) => {
+                let pdb = decode_json("upsert_json", text, decode::decode_pdb).await?;
+                let rv = pdb.resource_version;
+                (state.cache.upsert_pdb(pdb), rv)
+            }
+            Some(Change::Delete(r)) => {
+                delete_name(&r)?;
+                let outcome = state
+                    .cache
+                    .delete_pdb(namespace_or_default(&r.namespace), &r.name)
+                    .map_err(ApiError::from)?;
+                (outcome, 0)
+            }
+        };
+        Ok(Response::new(pb::UpdatePodDisruptionBudgetResponse {
+            applied: outcome.applied,
+            resource_version: outcome.resource_version,
+            revision: outcome.revision,
+            epoch: state.epoch.clone(),
+            stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+        }))
+    }
+
+    async fn preempt(
+        &self,
+        request: Request<pb::PreemptRequest>,
+    ) -> Result<Response<pb::PreemptResponse>, Status> {
+        self.state.check_running()?;
+        let request = request.into_inner();
+        use pb::preempt_request::Preemptor;
+        let pod = match request.preemptor {
+            None => {
+                return Err(
+                    ApiError::invalid("preemptor", "one of pod or pod_json is required").into(),
+                );
+            }
+            Some(Preemptor::Pod(p)) => convert::pod("pod", &p)?,
+            Some(Preemptor::PodJson(text)) => {
+                decode_json("pod_json", text, decode::decode_pod).await?
+            }
+        };
+        let state = self.state.clone();
+        let (dry_run, explain) = (request.dry_run, request.explain);
+        // Deciding is CPU work (up to milliseconds): keep it off the async threads.
+        let response = tokio::task::spawn_blocking(move || state.preempt(pod, dry_run, explain))
+            .await
+            .map_err(ApiError::from)??;
+        Ok(Response::new(response))
+    }
+
+    async fn list_nominations(
+        &self,
+        _request: Request<pb::ListNominationsRequest>,
+    ) -> Result<Response<pb::ListNominationsResponse>, Status> {
+        self.state.check_running()?;
+        let state = self.state.clone();
+        // Walks every node: blocking pool.
+        let (nominations, revision) = tokio::task::spawn_blocking(move || state.list())
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(pb::ListNominationsResponse {
+            nominations: nominations
+                .iter()
+                .map(|n| pb::Nomination {
+                    pod: Some(convert::pod_ref(&n.pod)),
+                    priority: n.priority,
+                    node: n.node.to_string(),
+                })
+                .collect(),
+            revision,
+            epoch: self.state.epoch.clone(),
+        }))
+    }
+
+    type WatchNominationsStream = WatchStream;
+
+    async fn watch_nominations(
+        &self,
+        request: Request<pb::WatchNominationsRequest>,
+    ) -> Result<Response<Self::WatchNominationsStream>, Status> {
+        self.state.check_running()?;
+        let after = request.into_inner().after_revision;
+        let subscription = if after == 0 {
+            let state = self.state.clone();
+            tokio::task::spawn_blocking(move || {
+                let _sync = state.sync.lock();
+                let initial = state
+                    .cache
+                    .nominations()
+                    .into_iter()
+                    .map(|n| Event::new(EventKind::Nominated, n.pod, n.node, n.priority))
+                    .collect();
+                state.log.subscribe_with_initial(initial)
+            })
+            .await
+            .map_err(ApiError::from)?
+            .map_err(ApiError::from)?
+            .0
+        } else {
+            self.state.log.subscribe(after).map_err(ApiError::from)?
+        };
+        tracing::debug!(after_revision = after, "watch started");
+        let epoch = self.state.epoch.clone();
+        let stream = subscription.map(move |item| match item {
+            Ok(event) => Ok(convert::event(&event, &epoch)),
+            Err(end) => {
+                tracing::debug!(reason = %end, "watch ended");
+                Err(Status::from(ApiError::from(end)))
+            }
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+/// Parses and decodes a JSON/YAML document, on the blocking pool when it is large.
+async fn decode_json<T: Send + 'static>(
+    field: &'static str,
+    text: String,
+    decode: fn(&serde_json::Value) -> Result<T, DecodeError>,
+) -> Result<T, ApiError> {
+    let parse = move |text: String| {
+        let value = decode::parse_document(&text).map_err(|e| ApiError::from_decode(field, e))?;
+        decode(&value).map_err(|e| ApiError::from_decode(field, e))
+    };
+    if text.len() > INLINE_DECODE_BYTES {
+        tokio::task::spawn_blocking(move || parse(text)).await?
+    } else {
+        parse(text)
+    }
+}

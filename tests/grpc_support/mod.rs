@@ -1,0 +1,149 @@
+//! Shared helpers for the gRPC tests: start a server on 127.0.0.1:0, connect a client,
+//! build typed objects. Everything goes over real loopback gRPC.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use preemptd::server::pb;
+use preemptd::server::pb::preemption_client::PreemptionClient;
+use preemptd::server::{RunningServer, ServeConfig};
+use tonic::transport::{Channel, Endpoint};
+
+pub type Client = PreemptionClient<Channel>;
+
+/// Upper bound for any single test body.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub fn loopback_config() -> ServeConfig {
+    ServeConfig {
+        listen: "127.0.0.1:0".parse().expect("loopback address"),
+        ..ServeConfig::default()
+    }
+}
+
+pub async fn channel(server: &RunningServer) -> Channel {
+    Endpoint::from_shared(format!("http://{}", server.local_addr()))
+        .expect("endpoint")
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .expect("connect")
+}
+
+pub async fn start_with(config: ServeConfig) -> (RunningServer, Client) {
+    let server = preemptd::server::start(config).await.expect("start server");
+    let client = PreemptionClient::new(channel(&server).await);
+    (server, client)
+}
+
+pub async fn start() -> (RunningServer, Client) {
+    start_with(loopback_config()).await
+}
+
+pub fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+pub fn node(name: &str, cpu: &str) -> pb::Node {
+    pb::Node {
+        name: name.into(),
+        labels: map(&[("kubernetes.io/hostname", name)]),
+        allocatable: map(&[("cpu", cpu), ("memory", "64Gi"), ("pods", "110")]),
+        ..Default::default()
+    }
+}
+
+/// A pod requesting `cpu`; bound when `node` is non-empty.
+pub fn pod(name: &str, priority: i32, cpu: &str, node: &str) -> pb::Pod {
+    pb::Pod {
+        namespace: "default".into(),
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        node_name: node.into(),
+        priority: Some(priority),
+        phase: if node.is_empty() {
+            "Pending"
+        } else {
+            "Running"
+        }
+        .into(),
+        containers: vec![pb::Container {
+            name: "app".into(),
+            requests: map(&[("cpu", cpu)]),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+pub async fn upsert_node(client: &mut Client, node: pb::Node) -> pb::UpdateNodeResponse {
+    client
+        .update_node(pb::UpdateNodeRequest {
+            change: Some(pb::update_node_request::Change::Upsert(node)),
+        })
+        .await
+        .expect("update node")
+        .into_inner()
+}
+
+pub async fn upsert_pod(client: &mut Client, pod: pb::Pod) -> pb::UpdatePodResponse {
+    client
+        .update_pod(pb::UpdatePodRequest {
+            change: Some(pb::update_pod_request::Change::Upsert(pod)),
+        })
+        .await
+        .expect("update pod")
+        .into_inner()
+}
+
+pub async fn delete_pod(client: &mut Client, name: &str) -> pb::UpdatePodResponse {
+    client
+        .update_pod(pb::UpdatePodRequest {
+            change: Some(pb::update_pod_request::Change::Delete(pb::ObjectRef {
+                namespace: "default".into(),
+                name: name.into(),
+                uid: None,
+            })),
+        })
+        .await
+        .expect("delete pod")
+        .into_inner()
+}
+
+pub async fn preempt(client: &mut Client, pod: pb::Pod, dry_run: bool) -> pb::PreemptResponse {
+    client
+        .preempt(pb::PreemptRequest {
+            preemptor: Some(pb::preempt_request::Preemptor::Pod(pod)),
+            dry_run,
+            explain: false,
+        })
+        .await
+        .expect("preempt")
+        .into_inner()
+}
+
+pub async fn list(client: &mut Client) -> pb::ListNominationsResponse {
+    client
+        .list_nominations(pb::ListNominationsRequest {})
+        .await
+        .expect("list nominations")
+        .into_inner()
+}
+
+pub fn names(refs: &[pb::PodRef]) -> Vec<String> {
+    let mut out: Vec<String> = refs
+        .iter()
+        .map(|r| format!("{}/{}", r.namespace, r.name))
+        .collect();
+    out.sort();
+    out
+}
+
+pub fn outcome(r: &pb::PreemptResponse) -> pb::Outcome {
+    pb::Outcome::try_from(r.outcome).unwrap_or(pb::Outcome::Unspecified)
+}
