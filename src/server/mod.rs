@@ -51,6 +51,9 @@ pub struct ServeConfig {
     pub commit_attempts: u32,
     /// HTTP/2 keepalive pings, so dead watchers are noticed.
     pub keepalive_interval: Option<Duration>,
+    /// How long a graceful shutdown waits for in-flight calls and streams (health
+    /// watches never end by themselves) before closing connections.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServeConfig {
@@ -62,6 +65,7 @@ impl Default for ServeConfig {
             subscriber_buffer: 4096,
             commit_attempts: 16,
             keepalive_interval: Some(Duration::from_secs(30)),
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }
@@ -73,6 +77,7 @@ pub struct RunningServer {
     health: HealthReporter,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
+    grace: Duration,
 }
 
 impl RunningServer {
@@ -99,10 +104,16 @@ impl RunningServer {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
-        if let Some(task) = self.task.take() {
-            task.await
-                .context("server task failed")?
-                .context("server failed")?;
+        if let Some(mut task) = self.task.take() {
+            match tokio::time::timeout(self.grace, &mut task).await {
+                Ok(joined) => joined
+                    .context("server task failed")?
+                    .context("server failed")?,
+                Err(_) => {
+                    tracing::warn!(grace = ?self.grace, "calls still open after the grace period; closing them");
+                    task.abort();
+                }
+            }
         }
         tracing::info!(addr = %self.local_addr, "server stopped");
         Ok(())
@@ -139,15 +150,20 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
             .max_encoding_message_size(config.max_message_bytes);
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    let reflection_v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    // Both reflection versions describe the same set: our service, health, and (besides
+    // their own, which each adds) the other reflection version, so `list` agrees.
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection()
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
         .build_v1()
         .context("build reflection v1")?;
     // grpcurl 1.8 speaks only v1alpha.
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    let reflection_v1alpha = reflection()
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
         .build_v1alpha()
         .context("build reflection v1alpha")?;
 
@@ -174,6 +190,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         health,
         shutdown: Some(tx),
         task: Some(task),
+        grace: config.shutdown_grace,
     })
 }
 

@@ -32,6 +32,18 @@ pub async fn channel(server: &RunningServer) -> Channel {
         .expect("connect")
 }
 
+/// A connection with minimal HTTP/2 receive windows (64 KiB instead of hyper's 2 MiB),
+/// like a slow or stalled client: the server's sends back up after little data.
+pub async fn small_window_channel(server: &RunningServer) -> Channel {
+    Endpoint::from_shared(format!("http://{}", server.local_addr()))
+        .expect("endpoint")
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .expect("connect")
+}
+
 pub async fn start_with(config: ServeConfig) -> (RunningServer, Client) {
     let server = preemptd::server::start(config).await.expect("start server");
     let client = PreemptionClient::new(channel(&server).await);
