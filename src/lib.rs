@@ -7,3 +7,4 @@
 pub mod cache;
 pub mod engine;
 pub mod model;
+pub mod simulate;
