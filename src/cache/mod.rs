@@ -262,7 +262,7 @@ impl ClusterCache {
     pub fn delete_node(&self, name: &str) -> Result<UpdateOutcome, CacheError> {
         let _w = self.writer.lock();
         let key: Str = name.into();
-        if !self.nodes.get(&key).is_some_and(|n| n.node.is_some()) {
+        if self.nodes.get(&key).is_none_or(|n| n.node.is_none()) {
             return Err(CacheError::NotFound {
                 kind: "node",
                 name: name.to_string(),

@@ -764,8 +764,11 @@ impl<'a> PreFilter<'a> {
                 }
             }
         }
-        if !pods_exist && !(local.affinity.is_empty_with(&self.affinity_counts) && self.self_affine)
-        {
+        // A pod may be the first of a group affine to itself: it passes when nothing in the
+        // cluster matches yet and it matches its own terms.
+        let first_of_group =
+            local.affinity.is_empty_with(&self.affinity_counts) && self.self_affine;
+        if !pods_exist && !first_of_group {
             return Status::unresolvable(
                 INTER_POD_AFFINITY,
                 "node(s) didn't match pod affinity rules",
