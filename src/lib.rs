@@ -6,5 +6,6 @@
 
 pub mod cache;
 pub mod engine;
+pub mod generate;
 pub mod model;
 pub mod simulate;

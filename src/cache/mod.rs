@@ -2,16 +2,17 @@
 //! nominated pods and PodDisruptionBudgets.
 //!
 //! Readers never block writers for long: every node's state is an immutable
-//! `Arc<NodeInfo>` replaced copy-on-write, so a [`Snapshot`] is a list of `Arc` clones
-//! (the kube-rs reflector pattern). Writers are serialized by one mutex so that changes
-//! touching several maps (a pod moving between nodes) are atomic for other writers and
-//! for snapshots, which take the same mutex only while collecting the `Arc`s.
+//! `Arc<NodeInfo>` replaced copy-on-write (the kube-rs reflector pattern), held in a
+//! persistent vector, so a [`Snapshot`] is an O(1) clone of that vector. Writers are
+//! serialized by one mutex so that changes touching several maps (a pod moving between
+//! nodes) are atomic for other writers and for snapshots. Pods are looked up by uid in a
+//! sharded map (dashmap) without taking the mutex.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dashmap::DashMap;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::model::{Node, Pod, PodDisruptionBudget, PodRef, Resources, Str};
 
@@ -119,21 +120,111 @@ pub enum CacheError {
     NameConflict { name: String, existing: String },
 }
 
-/// A consistent read view for one decision.
+/// A consistent read view for one decision. Cloning is O(1).
 #[derive(Clone, Debug)]
 pub struct Snapshot {
-    /// Every node that exists, sorted by name.
-    pub nodes: Vec<Arc<NodeInfo>>,
-    pub pdbs: Vec<Arc<PodDisruptionBudget>>,
+    /// Every node that exists, in no particular order (the engine never depends on it).
+    pub nodes: imbl::Vector<Arc<NodeInfo>>,
+    index: imbl::HashMap<Str, usize>,
+    pub pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
     pub revision: u64,
 }
 
 impl Snapshot {
+    /// Builds a snapshot from plain parts (tests and tools).
+    pub fn from_nodes(nodes: Vec<Arc<NodeInfo>>, pdbs: Vec<Arc<PodDisruptionBudget>>) -> Self {
+        let index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+        Snapshot {
+            nodes: nodes.into_iter().collect(),
+            index,
+            pdbs: Arc::new(pdbs),
+            revision: 0,
+        }
+    }
+
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
-        self.nodes
-            .binary_search_by(|n| (*n.name).cmp(name))
-            .ok()
-            .map(|i| &self.nodes[i])
+        self.index.get(name).and_then(|&i| self.nodes.get(i))
+    }
+
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+}
+
+/// The node entries: existing nodes in a persistent vector (cheap snapshots), entries
+/// whose node has not arrived (or was deleted) but that hold pods or nominations aside.
+#[derive(Default)]
+struct NodeTable {
+    nodes: imbl::Vector<Arc<NodeInfo>>,
+    index: imbl::HashMap<Str, usize>,
+    orphans: std::collections::HashMap<Str, NodeInfo>,
+    pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
+}
+
+impl NodeTable {
+    fn get(&self, name: &str) -> Option<&NodeInfo> {
+        match self.index.get(name) {
+            Some(&i) => self.nodes.get(i).map(|n| &**n),
+            None => self.orphans.get(name),
+        }
+    }
+
+    /// Applies `change` to the entry for `name` (created if needed), then files it as a
+    /// node or an orphan, dropping it once vacant.
+    fn edit<R>(&mut self, name: &Str, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
+        let mut info = match self.index.get(name) {
+            Some(&i) => (*self.nodes[i]).clone(),
+            None => self
+                .orphans
+                .remove(name)
+                .unwrap_or_else(|| NodeInfo::empty(name.clone())),
+        };
+        let result = change(&mut info);
+        info.generation += 1;
+        match (self.index.get(name).copied(), info.node.is_some()) {
+            (Some(i), true) => {
+                self.nodes.set(i, Arc::new(info));
+            }
+            (Some(i), false) => {
+                self.remove_slot(i);
+                if !info.is_vacant() {
+                    self.orphans.insert(name.clone(), info);
+                }
+            }
+            (None, true) => {
+                self.index.insert(name.clone(), self.nodes.len());
+                self.nodes.push_back(Arc::new(info));
+            }
+            (None, false) => {
+                if !info.is_vacant() {
+                    self.orphans.insert(name.clone(), info);
+                }
+            }
+        }
+        result
+    }
+
+    /// Removes slot `i` by moving the last entry into it.
+    fn remove_slot(&mut self, i: usize) {
+        let Some(last) = self.nodes.pop_back() else {
+            return;
+        };
+        let removed = if i < self.nodes.len() {
+            let removed = self.nodes.set(i, last.clone());
+            self.index.insert(last.name.clone(), i);
+            removed
+        } else {
+            last
+        };
+        self.index.remove(&removed.name);
+    }
+
+    fn all(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.nodes.iter().map(|n| &**n).chain(self.orphans.values())
     }
 }
 
@@ -185,15 +276,16 @@ pub struct CommitConflict {
 
 #[derive(Default)]
 pub struct ClusterCache {
-    nodes: DashMap<Str, Arc<NodeInfo>>,
+    /// The writer lock and the node entries it guards.
+    table: Mutex<NodeTable>,
     pods: DashMap<Str, PodEntry>,
     /// namespace/name → uid
     pod_names: DashMap<(Str, Str), Str>,
     pdbs: DashMap<(Str, Str), Arc<PodDisruptionBudget>>,
-    node_count: AtomicU64,
     revision: AtomicU64,
-    writer: Mutex<()>,
 }
+
+type Table<'a> = MutexGuard<'a, NodeTable>;
 
 /// `rv == 0` means the client does not version its objects: always applied.
 fn is_stale(incoming: u64, held: u64) -> bool {
@@ -213,29 +305,10 @@ impl ClusterCache {
         self.revision.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    /// Applies `change` to the entry for `name`, creating it if needed and dropping it when
-    /// it becomes vacant. Caller holds the writer lock.
-    fn edit_node<R>(&self, name: &Str, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
-        let mut entry = self
-            .nodes
-            .entry(name.clone())
-            .or_insert_with(|| Arc::new(NodeInfo::empty(name.clone())));
-        let info = Arc::make_mut(entry.value_mut());
-        let result = change(info);
-        info.generation += 1;
-        let vacant = info.is_vacant();
-        drop(entry);
-        if vacant {
-            self.nodes.remove(name);
-        }
-        result
-    }
-
     pub fn upsert_node(&self, node: Node) -> UpdateOutcome {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let name = node.name.clone();
-        let held = self
-            .nodes
+        let held = table
             .get(&name)
             .and_then(|n| n.node.as_ref().map(|n| n.resource_version));
         if let Some(held) = held
@@ -248,10 +321,7 @@ impl ClusterCache {
             };
         }
         let rv = node.resource_version;
-        self.edit_node(&name, |info| info.node = Some(Arc::new(node)));
-        if held.is_none() {
-            self.node_count.fetch_add(1, Ordering::Relaxed);
-        }
+        table.edit(&name, |info| info.node = Some(Arc::new(node)));
         UpdateOutcome {
             applied: true,
             resource_version: rv,
@@ -260,17 +330,16 @@ impl ClusterCache {
     }
 
     pub fn delete_node(&self, name: &str) -> Result<UpdateOutcome, CacheError> {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let key: Str = name.into();
-        if self.nodes.get(&key).is_none_or(|n| n.node.is_none()) {
+        if table.get(&key).is_none_or(|n| n.node.is_none()) {
             return Err(CacheError::NotFound {
                 kind: "node",
                 name: name.to_string(),
             });
         }
         // Pods stay, as in the scheduler cache: they come back with the node.
-        self.edit_node(&key, |info| info.node = None);
-        self.node_count.fetch_sub(1, Ordering::Relaxed);
+        table.edit(&key, |info| info.node = None);
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
@@ -278,29 +347,29 @@ impl ClusterCache {
         })
     }
 
-    fn unplace(&self, entry: &PodEntry) {
+    fn unplace(table: &mut Table<'_>, entry: &PodEntry) {
         match &entry.place {
             Place::Bound(node) => {
-                self.edit_node(node, |info| info.remove_pod(&entry.pod.uid));
+                table.edit(node, |info| info.remove_pod(&entry.pod.uid));
             }
             Place::Nominated(node) => {
-                self.edit_node(node, |info| info.remove_nominated(&entry.pod.uid));
+                table.edit(node, |info| info.remove_nominated(&entry.pod.uid));
             }
             Place::Pending => {}
         }
     }
 
-    fn place(&self, pod: &Arc<Pod>, place: &Place) {
+    fn place(table: &mut Table<'_>, pod: &Arc<Pod>, place: &Place) {
         match place {
-            Place::Bound(node) => self.edit_node(node, |info| info.add_pod(pod.clone())),
-            Place::Nominated(node) => self.edit_node(node, |info| info.nominated.push(pod.clone())),
+            Place::Bound(node) => table.edit(node, |info| info.add_pod(pod.clone())),
+            Place::Nominated(node) => table.edit(node, |info| info.nominated.push(pod.clone())),
             Place::Pending => {}
         }
     }
 
     /// Inserts or replaces a pod. Succeeded/Failed pods are removed (the scheduler never
-    /// sees them). Caller holds the writer lock.
-    fn put_pod(&self, pod: Pod) -> Result<UpdateOutcome, CacheError> {
+    /// sees them).
+    fn put_pod(&self, table: &mut Table<'_>, pod: Pod) -> Result<UpdateOutcome, CacheError> {
         let uid = pod.uid.clone();
         let name_key = (pod.namespace.clone(), pod.name.clone());
         if let Some(existing) = self.pod_names.get(&name_key)
@@ -326,7 +395,7 @@ impl ClusterCache {
                     revision: self.revision(),
                 });
             }
-            self.unplace(old);
+            Self::unplace(table, old);
         }
         let rv = pod.resource_version;
         if pod.phase.is_terminal() {
@@ -337,7 +406,7 @@ impl ClusterCache {
         } else {
             let place = Place::of(&pod);
             let pod = Arc::new(pod);
-            self.place(&pod, &place);
+            Self::place(table, &pod, &place);
             self.pods.insert(uid.clone(), PodEntry { pod, place });
             self.pod_names.insert(name_key, uid);
         }
@@ -349,8 +418,8 @@ impl ClusterCache {
     }
 
     pub fn upsert_pod(&self, pod: Pod) -> Result<UpdateOutcome, CacheError> {
-        let _w = self.writer.lock();
-        self.put_pod(pod)
+        let mut table = self.table.lock();
+        self.put_pod(&mut table, pod)
     }
 
     /// Deletes a pod by namespace/name (and uid when given, which must then match).
@@ -360,7 +429,7 @@ impl ClusterCache {
         name: &str,
         uid: Option<&str>,
     ) -> Result<UpdateOutcome, CacheError> {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let not_found = || CacheError::NotFound {
             kind: "pod",
             name: format!("{namespace}/{name}"),
@@ -376,7 +445,7 @@ impl ClusterCache {
         }
         let (_, entry) = self.pods.remove(&held_uid).ok_or_else(not_found)?;
         self.pod_names.remove(&key);
-        self.unplace(&entry);
+        Self::unplace(&mut table, &entry);
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
@@ -384,8 +453,16 @@ impl ClusterCache {
         })
     }
 
+    fn refresh_pdb_list(&self, table: &mut Table<'_>) {
+        let mut list: Vec<Arc<PodDisruptionBudget>> =
+            self.pdbs.iter().map(|e| e.value().clone()).collect();
+        // Stable order so the per-node budget walk is reproducible.
+        list.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        table.pdbs = Arc::new(list);
+    }
+
     pub fn upsert_pdb(&self, pdb: PodDisruptionBudget) -> UpdateOutcome {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let key = (pdb.namespace.clone(), pdb.name.clone());
         if let Some(held) = self.pdbs.get(&key)
             && is_stale(pdb.resource_version, held.resource_version)
@@ -398,6 +475,7 @@ impl ClusterCache {
         }
         let rv = pdb.resource_version;
         self.pdbs.insert(key, Arc::new(pdb));
+        self.refresh_pdb_list(&mut table);
         UpdateOutcome {
             applied: true,
             resource_version: rv,
@@ -406,12 +484,13 @@ impl ClusterCache {
     }
 
     pub fn delete_pdb(&self, namespace: &str, name: &str) -> Result<UpdateOutcome, CacheError> {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let key: (Str, Str) = (namespace.into(), name.into());
         self.pdbs.remove(&key).ok_or_else(|| CacheError::NotFound {
             kind: "poddisruptionbudget",
             name: format!("{namespace}/{name}"),
         })?;
+        self.refresh_pdb_list(&mut table);
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
@@ -432,59 +511,44 @@ impl ClusterCache {
     }
 
     pub fn get_node(&self, name: &str) -> Option<Arc<Node>> {
-        self.nodes.get(name).and_then(|n| n.node.clone())
+        self.table.lock().get(name).and_then(|n| n.node.clone())
     }
 
-    /// A consistent view of every node and PDB.
+    /// A consistent view of every node and PDB, in O(1).
     pub fn snapshot(&self) -> Snapshot {
-        let _w = self.writer.lock();
-        let mut nodes: Vec<Arc<NodeInfo>> = self
-            .nodes
-            .iter()
-            .filter(|e| e.node.is_some())
-            .map(|e| e.value().clone())
-            .collect();
-        let pdbs = self.pdbs.iter().map(|e| e.value().clone()).collect();
-        let revision = self.revision();
-        drop(_w);
-        nodes.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let table = self.table.lock();
         Snapshot {
-            nodes,
-            pdbs,
-            revision,
+            nodes: table.nodes.clone(),
+            index: table.index.clone(),
+            pdbs: table.pdbs.clone(),
+            revision: self.revision(),
         }
     }
 
     /// Every current nomination, sorted by node then pod.
     pub fn nominations(&self) -> Vec<Nomination> {
-        let mut out: Vec<Nomination> = self
-            .nodes
-            .iter()
-            .flat_map(|e| {
-                let node = e.name.clone();
-                e.nominated
-                    .iter()
-                    .map(|p| Nomination {
-                        pod: p.pod_ref(),
-                        priority: p.priority,
-                        node: node.clone(),
-                    })
-                    .collect::<Vec<_>>()
+        let table = self.table.lock();
+        let mut out: Vec<Nomination> = table
+            .all()
+            .flat_map(|info| {
+                info.nominated.iter().map(|p| Nomination {
+                    pod: p.pod_ref(),
+                    priority: p.priority,
+                    node: info.name.clone(),
+                })
             })
             .collect();
+        drop(table);
         out.sort_by(|a, b| (&a.node, &a.pod).cmp(&(&b.node, &b.pod)));
         out
     }
 
     pub fn counts(&self) -> CacheCounts {
+        let table = self.table.lock();
         CacheCounts {
-            nodes: self.node_count.load(Ordering::Relaxed) as usize,
+            nodes: table.nodes.len(),
             pods: self.pods.len(),
-            nominated_pods: self
-                .pods
-                .iter()
-                .filter(|e| matches!(e.place, Place::Nominated(_)))
-                .count(),
+            nominated_pods: table.all().map(|n| n.nominated.len()).sum(),
             pdbs: self.pdbs.len(),
         }
     }
@@ -494,8 +558,8 @@ impl ClusterCache {
     /// resources until deleted), and the lower-priority nominations on the node are
     /// cleared. Fails without changing anything when the node changed since the decision.
     pub fn commit(&self, commit: &Commit) -> Result<(Vec<CommitChange>, u64), CommitConflict> {
-        let _w = self.writer.lock();
-        let current = self.nodes.get(&commit.node).map(|n| n.generation);
+        let mut table = self.table.lock();
+        let current = table.get(&commit.node).map(|n| n.generation);
         if current != Some(commit.node_generation) {
             return Err(CommitConflict {
                 node: commit.node.clone(),
@@ -522,7 +586,7 @@ impl ClusterCache {
                 },
             );
             let node = pod.node_name.clone().unwrap_or_default();
-            if self.put_pod(pod).is_ok() {
+            if self.put_pod(&mut table, pod).is_ok() {
                 changes.push(CommitChange::VictimMarked {
                     pod: victim.clone(),
                     node,
@@ -535,7 +599,7 @@ impl ClusterCache {
             };
             let mut pod = (*entry.pod).clone();
             pod.nominated_node_name = None;
-            if self.put_pod(pod).is_ok() {
+            if self.put_pod(&mut table, pod).is_ok() {
                 changes.push(CommitChange::NominationCleared {
                     pod: cleared.clone(),
                     node: commit.node.clone(),
@@ -553,7 +617,7 @@ impl ClusterCache {
             priority: preemptor.priority,
             node: commit.node.clone(),
         };
-        if self.put_pod(preemptor).is_ok() {
+        if self.put_pod(&mut table, preemptor).is_ok() {
             changes.push(CommitChange::Nominated(nomination));
         }
         Ok((changes, self.revision()))
@@ -562,14 +626,14 @@ impl ClusterCache {
     /// Clears the preemptor's own nomination (a NO_CANDIDATE outcome). Returns the node it
     /// was nominated to, if it was.
     pub fn clear_nomination(&self, uid: &str) -> Option<(PodRef, Str)> {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let entry = self.pods.get(uid).map(|e| e.clone())?;
         let Place::Nominated(node) = entry.place.clone() else {
             return None;
         };
         let mut pod = (*entry.pod).clone();
         pod.nominated_node_name = None;
-        self.put_pod(pod).ok()?;
+        self.put_pod(&mut table, pod).ok()?;
         Some((entry.pod.pod_ref(), node))
     }
 }
