@@ -32,6 +32,30 @@ pub struct NodeInfo {
     pub generation: u64,
     /// Number of `pods` with required pod anti-affinity terms.
     pub anti_affinity_pods: usize,
+    /// How many of `pods` carry each (namespace, label key, label value), so selectors of
+    /// one label are counted per node in O(1) instead of by scanning pods.
+    pub label_counts: Arc<LabelCounts>,
+}
+
+/// Per-node label index: (namespace, key, value) → counts.
+pub type LabelCounts = hashbrown::HashMap<(Str, Str, Str), LabelCount>;
+
+/// Borrowed probe for [`LabelCounts`]: hashes like the owned key (a tuple of `str`s).
+#[derive(Hash)]
+struct LabelProbe<'a>(&'a str, &'a str, &'a str);
+
+impl hashbrown::Equivalent<(Str, Str, Str)> for LabelProbe<'_> {
+    fn equivalent(&self, key: &(Str, Str, Str)) -> bool {
+        self.0 == &*key.0 && self.1 == &*key.1 && self.2 == &*key.2
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LabelCount {
+    /// Every pod with the label.
+    pub all: u32,
+    /// Pods with the label that are not terminating.
+    pub live: u32,
 }
 
 impl NodeInfo {
@@ -44,6 +68,7 @@ impl NodeInfo {
             nominated: Vec::new(),
             generation: 0,
             anti_affinity_pods: 0,
+            label_counts: Arc::default(),
         }
     }
 
@@ -51,7 +76,34 @@ impl NodeInfo {
         self.node.is_none() && self.pods.is_empty() && self.nominated.is_empty()
     }
 
+    /// Pods on this node in `namespace` labelled `key=value` (live ones only if asked).
+    pub fn count_label(&self, namespace: &str, key: &str, value: &str, live_only: bool) -> u32 {
+        self.label_counts
+            .get(&LabelProbe(namespace, key, value))
+            .map(|c| if live_only { c.live } else { c.all })
+            .unwrap_or(0)
+    }
+
+    fn index_labels(&mut self, pod: &Pod, sign: i32) {
+        if pod.labels.is_empty() {
+            return;
+        }
+        let index = Arc::make_mut(&mut self.label_counts);
+        for (key, value) in pod.labels.iter() {
+            let entry_key = (pod.namespace.clone(), key.clone(), value.clone());
+            let entry = index.entry(entry_key.clone()).or_default();
+            entry.all = entry.all.wrapping_add_signed(sign);
+            if !pod.terminating {
+                entry.live = entry.live.wrapping_add_signed(sign);
+            }
+            if entry.all == 0 {
+                index.remove(&entry_key);
+            }
+        }
+    }
+
     fn add_pod(&mut self, pod: Arc<Pod>) {
+        self.index_labels(&pod, 1);
         self.requested.add(&pod.requests);
         if pod.has_required_anti_affinity() {
             self.anti_affinity_pods += 1;
@@ -62,6 +114,7 @@ impl NodeInfo {
     fn remove_pod(&mut self, uid: &str) -> Option<Arc<Pod>> {
         let index = self.pods.iter().position(|p| &*p.uid == uid)?;
         let pod = self.pods.swap_remove(index);
+        self.index_labels(&pod, -1);
         self.requested.sub(&pod.requests);
         if pod.has_required_anti_affinity() {
             self.anti_affinity_pods -= 1;
@@ -635,5 +688,97 @@ impl ClusterCache {
         pod.nominated_node_name = None;
         self.put_pod(&mut table, pod).ok()?;
         Some((entry.pod.pod_ref(), node))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Labels;
+
+    #[test]
+    fn label_probe_finds_owned_keys() {
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.labels = [("app", "web")].into_iter().collect();
+        pod.node_name = Some("n".into());
+        let cache = ClusterCache::new();
+        cache.upsert_pod(pod.clone()).unwrap();
+        let mut gone = Pod::new("ns", "q", "v");
+        gone.labels = [("app", "web")].into_iter().collect();
+        gone.node_name = Some("n".into());
+        gone.terminating = true;
+        cache.upsert_pod(gone).unwrap();
+        let table = cache.table.lock();
+        let info = table.get("n").unwrap();
+        assert_eq!(info.count_label("ns", "app", "web", false), 2);
+        assert_eq!(info.count_label("ns", "app", "web", true), 1);
+        assert_eq!(info.count_label("other", "app", "web", false), 0);
+        drop(table);
+        cache.delete_pod("ns", "p", None).unwrap();
+        let table = cache.table.lock();
+        assert_eq!(
+            table
+                .get("n")
+                .unwrap()
+                .count_label("ns", "app", "web", true),
+            0
+        );
+    }
+
+    #[test]
+    fn pods_wait_for_their_node_and_moves_update_both_nodes() {
+        let cache = ClusterCache::new();
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.node_name = Some("a".into());
+        cache.upsert_pod(pod.clone().finish()).unwrap();
+        assert!(cache.snapshot().nodes.is_empty(), "no node yet");
+        let node = |name: &str| Node {
+            name: name.into(),
+            uid: name.into(),
+            resource_version: 0,
+            labels: Labels::default(),
+            taints: vec![],
+            unschedulable: false,
+            allocatable: Resources::default(),
+        };
+        cache.upsert_node(node("a"));
+        cache.upsert_node(node("b"));
+        assert_eq!(cache.snapshot().node("a").unwrap().pods.len(), 1);
+        pod.node_name = Some("b".into());
+        cache.upsert_pod(pod.finish()).unwrap();
+        let snap = cache.snapshot();
+        assert_eq!(snap.node("a").unwrap().pods.len(), 0);
+        assert_eq!(snap.node("b").unwrap().pods.len(), 1);
+        cache.delete_node("a").unwrap();
+        assert!(cache.snapshot().node("a").is_none());
+        assert!(matches!(
+            cache.delete_node("a"),
+            Err(CacheError::NotFound { .. })
+        ));
+        assert_eq!(cache.snapshot().node("b").unwrap().pods.len(), 1);
+    }
+
+    #[test]
+    fn stale_updates_are_not_applied_and_terminal_pods_leave() {
+        let cache = ClusterCache::new();
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.resource_version = 5;
+        assert!(cache.upsert_pod(pod.clone()).unwrap().applied);
+        pod.resource_version = 4;
+        let outcome = cache.upsert_pod(pod.clone()).unwrap();
+        assert!(!outcome.applied);
+        assert_eq!(outcome.resource_version, 5);
+        pod.resource_version = 6;
+        pod.phase = crate::model::PodPhase::Succeeded;
+        assert!(cache.upsert_pod(pod).unwrap().applied);
+        assert!(cache.get_pod("u").is_none());
+        // A different uid under the same name is refused.
+        let mut first = Pod::new("ns", "x", "1");
+        first.resource_version = 1;
+        cache.upsert_pod(first).unwrap();
+        assert!(matches!(
+            cache.upsert_pod(Pod::new("ns", "x", "2")),
+            Err(CacheError::NameConflict { .. })
+        ));
     }
 }
