@@ -6,6 +6,8 @@
 
 pub mod cache;
 pub mod engine;
+pub mod generate;
 pub mod model;
 pub mod nominations;
 pub mod server;
+pub mod simulate;

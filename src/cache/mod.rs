@@ -2,16 +2,17 @@
 //! nominated pods and PodDisruptionBudgets.
 //!
 //! Readers never block writers for long: every node's state is an immutable
-//! `Arc<NodeInfo>` replaced copy-on-write, so a [`Snapshot`] is a list of `Arc` clones
-//! (the kube-rs reflector pattern). Writers are serialized by one mutex so that changes
-//! touching several maps (a pod moving between nodes) are atomic for other writers and
-//! for snapshots, which take the same mutex only while collecting the `Arc`s.
+//! `Arc<NodeInfo>` replaced copy-on-write (the kube-rs reflector pattern), held in a
+//! persistent vector, so a [`Snapshot`] is an O(1) clone of that vector. Writers are
+//! serialized by one mutex so that changes touching several maps (a pod moving between
+//! nodes) are atomic for other writers and for snapshots. Pods are looked up by uid in a
+//! sharded map (dashmap) without taking the mutex.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dashmap::DashMap;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::model::{Node, Pod, PodDisruptionBudget, PodRef, Resources, Str};
 
@@ -31,6 +32,30 @@ pub struct NodeInfo {
     pub generation: u64,
     /// Number of `pods` with required pod anti-affinity terms.
     pub anti_affinity_pods: usize,
+    /// How many of `pods` carry each (namespace, label key, label value), so selectors of
+    /// one label are counted per node in O(1) instead of by scanning pods.
+    pub label_counts: Arc<LabelCounts>,
+}
+
+/// Per-node label index: (namespace, key, value) → counts.
+pub type LabelCounts = hashbrown::HashMap<(Str, Str, Str), LabelCount>;
+
+/// Borrowed probe for [`LabelCounts`]: hashes like the owned key (a tuple of `str`s).
+#[derive(Hash)]
+struct LabelProbe<'a>(&'a str, &'a str, &'a str);
+
+impl hashbrown::Equivalent<(Str, Str, Str)> for LabelProbe<'_> {
+    fn equivalent(&self, key: &(Str, Str, Str)) -> bool {
+        self.0 == &*key.0 && self.1 == &*key.1 && self.2 == &*key.2
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LabelCount {
+    /// Every pod with the label.
+    pub all: u32,
+    /// Pods with the label that are not terminating.
+    pub live: u32,
 }
 
 impl NodeInfo {
@@ -43,6 +68,7 @@ impl NodeInfo {
             nominated: Vec::new(),
             generation: 0,
             anti_affinity_pods: 0,
+            label_counts: Arc::default(),
         }
     }
 
@@ -50,7 +76,34 @@ impl NodeInfo {
         self.node.is_none() && self.pods.is_empty() && self.nominated.is_empty()
     }
 
+    /// Pods on this node in `namespace` labelled `key=value` (live ones only if asked).
+    pub fn count_label(&self, namespace: &str, key: &str, value: &str, live_only: bool) -> u32 {
+        self.label_counts
+            .get(&LabelProbe(namespace, key, value))
+            .map(|c| if live_only { c.live } else { c.all })
+            .unwrap_or(0)
+    }
+
+    fn index_labels(&mut self, pod: &Pod, sign: i32) {
+        if pod.labels.is_empty() {
+            return;
+        }
+        let index = Arc::make_mut(&mut self.label_counts);
+        for (key, value) in pod.labels.iter() {
+            let entry_key = (pod.namespace.clone(), key.clone(), value.clone());
+            let entry = index.entry(entry_key.clone()).or_default();
+            entry.all = entry.all.wrapping_add_signed(sign);
+            if !pod.terminating {
+                entry.live = entry.live.wrapping_add_signed(sign);
+            }
+            if entry.all == 0 {
+                index.remove(&entry_key);
+            }
+        }
+    }
+
     fn add_pod(&mut self, pod: Arc<Pod>) {
+        self.index_labels(&pod, 1);
         self.requested.add(&pod.requests);
         if pod.has_required_anti_affinity() {
             self.anti_affinity_pods += 1;
@@ -61,6 +114,7 @@ impl NodeInfo {
     fn remove_pod(&mut self, uid: &str) -> Option<Arc<Pod>> {
         let index = self.pods.iter().position(|p| &*p.uid == uid)?;
         let pod = self.pods.swap_remove(index);
+        self.index_labels(&pod, -1);
         self.requested.sub(&pod.requests);
         if pod.has_required_anti_affinity() {
             self.anti_affinity_pods -= 1;
@@ -119,21 +173,111 @@ pub enum CacheError {
     NameConflict { name: String, existing: String },
 }
 
-/// A consistent read view for one decision.
+/// A consistent read view for one decision. Cloning is O(1).
 #[derive(Clone, Debug)]
 pub struct Snapshot {
-    /// Every node that exists, sorted by name.
-    pub nodes: Vec<Arc<NodeInfo>>,
-    pub pdbs: Vec<Arc<PodDisruptionBudget>>,
+    /// Every node that exists, in no particular order (the engine never depends on it).
+    pub nodes: imbl::Vector<Arc<NodeInfo>>,
+    index: imbl::HashMap<Str, usize>,
+    pub pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
     pub revision: u64,
 }
 
 impl Snapshot {
+    /// Builds a snapshot from plain parts (tests and tools).
+    pub fn from_nodes(nodes: Vec<Arc<NodeInfo>>, pdbs: Vec<Arc<PodDisruptionBudget>>) -> Self {
+        let index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i))
+            .collect();
+        Snapshot {
+            nodes: nodes.into_iter().collect(),
+            index,
+            pdbs: Arc::new(pdbs),
+            revision: 0,
+        }
+    }
+
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
-        self.nodes
-            .binary_search_by(|n| (*n.name).cmp(name))
-            .ok()
-            .map(|i| &self.nodes[i])
+        self.index.get(name).and_then(|&i| self.nodes.get(i))
+    }
+
+    pub fn node_index(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+}
+
+/// The node entries: existing nodes in a persistent vector (cheap snapshots), entries
+/// whose node has not arrived (or was deleted) but that hold pods or nominations aside.
+#[derive(Default)]
+struct NodeTable {
+    nodes: imbl::Vector<Arc<NodeInfo>>,
+    index: imbl::HashMap<Str, usize>,
+    orphans: std::collections::HashMap<Str, NodeInfo>,
+    pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
+}
+
+impl NodeTable {
+    fn get(&self, name: &str) -> Option<&NodeInfo> {
+        match self.index.get(name) {
+            Some(&i) => self.nodes.get(i).map(|n| &**n),
+            None => self.orphans.get(name),
+        }
+    }
+
+    /// Applies `change` to the entry for `name` (created if needed), then files it as a
+    /// node or an orphan, dropping it once vacant.
+    fn edit<R>(&mut self, name: &Str, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
+        let mut info = match self.index.get(name) {
+            Some(&i) => (*self.nodes[i]).clone(),
+            None => self
+                .orphans
+                .remove(name)
+                .unwrap_or_else(|| NodeInfo::empty(name.clone())),
+        };
+        let result = change(&mut info);
+        info.generation += 1;
+        match (self.index.get(name).copied(), info.node.is_some()) {
+            (Some(i), true) => {
+                self.nodes.set(i, Arc::new(info));
+            }
+            (Some(i), false) => {
+                self.remove_slot(i);
+                if !info.is_vacant() {
+                    self.orphans.insert(name.clone(), info);
+                }
+            }
+            (None, true) => {
+                self.index.insert(name.clone(), self.nodes.len());
+                self.nodes.push_back(Arc::new(info));
+            }
+            (None, false) => {
+                if !info.is_vacant() {
+                    self.orphans.insert(name.clone(), info);
+                }
+            }
+        }
+        result
+    }
+
+    /// Removes slot `i` by moving the last entry into it.
+    fn remove_slot(&mut self, i: usize) {
+        let Some(last) = self.nodes.pop_back() else {
+            return;
+        };
+        let removed = if i < self.nodes.len() {
+            let removed = self.nodes.set(i, last.clone());
+            self.index.insert(last.name.clone(), i);
+            removed
+        } else {
+            last
+        };
+        self.index.remove(&removed.name);
+    }
+
+    fn all(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.nodes.iter().map(|n| &**n).chain(self.orphans.values())
     }
 }
 
@@ -185,15 +329,16 @@ pub struct CommitConflict {
 
 #[derive(Default)]
 pub struct ClusterCache {
-    nodes: DashMap<Str, Arc<NodeInfo>>,
+    /// The writer lock and the node entries it guards.
+    table: Mutex<NodeTable>,
     pods: DashMap<Str, PodEntry>,
     /// namespace/name → uid
     pod_names: DashMap<(Str, Str), Str>,
     pdbs: DashMap<(Str, Str), Arc<PodDisruptionBudget>>,
-    node_count: AtomicU64,
     revision: AtomicU64,
-    writer: Mutex<()>,
 }
+
+type Table<'a> = MutexGuard<'a, NodeTable>;
 
 /// `rv == 0` means the client does not version its objects: always applied.
 fn is_stale(incoming: u64, held: u64) -> bool {
@@ -213,29 +358,10 @@ impl ClusterCache {
         self.revision.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    /// Applies `change` to the entry for `name`, creating it if needed and dropping it when
-    /// it becomes vacant. Caller holds the writer lock.
-    fn edit_node<R>(&self, name: &Str, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
-        let mut entry = self
-            .nodes
-            .entry(name.clone())
-            .or_insert_with(|| Arc::new(NodeInfo::empty(name.clone())));
-        let info = Arc::make_mut(entry.value_mut());
-        let result = change(info);
-        info.generation += 1;
-        let vacant = info.is_vacant();
-        drop(entry);
-        if vacant {
-            self.nodes.remove(name);
-        }
-        result
-    }
-
     pub fn upsert_node(&self, node: Node) -> UpdateOutcome {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let name = node.name.clone();
-        let held = self
-            .nodes
+        let held = table
             .get(&name)
             .and_then(|n| n.node.as_ref().map(|n| n.resource_version));
         if let Some(held) = held
@@ -248,10 +374,7 @@ impl ClusterCache {
             };
         }
         let rv = node.resource_version;
-        self.edit_node(&name, |info| info.node = Some(Arc::new(node)));
-        if held.is_none() {
-            self.node_count.fetch_add(1, Ordering::Relaxed);
-        }
+        table.edit(&name, |info| info.node = Some(Arc::new(node)));
         UpdateOutcome {
             applied: true,
             resource_version: rv,
@@ -260,17 +383,16 @@ impl ClusterCache {
     }
 
     pub fn delete_node(&self, name: &str) -> Result<UpdateOutcome, CacheError> {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let key: Str = name.into();
-        if !self.nodes.get(&key).is_some_and(|n| n.node.is_some()) {
+        if table.get(&key).is_none_or(|n| n.node.is_none()) {
             return Err(CacheError::NotFound {
                 kind: "node",
                 name: name.to_string(),
             });
         }
         // Pods stay, as in the scheduler cache: they come back with the node.
-        self.edit_node(&key, |info| info.node = None);
-        self.node_count.fetch_sub(1, Ordering::Relaxed);
+        table.edit(&key, |info| info.node = None);
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
@@ -278,29 +400,29 @@ impl ClusterCache {
         })
     }
 
-    fn unplace(&self, entry: &PodEntry) {
+    fn unplace(table: &mut Table<'_>, entry: &PodEntry) {
         match &entry.place {
             Place::Bound(node) => {
-                self.edit_node(node, |info| info.remove_pod(&entry.pod.uid));
+                table.edit(node, |info| info.remove_pod(&entry.pod.uid));
             }
             Place::Nominated(node) => {
-                self.edit_node(node, |info| info.remove_nominated(&entry.pod.uid));
+                table.edit(node, |info| info.remove_nominated(&entry.pod.uid));
             }
             Place::Pending => {}
         }
     }
 
-    fn place(&self, pod: &Arc<Pod>, place: &Place) {
+    fn place(table: &mut Table<'_>, pod: &Arc<Pod>, place: &Place) {
         match place {
-            Place::Bound(node) => self.edit_node(node, |info| info.add_pod(pod.clone())),
-            Place::Nominated(node) => self.edit_node(node, |info| info.nominated.push(pod.clone())),
+            Place::Bound(node) => table.edit(node, |info| info.add_pod(pod.clone())),
+            Place::Nominated(node) => table.edit(node, |info| info.nominated.push(pod.clone())),
             Place::Pending => {}
         }
     }
 
     /// Inserts or replaces a pod. Succeeded/Failed pods are removed (the scheduler never
-    /// sees them). Caller holds the writer lock.
-    fn put_pod(&self, pod: Pod) -> Result<UpdateOutcome, CacheError> {
+    /// sees them).
+    fn put_pod(&self, table: &mut Table<'_>, pod: Pod) -> Result<UpdateOutcome, CacheError> {
         let uid = pod.uid.clone();
         let name_key = (pod.namespace.clone(), pod.name.clone());
         if let Some(existing) = self.pod_names.get(&name_key)
@@ -326,7 +448,7 @@ impl ClusterCache {
                     revision: self.revision(),
                 });
             }
-            self.unplace(old);
+            Self::unplace(table, old);
         }
         let rv = pod.resource_version;
         if pod.phase.is_terminal() {
@@ -337,7 +459,7 @@ impl ClusterCache {
         } else {
             let place = Place::of(&pod);
             let pod = Arc::new(pod);
-            self.place(&pod, &place);
+            Self::place(table, &pod, &place);
             self.pods.insert(uid.clone(), PodEntry { pod, place });
             self.pod_names.insert(name_key, uid);
         }
@@ -349,8 +471,8 @@ impl ClusterCache {
     }
 
     pub fn upsert_pod(&self, pod: Pod) -> Result<UpdateOutcome, CacheError> {
-        let _w = self.writer.lock();
-        self.put_pod(pod)
+        let mut table = self.table.lock();
+        self.put_pod(&mut table, pod)
     }
 
     /// Deletes a pod by namespace/name (and uid when given, which must then match).
@@ -360,7 +482,7 @@ impl ClusterCache {
         name: &str,
         uid: Option<&str>,
     ) -> Result<UpdateOutcome, CacheError> {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let not_found = || CacheError::NotFound {
             kind: "pod",
             name: format!("{namespace}/{name}"),
@@ -376,7 +498,7 @@ impl ClusterCache {
         }
         let (_, entry) = self.pods.remove(&held_uid).ok_or_else(not_found)?;
         self.pod_names.remove(&key);
-        self.unplace(&entry);
+        Self::unplace(&mut table, &entry);
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
@@ -384,8 +506,16 @@ impl ClusterCache {
         })
     }
 
+    fn refresh_pdb_list(&self, table: &mut Table<'_>) {
+        let mut list: Vec<Arc<PodDisruptionBudget>> =
+            self.pdbs.iter().map(|e| e.value().clone()).collect();
+        // Stable order so the per-node budget walk is reproducible.
+        list.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        table.pdbs = Arc::new(list);
+    }
+
     pub fn upsert_pdb(&self, pdb: PodDisruptionBudget) -> UpdateOutcome {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let key = (pdb.namespace.clone(), pdb.name.clone());
         if let Some(held) = self.pdbs.get(&key)
             && is_stale(pdb.resource_version, held.resource_version)
@@ -398,6 +528,7 @@ impl ClusterCache {
         }
         let rv = pdb.resource_version;
         self.pdbs.insert(key, Arc::new(pdb));
+        self.refresh_pdb_list(&mut table);
         UpdateOutcome {
             applied: true,
             resource_version: rv,
@@ -406,12 +537,13 @@ impl ClusterCache {
     }
 
     pub fn delete_pdb(&self, namespace: &str, name: &str) -> Result<UpdateOutcome, CacheError> {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let key: (Str, Str) = (namespace.into(), name.into());
         self.pdbs.remove(&key).ok_or_else(|| CacheError::NotFound {
             kind: "poddisruptionbudget",
             name: format!("{namespace}/{name}"),
         })?;
+        self.refresh_pdb_list(&mut table);
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
@@ -432,59 +564,44 @@ impl ClusterCache {
     }
 
     pub fn get_node(&self, name: &str) -> Option<Arc<Node>> {
-        self.nodes.get(name).and_then(|n| n.node.clone())
+        self.table.lock().get(name).and_then(|n| n.node.clone())
     }
 
-    /// A consistent view of every node and PDB.
+    /// A consistent view of every node and PDB, in O(1).
     pub fn snapshot(&self) -> Snapshot {
-        let _w = self.writer.lock();
-        let mut nodes: Vec<Arc<NodeInfo>> = self
-            .nodes
-            .iter()
-            .filter(|e| e.node.is_some())
-            .map(|e| e.value().clone())
-            .collect();
-        let pdbs = self.pdbs.iter().map(|e| e.value().clone()).collect();
-        let revision = self.revision();
-        drop(_w);
-        nodes.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let table = self.table.lock();
         Snapshot {
-            nodes,
-            pdbs,
-            revision,
+            nodes: table.nodes.clone(),
+            index: table.index.clone(),
+            pdbs: table.pdbs.clone(),
+            revision: self.revision(),
         }
     }
 
     /// Every current nomination, sorted by node then pod.
     pub fn nominations(&self) -> Vec<Nomination> {
-        let mut out: Vec<Nomination> = self
-            .nodes
-            .iter()
-            .flat_map(|e| {
-                let node = e.name.clone();
-                e.nominated
-                    .iter()
-                    .map(|p| Nomination {
-                        pod: p.pod_ref(),
-                        priority: p.priority,
-                        node: node.clone(),
-                    })
-                    .collect::<Vec<_>>()
+        let table = self.table.lock();
+        let mut out: Vec<Nomination> = table
+            .all()
+            .flat_map(|info| {
+                info.nominated.iter().map(|p| Nomination {
+                    pod: p.pod_ref(),
+                    priority: p.priority,
+                    node: info.name.clone(),
+                })
             })
             .collect();
+        drop(table);
         out.sort_by(|a, b| (&a.node, &a.pod).cmp(&(&b.node, &b.pod)));
         out
     }
 
     pub fn counts(&self) -> CacheCounts {
+        let table = self.table.lock();
         CacheCounts {
-            nodes: self.node_count.load(Ordering::Relaxed) as usize,
+            nodes: table.nodes.len(),
             pods: self.pods.len(),
-            nominated_pods: self
-                .pods
-                .iter()
-                .filter(|e| matches!(e.place, Place::Nominated(_)))
-                .count(),
+            nominated_pods: table.all().map(|n| n.nominated.len()).sum(),
             pdbs: self.pdbs.len(),
         }
     }
@@ -494,8 +611,8 @@ impl ClusterCache {
     /// resources until deleted), and the lower-priority nominations on the node are
     /// cleared. Fails without changing anything when the node changed since the decision.
     pub fn commit(&self, commit: &Commit) -> Result<(Vec<CommitChange>, u64), CommitConflict> {
-        let _w = self.writer.lock();
-        let current = self.nodes.get(&commit.node).map(|n| n.generation);
+        let mut table = self.table.lock();
+        let current = table.get(&commit.node).map(|n| n.generation);
         if current != Some(commit.node_generation) {
             return Err(CommitConflict {
                 node: commit.node.clone(),
@@ -522,7 +639,7 @@ impl ClusterCache {
                 },
             );
             let node = pod.node_name.clone().unwrap_or_default();
-            if self.put_pod(pod).is_ok() {
+            if self.put_pod(&mut table, pod).is_ok() {
                 changes.push(CommitChange::VictimMarked {
                     pod: victim.clone(),
                     node,
@@ -535,7 +652,7 @@ impl ClusterCache {
             };
             let mut pod = (*entry.pod).clone();
             pod.nominated_node_name = None;
-            if self.put_pod(pod).is_ok() {
+            if self.put_pod(&mut table, pod).is_ok() {
                 changes.push(CommitChange::NominationCleared {
                     pod: cleared.clone(),
                     node: commit.node.clone(),
@@ -553,7 +670,7 @@ impl ClusterCache {
             priority: preemptor.priority,
             node: commit.node.clone(),
         };
-        if self.put_pod(preemptor).is_ok() {
+        if self.put_pod(&mut table, preemptor).is_ok() {
             changes.push(CommitChange::Nominated(nomination));
         }
         Ok((changes, self.revision()))
@@ -562,14 +679,106 @@ impl ClusterCache {
     /// Clears the preemptor's own nomination (a NO_CANDIDATE outcome). Returns the node it
     /// was nominated to, if it was.
     pub fn clear_nomination(&self, uid: &str) -> Option<(PodRef, Str)> {
-        let _w = self.writer.lock();
+        let mut table = self.table.lock();
         let entry = self.pods.get(uid).map(|e| e.clone())?;
         let Place::Nominated(node) = entry.place.clone() else {
             return None;
         };
         let mut pod = (*entry.pod).clone();
         pod.nominated_node_name = None;
-        self.put_pod(pod).ok()?;
+        self.put_pod(&mut table, pod).ok()?;
         Some((entry.pod.pod_ref(), node))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Labels;
+
+    #[test]
+    fn label_probe_finds_owned_keys() {
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.labels = [("app", "web")].into_iter().collect();
+        pod.node_name = Some("n".into());
+        let cache = ClusterCache::new();
+        cache.upsert_pod(pod.clone()).unwrap();
+        let mut gone = Pod::new("ns", "q", "v");
+        gone.labels = [("app", "web")].into_iter().collect();
+        gone.node_name = Some("n".into());
+        gone.terminating = true;
+        cache.upsert_pod(gone).unwrap();
+        let table = cache.table.lock();
+        let info = table.get("n").unwrap();
+        assert_eq!(info.count_label("ns", "app", "web", false), 2);
+        assert_eq!(info.count_label("ns", "app", "web", true), 1);
+        assert_eq!(info.count_label("other", "app", "web", false), 0);
+        drop(table);
+        cache.delete_pod("ns", "p", None).unwrap();
+        let table = cache.table.lock();
+        assert_eq!(
+            table
+                .get("n")
+                .unwrap()
+                .count_label("ns", "app", "web", true),
+            0
+        );
+    }
+
+    #[test]
+    fn pods_wait_for_their_node_and_moves_update_both_nodes() {
+        let cache = ClusterCache::new();
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.node_name = Some("a".into());
+        cache.upsert_pod(pod.clone().finish()).unwrap();
+        assert!(cache.snapshot().nodes.is_empty(), "no node yet");
+        let node = |name: &str| Node {
+            name: name.into(),
+            uid: name.into(),
+            resource_version: 0,
+            labels: Labels::default(),
+            taints: vec![],
+            unschedulable: false,
+            allocatable: Resources::default(),
+        };
+        cache.upsert_node(node("a"));
+        cache.upsert_node(node("b"));
+        assert_eq!(cache.snapshot().node("a").unwrap().pods.len(), 1);
+        pod.node_name = Some("b".into());
+        cache.upsert_pod(pod.finish()).unwrap();
+        let snap = cache.snapshot();
+        assert_eq!(snap.node("a").unwrap().pods.len(), 0);
+        assert_eq!(snap.node("b").unwrap().pods.len(), 1);
+        cache.delete_node("a").unwrap();
+        assert!(cache.snapshot().node("a").is_none());
+        assert!(matches!(
+            cache.delete_node("a"),
+            Err(CacheError::NotFound { .. })
+        ));
+        assert_eq!(cache.snapshot().node("b").unwrap().pods.len(), 1);
+    }
+
+    #[test]
+    fn stale_updates_are_not_applied_and_terminal_pods_leave() {
+        let cache = ClusterCache::new();
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.resource_version = 5;
+        assert!(cache.upsert_pod(pod.clone()).unwrap().applied);
+        pod.resource_version = 4;
+        let outcome = cache.upsert_pod(pod.clone()).unwrap();
+        assert!(!outcome.applied);
+        assert_eq!(outcome.resource_version, 5);
+        pod.resource_version = 6;
+        pod.phase = crate::model::PodPhase::Succeeded;
+        assert!(cache.upsert_pod(pod).unwrap().applied);
+        assert!(cache.get_pod("u").is_none());
+        // A different uid under the same name is refused.
+        let mut first = Pod::new("ns", "x", "1");
+        first.resource_version = 1;
+        cache.upsert_pod(first).unwrap();
+        assert!(matches!(
+            cache.upsert_pod(Pod::new("ns", "x", "2")),
+            Err(CacheError::NameConflict { .. })
+        ));
     }
 }

@@ -2,7 +2,7 @@
 //! PreFilter state (computed once per decision) and per-node checks that read a
 //! [`NodeScratch`]: the node's pods as a dry run has changed them.
 
-use std::collections::HashMap;
+use ahash::AHashMap as HashMap;
 
 use crate::cache::{NodeInfo, Snapshot};
 use crate::model::{
@@ -213,11 +213,14 @@ pub struct AffinityTerm {
 
 impl AffinityTerm {
     pub fn new(term: &PodAffinityTerm, owner_namespace: &Str) -> Self {
-        let namespaces = if term.namespaces.is_empty() && term.namespace_selector.is_none() {
+        let mut namespaces = if term.namespaces.is_empty() && term.namespace_selector.is_none() {
             vec![owner_namespace.clone()]
         } else {
             term.namespaces.clone()
         };
+        // A set upstream: a namespace listed twice still counts its pods once.
+        namespaces.sort_unstable();
+        namespaces.dedup();
         AffinityTerm {
             selector: term.label_selector.clone(),
             namespaces,
@@ -237,6 +240,37 @@ impl AffinityTerm {
     }
 }
 
+impl AffinityTerm {
+    /// Pods on the node this term matches; O(1) through the node's label index when the
+    /// term is one label over listed namespaces.
+    fn count_on(&self, info: &NodeInfo) -> i64 {
+        if self.namespace_selector.is_none()
+            && let Some((key, value)) = self.selector.as_ref().and_then(single_label)
+        {
+            return self
+                .namespaces
+                .iter()
+                .map(|ns| info.count_label(ns, key, value, false) as i64)
+                .sum();
+        }
+        info.pods.iter().filter(|p| self.matches(p)).count() as i64
+    }
+}
+
+/// The single `key=value` a selector requires, when that is all it requires.
+fn single_label(selector: &LabelSelector) -> Option<(&Str, &Str)> {
+    match (
+        selector.match_labels.len(),
+        selector.match_expressions.as_slice(),
+    ) {
+        (1, []) => selector.match_labels.iter().next(),
+        (0, [only]) if only.operator == crate::model::Operator::In && only.values.len() == 1 => {
+            Some((&only.key, &only.values[0]))
+        }
+        _ => None,
+    }
+}
+
 type Pair = (Str, Str);
 
 /// Counts keyed by (topology key, value), as upstream's `topologyToMatchedTermCount` map
@@ -248,6 +282,12 @@ pub struct PairCounts {
 }
 
 impl PairCounts {
+    fn add(&mut self, key: &Str, node: &Node, delta: i64) {
+        if let Some(value) = node.labels.get(key) {
+            self.add_pair(key.clone(), value.clone(), delta);
+        }
+    }
+
     fn add_pair(&mut self, key: Str, value: Str, delta: i64) {
         let entry = self
             .counts
@@ -392,33 +432,51 @@ impl<'a> PreFilter<'a> {
 
     fn init_inter_pod(&mut self, snapshot: &Snapshot) {
         let has_own_terms = !self.affinity.is_empty() || !self.anti_affinity.is_empty();
+        let pod = self.pod;
         for info in &snapshot.nodes {
             let Some(node) = info.node.as_deref() else {
                 continue;
             };
-            if !has_own_terms && info.anti_affinity_pods == 0 {
+            // Existing pods' anti-affinity terms that match the preemptor.
+            if info.anti_affinity_pods > 0 {
+                for existing in info.pods.iter().filter(|p| p.has_required_anti_affinity()) {
+                    for term in &existing.pod_anti_affinity {
+                        let term = AffinityTerm::new(term, &existing.namespace);
+                        if term.matches(pod) {
+                            self.existing_anti_affinity_counts
+                                .add(&term.topology_key, node, 1);
+                        }
+                    }
+                }
+            }
+            if !has_own_terms {
                 continue;
             }
-            for existing in &info.pods {
-                self.add_to_global_counts(existing, node);
+            // The preemptor's affinity: pods matching all its terms count for every term.
+            if !self.affinity.is_empty() {
+                let count = match self.affinity.as_slice() {
+                    [only] => only.count_on(info),
+                    terms => info
+                        .pods
+                        .iter()
+                        .filter(|p| terms.iter().all(|t| t.matches(p)))
+                        .count() as i64,
+                };
+                if count > 0 {
+                    for term in &self.affinity {
+                        self.affinity_counts.add(&term.topology_key, node, count);
+                    }
+                }
+            }
+            for term in &self.anti_affinity {
+                let count = term.count_on(info);
+                if count > 0 {
+                    self.anti_affinity_counts
+                        .add(&term.topology_key, node, count);
+                }
             }
         }
         self.inter_pod = has_own_terms || !self.existing_anti_affinity_counts.is_empty();
-    }
-
-    /// Upstream `preFilterState.updateWithPod` on the cluster-wide counts.
-    fn add_to_global_counts(&mut self, other: &Pod, node: &Node) {
-        let mut delta = InterPodDelta::default();
-        self.update_inter_pod_local(other, node, 1, &mut delta);
-        for (target, source) in [
-            (&mut self.affinity_counts, delta.affinity),
-            (&mut self.anti_affinity_counts, delta.anti),
-            (&mut self.existing_anti_affinity_counts, delta.existing_anti),
-        ] {
-            for ((key, value), d) in source.0 {
-                target.add_pair(key, value, d);
-            }
-        }
     }
 
     fn init_spread(&mut self, snapshot: &Snapshot) {
@@ -449,7 +507,7 @@ impl<'a> PreFilter<'a> {
                     honor_node_affinity: c.node_affinity_policy == InclusionPolicy::Honor,
                     honor_taints: c.node_taints_policy == InclusionPolicy::Honor,
                     self_match,
-                    counts: HashMap::new(),
+                    counts: HashMap::default(),
                     smallest: [None, None],
                 }
             })
@@ -466,15 +524,18 @@ impl<'a> PreFilter<'a> {
                     continue;
                 }
                 let c = &self.spread[i];
-                let count = info
-                    .pods
-                    .iter()
-                    .filter(|p| {
-                        !p.terminating
-                            && p.namespace == pod.namespace
-                            && optional_matches(c.selector.as_ref(), &p.labels)
-                    })
-                    .count() as i64;
+                let count = match c.selector.as_ref().and_then(single_label) {
+                    Some((key, value)) => info.count_label(&pod.namespace, key, value, true) as i64,
+                    None => info
+                        .pods
+                        .iter()
+                        .filter(|p| {
+                            !p.terminating
+                                && p.namespace == pod.namespace
+                                && optional_matches(c.selector.as_ref(), &p.labels)
+                        })
+                        .count() as i64,
+                };
                 let value = node
                     .labels
                     .get(&c.topology_key)
@@ -764,8 +825,11 @@ impl<'a> PreFilter<'a> {
                 }
             }
         }
-        if !pods_exist && !(local.affinity.is_empty_with(&self.affinity_counts) && self.self_affine)
-        {
+        // A pod may be the first of a group affine to itself: it passes when nothing in the
+        // cluster matches yet and it matches its own terms.
+        let first_of_group =
+            local.affinity.is_empty_with(&self.affinity_counts) && self.self_affine;
+        if !pods_exist && !first_of_group {
             return Status::unresolvable(
                 INTER_POD_AFFINITY,
                 "node(s) didn't match pod affinity rules",

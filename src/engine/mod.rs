@@ -86,6 +86,13 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// Diagnostics in node-name order, whatever order the snapshot holds nodes in.
+    fn with_diagnostics(mut self, mut diagnostics: Vec<NodeDiagnostic>) -> Self {
+        diagnostics.sort_by(|a, b| a.node.cmp(&b.node));
+        self.diagnostics = diagnostics;
+        self
+    }
+
     fn new(outcome: Outcome, message: String) -> Self {
         Decision {
             outcome,
@@ -181,12 +188,13 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
         nodes.iter().map(filter_one).collect()
     };
 
-    let feasible: Vec<Str> = nodes
+    let mut feasible: Vec<Str> = nodes
         .iter()
         .zip(&statuses)
         .filter(|(_, s)| s.is_success())
         .map(|(n, _)| n.name.clone())
         .collect();
+    feasible.sort_unstable();
     let mut diagnostics: Vec<NodeDiagnostic> = if options.explain {
         nodes
             .iter()
@@ -209,7 +217,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
             format!("{}/{} nodes are available", feasible.len(), nodes.len()),
         );
         decision.feasible_nodes = feasible;
-        decision.diagnostics = diagnostics;
+        decision = decision.with_diagnostics(diagnostics);
         decision.nodes_evaluated = nodes.len();
         return decision;
     }
@@ -221,7 +229,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
             Outcome::NotEligible,
             format!("{filter_message} preemption: {reason}"),
         );
-        decision.diagnostics = diagnostics;
+        decision = decision.with_diagnostics(diagnostics);
         decision.nodes_evaluated = nodes.len();
         return decision;
     }
@@ -287,7 +295,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
             Outcome::NoCandidate,
             format!("{filter_message} preemption: {preemption_message}"),
         );
-        decision.diagnostics = diagnostics;
+        decision = decision.with_diagnostics(diagnostics);
         decision.nodes_evaluated = potential.len();
         return decision;
     }
@@ -308,7 +316,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
     decision.pdb_violations = candidate.pdb_violations;
     decision.nominated_pods_to_clear = to_clear.iter().map(|p| p.pod_ref()).collect();
     decision.node_generation = info.generation;
-    decision.diagnostics = diagnostics;
+    decision = decision.with_diagnostics(diagnostics);
     decision.nodes_evaluated = potential.len();
     decision.candidates = candidates.len();
     decision
@@ -324,10 +332,7 @@ fn not_eligible_reason(
         return Some("not eligible due to preemptionPolicy=Never.");
     }
     let nominated = pod.nominated_node_name.as_ref().filter(|n| !n.is_empty())?;
-    let index = snapshot
-        .nodes
-        .binary_search_by(|n| n.name.cmp(nominated))
-        .ok()?;
+    let index = snapshot.node_index(nominated)?;
     if statuses[index].code == Code::UnschedulableAndUnresolvable {
         return None;
     }
@@ -339,7 +344,7 @@ fn not_eligible_reason(
 }
 
 /// Upstream `pickOneNodeForPreemption` with a deterministic last tie-break (node name).
-fn pick_one(candidates: &[Candidate], nodes: &[Arc<NodeInfo>], now: i64) -> usize {
+fn pick_one(candidates: &[Candidate], nodes: &imbl::Vector<Arc<NodeInfo>>, now: i64) -> usize {
     // Scores where higher is better, in upstream's criteria order.
     let score = |c: &Candidate| -> [i64; 5] {
         let highest = c.victims.iter().map(|p| p.priority).max().unwrap_or(0);

@@ -1,1 +1,2026 @@
-//! Decoding of Kubernetes JSON/YAML objects into the model (being written).
+//! Decoding of Kubernetes objects (JSON or YAML, as `kubectl get -o json|yaml` prints them)
+//! into the model.
+//!
+//! Unknown fields are ignored; wrong JSON types, unsupported enum values and invalid
+//! quantities are errors that name the offending field in Kubernetes field-path style
+//! (`spec.containers[0].resources.requests.cpu: invalid quantity "12x"`). JSON `null` is
+//! treated like a missing field everywhere, as Go's decoder does.
+//!
+//! The API-server defaulting that changes scheduling is applied here so hand-written
+//! manifests mean what they would mean once created: container `limits` default missing
+//! `requests`, pod-level `limits` default missing pod-level `requests`, and with
+//! `hostNetwork: true` a port without `hostPort` gets `hostPort = containerPort`.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+use super::quantity::{Quantity, QuantityError};
+use super::resources::{CPU, MEMORY, is_pod_level_resource};
+use super::{
+    BIND_ALL_IP, Container, ContainerResources, HostPort, InclusionPolicy, LabelSelector, Labels,
+    Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Operator,
+    Pod, PodAffinityTerm, PodCondition, PodDisruptionBudget, PodPhase, PreemptionPolicy, Protocol,
+    Requirement, Str, Taint, TaintEffect, Toleration, TolerationOperator, TopologySpreadConstraint,
+    WhenUnsatisfiable,
+};
+
+/// A decoding failure: the field path relative to the decoded value (empty for the value
+/// itself or for a parse error) and a lowercase message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}{sep}{message}", sep = separator(.path))]
+pub struct DecodeError {
+    pub path: String,
+    pub message: String,
+}
+
+fn separator(path: &str) -> &'static str {
+    if path.is_empty() { "" } else { ": " }
+}
+
+impl DecodeError {
+    fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        DecodeError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+type Result<T, E = DecodeError> = std::result::Result<T, E>;
+
+/// One decoded object. Unboxed on purpose: objects are moved straight into the cache.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
+pub enum Object {
+    Node(Node),
+    Pod(Pod),
+    Pdb(PodDisruptionBudget),
+}
+
+const KIND_NODE: &str = "Node";
+const KIND_POD: &str = "Pod";
+const KIND_PDB: &str = "PodDisruptionBudget";
+
+/// Parses text that is JSON or YAML (a single document) into a JSON value. Text that looks
+/// like JSON (`[`, `{}` or `{"`) is parsed strictly as JSON, anything else (including YAML
+/// flow style such as `{kind: Pod}`) as YAML; a failure reports the line and column.
+pub fn parse_document(text: &str) -> Result<Value> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(DecodeError::new("", "empty document"));
+    }
+    if looks_like_json(trimmed) {
+        return serde_json::from_str::<Value>(text).map_err(|e| {
+            DecodeError::new(
+                "",
+                format!(
+                    "invalid JSON at line {} column {}: {}",
+                    e.line(),
+                    e.column(),
+                    json_message(&e)
+                ),
+            )
+        });
+    }
+    serde_yaml_ng::from_str::<Value>(text).map_err(|e| {
+        let message = e.to_string();
+        match e.location() {
+            Some(loc) if !message.contains(" at line ") => DecodeError::new(
+                "",
+                format!(
+                    "invalid YAML at line {} column {}: {message}",
+                    loc.line(),
+                    loc.column()
+                ),
+            ),
+            _ => DecodeError::new("", format!("invalid YAML: {message}")),
+        }
+    })
+}
+
+fn looks_like_json(trimmed: &str) -> bool {
+    match trimmed.strip_prefix('{') {
+        Some(rest) => rest.trim_start().starts_with(['"', '}']),
+        None => trimmed.starts_with('['),
+    }
+}
+
+/// serde_json's message without its trailing " at line L column C".
+fn json_message(error: &serde_json::Error) -> String {
+    let full = error.to_string();
+    match full.rfind(" at line ") {
+        Some(i) => full[..i].to_string(),
+        None => full,
+    }
+}
+
+/// Decodes one Node, Pod or PodDisruptionBudget by its `kind`.
+pub fn decode_object(value: &Value) -> Result<Object> {
+    object_at(&Cur::root(value), None)
+}
+
+/// Decodes a list (`kind: List`, `NodeList`, ..., or any object with an `items` array) as
+/// `kubectl get nodes,pods,pdb -A -o json` prints it; error paths start with `items[N].`.
+/// Items without a `kind` take it from a typed list's kind (`PodList` → `Pod`). A single
+/// object that is not a list decodes to one item.
+pub fn decode_list(value: &Value) -> Result<Vec<Object>> {
+    let cur = Cur::root(value);
+    let map = cur.require_object()?;
+    let kind_cur = cur.get("kind")?;
+    let kind = kind_cur.str()?.unwrap_or("");
+    let is_list = kind.ends_with("List") || map.contains_key("items");
+    if !is_list {
+        return Ok(vec![object_at(&cur, None)?]);
+    }
+    let item_kind = kind
+        .strip_suffix("List")
+        .filter(|k| matches!(*k, KIND_NODE | KIND_POD | KIND_PDB));
+    let items = cur.get("items")?;
+    items
+        .elements()?
+        .map(|item| object_at(&item, item_kind))
+        .collect()
+}
+
+/// Decodes a Node (`kind`, when present, must be `Node`).
+pub fn decode_node(value: &Value) -> Result<Node> {
+    node_at(&Cur::root(value))
+}
+
+/// Decodes a Pod (`kind`, when present, must be `Pod`); derived fields are computed.
+pub fn decode_pod(value: &Value) -> Result<Pod> {
+    pod_at(&Cur::root(value))
+}
+
+/// Decodes a PodDisruptionBudget (`kind`, when present, must be `PodDisruptionBudget`).
+pub fn decode_pdb(value: &Value) -> Result<PodDisruptionBudget> {
+    pdb_at(&Cur::root(value))
+}
+
+// ---------------------------------------------------------------------------------------
+// Field paths and a cursor over a JSON value.
+
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Root,
+    Field(&'a str),
+    Index(usize),
+}
+
+/// A field path as a linked list through the stack; rendered only for errors.
+#[derive(Clone, Copy)]
+struct Path<'a> {
+    parent: Option<&'a Path<'a>>,
+    seg: Seg<'a>,
+}
+
+impl Path<'_> {
+    fn render(&self) -> String {
+        let mut segs = Vec::new();
+        let mut cur = Some(self);
+        while let Some(p) = cur {
+            segs.push(p.seg);
+            cur = p.parent;
+        }
+        let mut out = String::new();
+        for seg in segs.iter().rev() {
+            match seg {
+                Seg::Root => {}
+                Seg::Field(name) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(name);
+                }
+                Seg::Index(i) => {
+                    let _ = write!(out, "[{i}]");
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A possibly-missing value at a path.
+#[derive(Clone, Copy)]
+struct Cur<'v, 'p> {
+    value: Option<&'v Value>,
+    path: Path<'p>,
+}
+
+impl<'v> Cur<'v, 'static> {
+    fn root(value: &'v Value) -> Self {
+        Cur {
+            value: Some(value),
+            path: Path {
+                parent: None,
+                seg: Seg::Root,
+            },
+        }
+    }
+}
+
+impl<'v, 'p> Cur<'v, 'p> {
+    fn err(&self, message: impl Into<String>) -> DecodeError {
+        DecodeError::new(self.path.render(), message)
+    }
+
+    /// The value unless missing or null.
+    fn present(&self) -> Option<&'v Value> {
+        self.value.filter(|v| !v.is_null())
+    }
+
+    fn object(&self) -> Result<Option<&'v Map<String, Value>>> {
+        match self.present() {
+            None => Ok(None),
+            Some(Value::Object(map)) => Ok(Some(map)),
+            Some(_) => Err(self.err("expected an object")),
+        }
+    }
+
+    fn require_object(&self) -> Result<&'v Map<String, Value>> {
+        self.object()?.ok_or_else(|| self.err("expected an object"))
+    }
+
+    /// The field `key`; missing when `self` is missing. Errors when `self` is not an object.
+    fn get<'s>(&'s self, key: &'s str) -> Result<Cur<'v, 's>> {
+        let value = self.object()?.and_then(|map| map.get(key));
+        Ok(Cur {
+            value,
+            path: Path {
+                parent: Some(&self.path),
+                seg: Seg::Field(key),
+            },
+        })
+    }
+
+    fn str(&self) -> Result<Option<&'v str>> {
+        match self.present() {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(self.err("expected a string")),
+        }
+    }
+
+    /// A string; missing means empty.
+    fn string(&self) -> Result<&'v str> {
+        Ok(self.str()?.unwrap_or(""))
+    }
+
+    fn bool(&self) -> Result<bool> {
+        match self.present() {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(self.err("expected a boolean")),
+        }
+    }
+
+    fn int32(&self) -> Result<Option<i32>> {
+        match self.present() {
+            None => Ok(None),
+            Some(Value::Number(n)) if n.is_f64() => Err(self.err("expected an integer")),
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .and_then(|v| i32::try_from(v).ok())
+                .map(Some)
+                .ok_or_else(|| self.err("expected a 32-bit integer")),
+            Some(_) => Err(self.err("expected an integer")),
+        }
+    }
+
+    /// Entries of a map (missing → none).
+    fn entries<'s>(&'s self) -> Result<impl Iterator<Item = (&'v str, Cur<'v, 's>)> + 's> {
+        let map = self.object()?;
+        Ok(map.into_iter().flat_map(|m| m.iter()).map(move |(k, v)| {
+            (
+                k.as_str(),
+                Cur {
+                    value: Some(v),
+                    path: Path {
+                        parent: Some(&self.path),
+                        seg: Seg::Field(k.as_str()),
+                    },
+                },
+            )
+        }))
+    }
+
+    /// Elements of an array (missing → none).
+    fn elements<'s>(&'s self) -> Result<impl Iterator<Item = Cur<'v, 's>> + 's> {
+        let items: &'v [Value] = match self.present() {
+            None => &[],
+            Some(Value::Array(items)) => items,
+            Some(_) => return Err(self.err("expected an array")),
+        };
+        Ok(items.iter().enumerate().map(move |(i, v)| Cur {
+            value: Some(v),
+            path: Path {
+                parent: Some(&self.path),
+                seg: Seg::Index(i),
+            },
+        }))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Small field decoders.
+
+fn unsupported(value: &str, supported: &[&str]) -> String {
+    let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+    format!(
+        "unsupported value {value:?}: supported values are {}",
+        list.join(", ")
+    )
+}
+
+/// An enum-valued string field; missing → `None`; a value `parse` rejects is an error.
+fn enum_field<T>(
+    cur: &Cur<'_, '_>,
+    parse: impl Fn(&str) -> Option<T>,
+    supported: &[&str],
+) -> Result<Option<T>> {
+    match cur.str()? {
+        None => Ok(None),
+        Some(s) => parse(s)
+            .map(Some)
+            .ok_or_else(|| cur.err(unsupported(s, supported))),
+    }
+}
+
+/// An array of strings (missing → empty).
+fn strings(cur: &Cur<'_, '_>) -> Result<Vec<Str>> {
+    cur.elements()?
+        .map(|item| item.string().map(Str::from))
+        .collect()
+}
+
+/// A map of strings (labels, nodeSelector, matchLabels).
+fn string_map(cur: &Cur<'_, '_>) -> Result<Labels> {
+    let pairs = cur
+        .entries()?
+        .map(|(k, v)| Ok((Str::from(k), Str::from(v.string()?))))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Labels::new(pairs))
+}
+
+fn timestamp(cur: &Cur<'_, '_>) -> Result<Option<i64>> {
+    let Some(text) = cur.str()? else {
+        return Ok(None);
+    };
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .and_then(|t| t.timestamp_nanos_opt())
+        .map(Some)
+        .ok_or_else(|| cur.err(format!("invalid RFC 3339 timestamp {text:?}")))
+}
+
+/// Longest quantity string accepted (real ones are a few characters long).
+const MAX_QUANTITY_LEN: usize = 256;
+
+/// [`Quantity::parse`] made total: exponents beyond ±10^6 are clamped (which cannot change
+/// the result: the value overflows, is zero, or rounds up to one nano-unit either way) so
+/// the parser's exponent arithmetic cannot overflow, and overlong input is rejected.
+fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
+    let invalid = || QuantityError {
+        input: text.to_string(),
+    };
+    if text.len() > MAX_QUANTITY_LEN {
+        return Err(invalid());
+    }
+    let body = text.strip_prefix(['+', '-']).unwrap_or(text);
+    let number_len = body
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(body.len());
+    let suffix = &body[number_len..];
+    if let Some(exponent) = suffix.strip_prefix(['e', 'E']) {
+        let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        if !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && digits.trim_start_matches('0').len() > 6
+        {
+            let sign = if exponent.starts_with('-') { "-" } else { "" };
+            let number = &text[..text.len() - suffix.len()];
+            return Quantity::parse(&format!("{number}e{sign}1000000")).map_err(|_| invalid());
+        }
+    }
+    Quantity::parse(text)
+}
+
+/// A non-negative quantity given as a string or a JSON number; `null` is zero (as Go's
+/// `Quantity.UnmarshalJSON` reads it).
+fn quantity(cur: &Cur<'_, '_>) -> Result<Quantity> {
+    let text: Cow<'_, str> = match cur.present() {
+        None => return Ok(Quantity::ZERO),
+        Some(Value::String(s)) => Cow::Borrowed(s),
+        Some(Value::Number(n)) => Cow::Owned(n.to_string()),
+        Some(_) => return Err(cur.err("expected a quantity (a string or a number)")),
+    };
+    let q = parse_quantity(&text).map_err(|e| cur.err(e.to_string()))?;
+    if q.is_negative() {
+        return Err(cur.err("must be non-negative"));
+    }
+    Ok(q)
+}
+
+fn resource_list(cur: &Cur<'_, '_>) -> Result<Vec<(Str, Quantity)>> {
+    cur.entries()?
+        .map(|(name, v)| Ok((Str::from(name), quantity(&v)?)))
+        .collect()
+}
+
+/// `requests` with Kubernetes' defaulting: each limit without a request becomes the request.
+fn requests_with_limits(resources: &Cur<'_, '_>) -> Result<ContainerResources> {
+    let mut requests = resource_list(&resources.get("requests")?)?;
+    for (name, limit) in resource_list(&resources.get("limits")?)? {
+        if !requests.iter().any(|(n, _)| *n == name) {
+            requests.push((name, limit));
+        }
+    }
+    Ok(ContainerResources::new(requests))
+}
+
+// ---------------------------------------------------------------------------------------
+// Metadata.
+
+fn check_type(cur: &Cur<'_, '_>, kind: &str, api_versions: &[&str]) -> Result<()> {
+    let kind_cur = cur.get("kind")?;
+    if let Some(actual) = kind_cur.str()?
+        && !actual.is_empty()
+        && actual != kind
+    {
+        return Err(kind_cur.err(format!("expected kind {kind:?}, got {actual:?}")));
+    }
+    let version_cur = cur.get("apiVersion")?;
+    if let Some(version) = version_cur.str()?
+        && !version.is_empty()
+        && !api_versions.contains(&version)
+    {
+        return Err(version_cur.err(format!(
+            "unsupported apiVersion {version:?} for kind {kind}"
+        )));
+    }
+    Ok(())
+}
+
+struct Meta<'v> {
+    name: &'v str,
+    /// Empty unless namespaced.
+    namespace: &'v str,
+    uid: Option<&'v str>,
+    resource_version: u64,
+    labels: Labels,
+    deleting: bool,
+}
+
+fn metadata<'v>(object: &Cur<'v, '_>, namespaced: bool) -> Result<Meta<'v>> {
+    let meta = object.get("metadata")?;
+    let name_cur = meta.get("name")?;
+    let name = name_cur.string()?;
+    if name.is_empty() {
+        return Err(name_cur.err("must not be empty"));
+    }
+    let namespace = if namespaced {
+        match meta.get("namespace")?.string()? {
+            "" => "default",
+            ns => ns,
+        }
+    } else {
+        ""
+    };
+    let uid = meta.get("uid")?.str()?.filter(|u| !u.is_empty());
+    let resource_version = resource_version(&meta.get("resourceVersion")?)?;
+    let labels = string_map(&meta.get("labels")?)?;
+    let deleting = meta.get("deletionTimestamp")?.present().is_some();
+    Ok(Meta {
+        name,
+        namespace,
+        uid,
+        resource_version,
+        labels,
+        deleting,
+    })
+}
+
+fn resource_version(cur: &Cur<'_, '_>) -> Result<u64> {
+    match cur.present() {
+        None => Ok(0),
+        Some(Value::String(s)) if s.is_empty() => Ok(0),
+        Some(Value::String(s)) => {
+            if s.bytes().all(|b| b.is_ascii_digit()) {
+                s.parse()
+                    .map_err(|_| cur.err(format!("invalid resource version {s:?}")))
+            } else {
+                Err(cur.err(format!("invalid resource version {s:?}")))
+            }
+        }
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .ok_or_else(|| cur.err(format!("invalid resource version {n}"))),
+        Some(_) => Err(cur.err("expected a string")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Objects.
+
+fn object_at(cur: &Cur<'_, '_>, default_kind: Option<&str>) -> Result<Object> {
+    cur.require_object()?;
+    let kind_cur = cur.get("kind")?;
+    let kind = kind_cur.str()?.filter(|k| !k.is_empty()).or(default_kind);
+    match kind {
+        Some(KIND_NODE) => node_at(cur).map(Object::Node),
+        Some(KIND_POD) => pod_at(cur).map(Object::Pod),
+        Some(KIND_PDB) => pdb_at(cur).map(Object::Pdb),
+        Some(other) => Err(kind_cur.err(format!(
+            "unsupported kind {other:?}: supported kinds are \"Node\", \"Pod\", \"PodDisruptionBudget\""
+        ))),
+        None => Err(kind_cur.err("must not be empty")),
+    }
+}
+
+fn node_at(cur: &Cur<'_, '_>) -> Result<Node> {
+    cur.require_object()?;
+    check_type(cur, KIND_NODE, &["v1"])?;
+    let meta = metadata(cur, false)?;
+    let spec = cur.get("spec")?;
+    let taints = spec.get("taints")?;
+    let taints = taints
+        .elements()?
+        .map(|t| taint(&t))
+        .collect::<Result<_>>()?;
+    let status = cur.get("status")?;
+    let allocatable = resource_list(&status.get("allocatable")?)?;
+    Ok(Node {
+        name: meta.name.into(),
+        uid: meta.uid.unwrap_or(meta.name).into(),
+        resource_version: meta.resource_version,
+        labels: meta.labels,
+        taints,
+        unschedulable: spec.get("unschedulable")?.bool()?,
+        allocatable: ContainerResources::new(allocatable).to_resources(),
+    })
+}
+
+const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+fn taint(cur: &Cur<'_, '_>) -> Result<Taint> {
+    cur.require_object()?;
+    let effect_cur = cur.get("effect")?;
+    let effect_text = effect_cur.string()?;
+    let effect = TaintEffect::parse(effect_text)
+        .ok_or_else(|| effect_cur.err(unsupported(effect_text, TAINT_EFFECTS)))?;
+    Ok(Taint {
+        key: cur.get("key")?.string()?.into(),
+        value: cur.get("value")?.string()?.into(),
+        effect,
+    })
+}
+
+fn pdb_at(cur: &Cur<'_, '_>) -> Result<PodDisruptionBudget> {
+    cur.require_object()?;
+    check_type(cur, KIND_PDB, &["policy/v1", "policy/v1beta1"])?;
+    let meta = metadata(cur, true)?;
+    let spec = cur.get("spec")?;
+    let selector = label_selector(&spec.get("selector")?, SelectorMode::Lenient)?;
+    let status = cur.get("status")?;
+    let disruptions_allowed = status.get("disruptionsAllowed")?.int32()?.unwrap_or(0);
+    let disrupted = status.get("disruptedPods")?;
+    let disrupted_pods = disrupted
+        .entries()?
+        .map(|(name, _)| Str::from(name))
+        .collect();
+    Ok(PodDisruptionBudget {
+        namespace: meta.namespace.into(),
+        name: meta.name.into(),
+        uid: match meta.uid {
+            Some(uid) => uid.into(),
+            None => format!("{}/{}", meta.namespace, meta.name).into(),
+        },
+        resource_version: meta.resource_version,
+        selector,
+        disruptions_allowed,
+        disrupted_pods,
+    })
+}
+
+const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
+const PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];
+
+fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
+    cur.require_object()?;
+    check_type(cur, KIND_POD, &["v1"])?;
+    let meta = metadata(cur, true)?;
+    let uid = match meta.uid {
+        Some(uid) => Cow::Borrowed(uid),
+        None => Cow::Owned(format!("{}/{}", meta.namespace, meta.name)),
+    };
+    let mut pod = Pod::new(meta.namespace, meta.name, &uid);
+    pod.resource_version = meta.resource_version;
+    pod.labels = meta.labels;
+    pod.terminating = meta.deleting;
+
+    let spec = cur.get("spec")?;
+    spec.object()?;
+    pod.node_name = spec
+        .get("nodeName")?
+        .str()?
+        .filter(|n| !n.is_empty())
+        .map(Str::from);
+    if let Some(name) = spec.get("schedulerName")?.str()?.filter(|n| !n.is_empty()) {
+        pod.scheduler_name = name.into();
+    }
+    pod.priority = spec.get("priority")?.int32()?.unwrap_or(0);
+    pod.preemption_policy = enum_field(
+        &spec.get("preemptionPolicy")?,
+        |s| match s {
+            "PreemptLowerPriority" => Some(PreemptionPolicy::PreemptLowerPriority),
+            "Never" => Some(PreemptionPolicy::Never),
+            _ => None,
+        },
+        PREEMPTION_POLICIES,
+    )?
+    .unwrap_or(PreemptionPolicy::PreemptLowerPriority);
+
+    let host_network = spec.get("hostNetwork")?.bool()?;
+    let containers = spec.get("containers")?;
+    pod.containers = containers
+        .elements()?
+        .map(|c| container(&c, false, host_network))
+        .collect::<Result<_>>()?;
+    let init_containers = spec.get("initContainers")?;
+    pod.init_containers = init_containers
+        .elements()?
+        .map(|c| container(&c, true, host_network))
+        .collect::<Result<_>>()?;
+    pod.overhead = ContainerResources::new(resource_list(&spec.get("overhead")?)?);
+    pod.pod_requests = pod_level_requests(&spec.get("resources")?, &pod)?;
+
+    let tolerations = spec.get("tolerations")?;
+    pod.tolerations = tolerations
+        .elements()?
+        .map(|t| toleration(&t))
+        .collect::<Result<_>>()?;
+    pod.node_selector = string_map(&spec.get("nodeSelector")?)?;
+
+    let affinity = spec.get("affinity")?;
+    let node_affinity = affinity.get("nodeAffinity")?;
+    let required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")?;
+    pod.required_node_affinity = node_selector(&required)?;
+    pod.pod_affinity = pod_affinity_terms(&affinity.get("podAffinity")?)?;
+    pod.pod_anti_affinity = pod_affinity_terms(&affinity.get("podAntiAffinity")?)?;
+
+    let spread = spec.get("topologySpreadConstraints")?;
+    pod.topology_spread = spread
+        .elements()?
+        .map(|c| spread_constraint(&c))
+        .collect::<Result<_>>()?;
+
+    let status = cur.get("status")?;
+    pod.start_time = timestamp(&status.get("startTime")?)?;
+    let conditions = status.get("conditions")?;
+    pod.conditions = conditions
+        .elements()?
+        .map(|c| {
+            c.require_object()?;
+            Ok(PodCondition {
+                type_: c.get("type")?.string()?.into(),
+                status: c.get("status")?.string()?.into(),
+                reason: c.get("reason")?.string()?.into(),
+            })
+        })
+        .collect::<Result<_>>()?;
+    pod.nominated_node_name = status
+        .get("nominatedNodeName")?
+        .str()?
+        .filter(|n| !n.is_empty())
+        .map(Str::from);
+    pod.phase =
+        enum_field(&status.get("phase")?, PodPhase::parse, PHASES)?.unwrap_or(PodPhase::Pending);
+
+    Ok(pod.finish())
+}
+
+const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
+
+fn container(cur: &Cur<'_, '_>, init: bool, host_network: bool) -> Result<Container> {
+    cur.require_object()?;
+    let requests = requests_with_limits(&cur.get("resources")?)?;
+    let ports_cur = cur.get("ports")?;
+    let mut ports = Vec::new();
+    for port in ports_cur.elements()? {
+        port.require_object()?;
+        let mut host_port = port.get("hostPort")?.int32()?.unwrap_or(0);
+        let container_port = port.get("containerPort")?.int32()?.unwrap_or(0);
+        if host_network && host_port == 0 {
+            // API defaulting for host-network pods.
+            host_port = container_port;
+        }
+        let protocol = enum_field(&port.get("protocol")?, Protocol::parse, PROTOCOLS)?
+            .unwrap_or(Protocol::Tcp);
+        let ip = match port.get("hostIP")?.string()? {
+            "" => BIND_ALL_IP,
+            ip => ip,
+        };
+        if host_port > 0 {
+            ports.push(HostPort {
+                ip: ip.into(),
+                protocol,
+                port: host_port,
+            });
+        }
+    }
+    let restart_policy = cur.get("restartPolicy")?.string()?;
+    Ok(Container {
+        name: cur.get("name")?.string()?.into(),
+        requests,
+        ports,
+        restart_always: init && restart_policy == "Always",
+    })
+}
+
+/// Pod-level `spec.resources.requests` with upstream `defaultPodRequests`: only when
+/// pod-level limits are set, a supported resource without a pod-level request takes the
+/// containers' aggregate request (cpu, memory) when some container requests it, else the
+/// pod-level limit. The aggregate case is left unset here: an unset pod-level request
+/// already means the container aggregate, so the effective requests are the same.
+fn pod_level_requests(resources: &Cur<'_, '_>, pod: &Pod) -> Result<ContainerResources> {
+    let mut requests = resource_list(&resources.get("requests")?)?;
+    let limits = resource_list(&resources.get("limits")?)?;
+    for (name, limit) in limits {
+        if requests.iter().any(|(n, _)| *n == name) || !is_pod_level_resource(&name) {
+            continue;
+        }
+        let overcommittable = &*name == CPU || &*name == MEMORY;
+        let containers_request_it = pod
+            .containers
+            .iter()
+            .chain(&pod.init_containers)
+            .any(|c| c.requests.get(&name).is_some());
+        if !(overcommittable && containers_request_it) {
+            requests.push((name, limit));
+        }
+    }
+    Ok(ContainerResources::new(requests))
+}
+
+const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
+
+fn toleration(cur: &Cur<'_, '_>) -> Result<Toleration> {
+    cur.require_object()?;
+    let operator = enum_field(
+        &cur.get("operator")?,
+        |s| match s {
+            "" | "Equal" => Some(TolerationOperator::Equal),
+            "Exists" => Some(TolerationOperator::Exists),
+            _ => None,
+        },
+        TOLERATION_OPERATORS,
+    )?
+    .unwrap_or(TolerationOperator::Equal);
+    let effect_cur = cur.get("effect")?;
+    let effect = match effect_cur.string()? {
+        "" => None,
+        text => Some(
+            TaintEffect::parse(text)
+                .ok_or_else(|| effect_cur.err(unsupported(text, TAINT_EFFECTS)))?,
+        ),
+    };
+    Ok(Toleration {
+        key: cur.get("key")?.string()?.into(),
+        operator,
+        value: cur.get("value")?.string()?.into(),
+        effect,
+    })
+}
+
+const NODE_SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
+
+/// Required node affinity, kept as written (the engine judges invalid terms).
+fn node_selector(cur: &Cur<'_, '_>) -> Result<Option<NodeSelector>> {
+    if cur.object()?.is_none() {
+        return Ok(None);
+    }
+    let terms_cur = cur.get("nodeSelectorTerms")?;
+    let terms = terms_cur
+        .elements()?
+        .map(|term| {
+            term.require_object()?;
+            Ok(NodeSelectorTerm {
+                match_expressions: node_selector_requirements(&term.get("matchExpressions")?)?,
+                match_fields: node_selector_requirements(&term.get("matchFields")?)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(Some(NodeSelector { terms }))
+}
+
+fn node_selector_requirements(cur: &Cur<'_, '_>) -> Result<Vec<NodeSelectorRequirement>> {
+    cur.elements()?
+        .map(|req| {
+            req.require_object()?;
+            let operator_cur = req.get("operator")?;
+            let text = operator_cur.string()?;
+            let operator = NodeSelectorOperator::parse(text)
+                .ok_or_else(|| operator_cur.err(unsupported(text, NODE_SELECTOR_OPERATORS)))?;
+            Ok(NodeSelectorRequirement {
+                key: req.get("key")?.string()?.into(),
+                operator,
+                values: strings(&req.get("values")?)?,
+            })
+        })
+        .collect()
+}
+
+fn pod_affinity_terms(cur: &Cur<'_, '_>) -> Result<Vec<PodAffinityTerm>> {
+    let required = cur.get("requiredDuringSchedulingIgnoredDuringExecution")?;
+    required
+        .elements()?
+        .map(|term| {
+            term.require_object()?;
+            let key_cur = term.get("topologyKey")?;
+            let topology_key = key_cur.string()?;
+            if topology_key.is_empty() {
+                return Err(key_cur.err("must not be empty"));
+            }
+            Ok(PodAffinityTerm {
+                label_selector: label_selector(&term.get("labelSelector")?, SelectorMode::Strict)?,
+                namespaces: strings(&term.get("namespaces")?)?,
+                namespace_selector: label_selector(
+                    &term.get("namespaceSelector")?,
+                    SelectorMode::Strict,
+                )?,
+                topology_key: topology_key.into(),
+            })
+        })
+        .collect()
+}
+
+const WHEN_UNSATISFIABLE: &[&str] = &["DoNotSchedule", "ScheduleAnyway"];
+const INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
+
+fn inclusion_policy(value: &str) -> Option<InclusionPolicy> {
+    match value {
+        "Honor" => Some(InclusionPolicy::Honor),
+        "Ignore" => Some(InclusionPolicy::Ignore),
+        _ => None,
+    }
+}
+
+fn spread_constraint(cur: &Cur<'_, '_>) -> Result<TopologySpreadConstraint> {
+    cur.require_object()?;
+    let skew_cur = cur.get("maxSkew")?;
+    let max_skew = skew_cur.int32()?.unwrap_or(0);
+    if max_skew < 1 {
+        return Err(skew_cur.err("must be greater than zero"));
+    }
+    let key_cur = cur.get("topologyKey")?;
+    let topology_key = key_cur.string()?;
+    if topology_key.is_empty() {
+        return Err(key_cur.err("must not be empty"));
+    }
+    let when_cur = cur.get("whenUnsatisfiable")?;
+    let when_text = when_cur.string()?;
+    let when_unsatisfiable = match when_text {
+        "DoNotSchedule" => WhenUnsatisfiable::DoNotSchedule,
+        "ScheduleAnyway" => WhenUnsatisfiable::ScheduleAnyway,
+        _ => return Err(when_cur.err(unsupported(when_text, WHEN_UNSATISFIABLE))),
+    };
+    Ok(TopologySpreadConstraint {
+        max_skew,
+        topology_key: topology_key.into(),
+        when_unsatisfiable,
+        label_selector: label_selector(&cur.get("labelSelector")?, SelectorMode::Strict)?,
+        min_domains: cur.get("minDomains")?.int32()?,
+        match_label_keys: strings(&cur.get("matchLabelKeys")?)?,
+        node_affinity_policy: enum_field(
+            &cur.get("nodeAffinityPolicy")?,
+            inclusion_policy,
+            INCLUSION_POLICIES,
+        )?
+        .unwrap_or(InclusionPolicy::Honor),
+        node_taints_policy: enum_field(
+            &cur.get("nodeTaintsPolicy")?,
+            inclusion_policy,
+            INCLUSION_POLICIES,
+        )?
+        .unwrap_or(InclusionPolicy::Ignore),
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Label selectors.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SelectorMode {
+    /// Pods: an invalid selector is a decoding error.
+    Strict,
+    /// PDBs: an invalid selector is kept so that `is_valid()` is false (upstream's
+    /// `LabelSelectorAsSelector` fails and the PDB is skipped).
+    Lenient,
+}
+
+const SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist"];
+
+/// A requirement `is_valid()` rejects, standing for what upstream cannot convert.
+fn invalid_requirement(key: &str) -> Requirement {
+    Requirement {
+        key: key.into(),
+        operator: Operator::In,
+        values: Vec::new(),
+    }
+}
+
+/// `metav1.LabelSelector`; missing or null → `None`, `{}` → `Some(empty)`.
+fn label_selector(cur: &Cur<'_, '_>, mode: SelectorMode) -> Result<Option<LabelSelector>> {
+    if cur.object()?.is_none() {
+        return Ok(None);
+    }
+    let match_labels = string_map(&cur.get("matchLabels")?)?;
+    let mut match_expressions = Vec::new();
+    if mode == SelectorMode::Lenient {
+        for (k, v) in match_labels.iter() {
+            if !is_qualified_name(k) || !is_label_value(v) {
+                match_expressions.push(invalid_requirement(k));
+            }
+        }
+    }
+    let expressions = cur.get("matchExpressions")?;
+    for expr in expressions.elements()? {
+        expr.require_object()?;
+        let key = expr.get("key")?.string()?;
+        let operator_cur = expr.get("operator")?;
+        let operator_text = operator_cur.string()?;
+        let values_cur = expr.get("values")?;
+        let values = strings(&values_cur)?;
+        let Some(operator) = Operator::parse(operator_text) else {
+            match mode {
+                SelectorMode::Strict => {
+                    return Err(operator_cur.err(unsupported(operator_text, SELECTOR_OPERATORS)));
+                }
+                SelectorMode::Lenient => {
+                    match_expressions.push(invalid_requirement(key));
+                    continue;
+                }
+            }
+        };
+        let requirement = Requirement {
+            key: key.into(),
+            operator,
+            values,
+        };
+        match mode {
+            SelectorMode::Strict => match operator {
+                Operator::In | Operator::NotIn if requirement.values.is_empty() => {
+                    return Err(values_cur.err("must be specified when operator is In or NotIn"));
+                }
+                Operator::Exists | Operator::DoesNotExist if !requirement.values.is_empty() => {
+                    return Err(values_cur
+                        .err("may not be specified when operator is Exists or DoesNotExist"));
+                }
+                _ => match_expressions.push(requirement),
+            },
+            SelectorMode::Lenient => {
+                let syntax_ok =
+                    is_qualified_name(key) && requirement.values.iter().all(|v| is_label_value(v));
+                match_expressions.push(if syntax_ok {
+                    requirement
+                } else {
+                    invalid_requirement(key)
+                });
+            }
+        }
+    }
+    Ok(Some(LabelSelector {
+        match_labels,
+        match_expressions,
+    }))
+}
+
+/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`, at most 63 characters.
+fn is_label_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// Upstream `IsValidLabelValue`: empty, or a label name.
+fn is_label_value(s: &str) -> bool {
+    s.is_empty() || is_label_name(s)
+}
+
+/// Upstream `IsDNS1123Subdomain`.
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|label| {
+            let b = label.as_bytes();
+            b.first()
+                .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && b.last()
+                    .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        })
+}
+
+/// Upstream `IsQualifiedName` (label keys): `[prefix/]name`.
+fn is_qualified_name(s: &str) -> bool {
+    match s.split_once('/') {
+        None => is_label_name(s),
+        Some((prefix, name)) => is_dns_subdomain(prefix) && is_label_name(name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn err_of<T: std::fmt::Debug>(r: Result<T>) -> String {
+        r.expect_err("expected an error").to_string()
+    }
+
+    fn conformance_files() -> Vec<std::path::PathBuf> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+        let mut files = Vec::new();
+        for dir in [root.clone(), root.join("random")] {
+            for entry in std::fs::read_dir(&dir).expect("conformance dir") {
+                let path = entry.expect("dir entry").path();
+                if path.extension().is_some_and(|e| e == "json") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn decodes_every_conformance_scenario() {
+        let files = conformance_files();
+        assert!(files.len() >= 100, "found only {} files", files.len());
+        let (mut nodes, mut pods, mut pdbs) = (0, 0, 0);
+        for file in &files {
+            let text = std::fs::read_to_string(file).expect("read");
+            let doc = parse_document(&text).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+            let cluster = decode_list(&doc["cluster"]).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+            let preemptor =
+                decode_pod(&doc["preemptor"]).unwrap_or_else(|e| panic!("{file:?}: {e}"));
+            assert!(!preemptor.name.is_empty());
+            assert_eq!(
+                cluster.len(),
+                doc["cluster"]["items"].as_array().map_or(0, Vec::len)
+            );
+            for object in &cluster {
+                match object {
+                    Object::Node(n) => {
+                        nodes += 1;
+                        assert!(n.allocatable.pods > 0, "{file:?}: {}", n.name);
+                    }
+                    Object::Pod(_) => pods += 1,
+                    Object::Pdb(p) => {
+                        pdbs += 1;
+                        assert!(p.selector.as_ref().is_some_and(LabelSelector::is_valid));
+                    }
+                }
+            }
+        }
+        assert!(nodes > 0 && pods > 0 && pdbs > 0);
+    }
+
+    #[test]
+    fn spot_checks_a_scenario() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+        let text = std::fs::read_to_string(
+            root.join("upstream-dryrun-fits-both-nodes-when-lower-priority-preempted.json"),
+        )
+        .expect("read");
+        let doc = parse_document(&text).expect("parse");
+        let cluster = decode_list(&doc["cluster"]).expect("cluster");
+        let Object::Node(node) = &cluster[0] else {
+            panic!("first item is a node")
+        };
+        assert_eq!(&*node.name, "node1");
+        assert_eq!(&*node.uid, "node1");
+        assert_eq!(node.allocatable.milli_cpu, 500);
+        assert_eq!(node.allocatable.memory, 500);
+        assert_eq!(node.allocatable.pods, 32);
+        assert_eq!(
+            node.labels.get("kubernetes.io/hostname").map(|v| &**v),
+            Some("node1")
+        );
+        let Object::Pod(p1) = &cluster[2] else {
+            panic!("third item is a pod")
+        };
+        assert_eq!(
+            (&*p1.namespace, &*p1.name, &*p1.uid),
+            ("default", "p1", "p1")
+        );
+        assert_eq!(p1.node_name.as_deref(), Some("node1"));
+        assert_eq!(p1.priority, 100);
+        assert_eq!(p1.phase, PodPhase::Running);
+        assert_eq!(p1.requests.milli_cpu, 300);
+        assert_eq!(p1.requests.memory, 300);
+        let preemptor = decode_pod(&doc["preemptor"]).expect("preemptor");
+        assert_eq!(preemptor.priority, 1000);
+        assert_eq!(preemptor.node_name, None);
+        assert_eq!(preemptor.start_time, None);
+        assert_eq!(
+            preemptor.preemption_policy,
+            PreemptionPolicy::PreemptLowerPriority
+        );
+    }
+
+    #[test]
+    fn spot_checks_taints_ports_pdbs_and_terminating() {
+        let (mut taints, mut ports, mut disrupted, mut terminating, mut conditions) =
+            (0, 0, 0, 0, 0);
+        for file in conformance_files() {
+            let text = std::fs::read_to_string(&file).expect("read");
+            let doc = parse_document(&text).expect("parse");
+            for object in decode_list(&doc["cluster"]).expect("cluster") {
+                match object {
+                    Object::Node(n) => taints += n.taints.len(),
+                    Object::Pod(p) => {
+                        ports += p.host_ports.len();
+                        terminating += usize::from(p.terminating);
+                        conditions += usize::from(p.terminating_by_preemption());
+                    }
+                    Object::Pdb(p) => disrupted += p.disrupted_pods.len(),
+                }
+            }
+        }
+        assert!(taints > 0 && ports > 0 && disrupted > 0 && terminating > 0 && conditions > 0);
+    }
+
+    const YAML_POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-0
+  namespace: shop
+  resourceVersion: "42"
+  labels:
+    app: web
+    "tier": frontend
+spec:
+  priority: 1000
+  preemptionPolicy: Never
+  schedulerName: custom
+  containers:
+    - name: app
+      image: nginx
+      resources:
+        requests:
+          cpu: 250m
+          memory: 64Mi
+        limits:
+          cpu: 1
+          nvidia.com/gpu: 2
+      ports:
+        - containerPort: 80
+          hostPort: 8080
+        - containerPort: 81
+          hostPort: 8081
+          protocol: UDP
+          hostIP: 10.0.0.1
+        - containerPort: 9090
+  tolerations:
+    - key: dedicated
+      operator: Exists
+    - key: gpu
+      value: "true"
+      effect: NoSchedule
+      tolerationSeconds: 30
+  nodeSelector:
+    disk: ssd
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+          - matchExpressions:
+              - key: zone
+                operator: In
+                values: [a, b]
+            matchFields:
+              - key: metadata.name
+                operator: NotIn
+                values: [n1]
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 1
+          preference: {}
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - labelSelector:
+            matchLabels: {app: web}
+          topologyKey: kubernetes.io/hostname
+        - labelSelector: {}
+          namespaces: [other]
+          namespaceSelector: {}
+          topologyKey: zone
+        - topologyKey: zone
+  topologySpreadConstraints:
+    - maxSkew: 2
+      topologyKey: zone
+      whenUnsatisfiable: DoNotSchedule
+      labelSelector:
+        matchExpressions:
+          - key: app
+            operator: Exists
+      minDomains: 3
+      matchLabelKeys: [pod-template-hash]
+      nodeTaintsPolicy: Honor
+status:
+  phase: Running
+  startTime: 2024-05-01T10:00:00.5Z
+  nominatedNodeName: ""
+  conditions:
+    - type: Ready
+      status: "True"
+"#;
+
+    #[test]
+    fn decodes_a_yaml_pod() {
+        let value = parse_document(YAML_POD).expect("yaml");
+        let pod = decode_pod(&value).expect("pod");
+        assert_eq!(
+            (&*pod.namespace, &*pod.name, &*pod.uid),
+            ("shop", "web-0", "shop/web-0")
+        );
+        assert_eq!(pod.resource_version, 42);
+        assert_eq!(pod.labels.get("tier").map(|v| &**v), Some("frontend"));
+        assert_eq!(pod.priority, 1000);
+        assert_eq!(pod.preemption_policy, PreemptionPolicy::Never);
+        assert_eq!(&*pod.scheduler_name, "custom");
+        assert_eq!(pod.requests.milli_cpu, 250);
+        assert_eq!(pod.requests.memory, 64 << 20);
+        assert_eq!(pod.requests.scalar("nvidia.com/gpu"), 2);
+        assert_eq!(
+            pod.host_ports,
+            vec![
+                HostPort {
+                    ip: "0.0.0.0".into(),
+                    protocol: Protocol::Tcp,
+                    port: 8080
+                },
+                HostPort {
+                    ip: "10.0.0.1".into(),
+                    protocol: Protocol::Udp,
+                    port: 8081
+                },
+            ]
+        );
+        assert_eq!(pod.tolerations.len(), 2);
+        assert_eq!(pod.tolerations[0].operator, TolerationOperator::Exists);
+        assert_eq!(pod.tolerations[0].effect, None);
+        assert_eq!(pod.tolerations[1].operator, TolerationOperator::Equal);
+        assert_eq!(&*pod.tolerations[1].value, "true");
+        assert_eq!(pod.tolerations[1].effect, Some(TaintEffect::NoSchedule));
+        assert_eq!(pod.node_selector.get("disk").map(|v| &**v), Some("ssd"));
+        let affinity = pod.required_node_affinity.as_ref().expect("node affinity");
+        assert_eq!(affinity.terms.len(), 1);
+        assert_eq!(
+            affinity.terms[0].match_expressions[0].operator,
+            NodeSelectorOperator::In
+        );
+        assert_eq!(affinity.terms[0].match_expressions[0].values.len(), 2);
+        assert_eq!(&*affinity.terms[0].match_fields[0].key, "metadata.name");
+        assert!(pod.pod_affinity.is_empty());
+        assert_eq!(pod.pod_anti_affinity.len(), 3);
+        let anti = &pod.pod_anti_affinity;
+        assert_eq!(&*anti[0].topology_key, "kubernetes.io/hostname");
+        assert!(anti[0].namespace_selector.is_none());
+        assert_eq!(anti[1].label_selector, Some(LabelSelector::everything()));
+        assert_eq!(
+            anti[1].namespace_selector,
+            Some(LabelSelector::everything())
+        );
+        assert_eq!(anti[1].namespaces, vec![Str::from("other")]);
+        assert_eq!(anti[2].label_selector, None);
+        let spread = &pod.topology_spread[0];
+        assert_eq!(spread.max_skew, 2);
+        assert_eq!(spread.when_unsatisfiable, WhenUnsatisfiable::DoNotSchedule);
+        assert_eq!(spread.min_domains, Some(3));
+        assert_eq!(
+            spread.match_label_keys,
+            vec![Str::from("pod-template-hash")]
+        );
+        assert_eq!(spread.node_affinity_policy, InclusionPolicy::Honor);
+        assert_eq!(spread.node_taints_policy, InclusionPolicy::Honor);
+        assert_eq!(
+            spread
+                .label_selector
+                .as_ref()
+                .map(|s| s.match_expressions.len()),
+            Some(1)
+        );
+        assert_eq!(pod.phase, PodPhase::Running);
+        assert_eq!(pod.start_time, Some(1_714_557_600_500_000_000));
+        assert_eq!(pod.nominated_node_name, None);
+        assert_eq!(pod.conditions.len(), 1);
+        assert!(!pod.terminating);
+    }
+
+    #[test]
+    fn json_and_yaml_agree() {
+        let yaml = parse_document(YAML_POD).expect("yaml");
+        let json_text = serde_json::to_string_pretty(&yaml).expect("json");
+        assert_eq!(parse_document(&json_text).expect("json"), yaml);
+        // YAML flow style that is not JSON still parses.
+        let flow = parse_document("{kind: Node, metadata: {name: n1}}").expect("flow");
+        assert!(matches!(decode_object(&flow), Ok(Object::Node(n)) if &*n.name == "n1"));
+    }
+
+    #[test]
+    fn parse_errors_name_line_and_column() {
+        let e = parse_document("{\n  \"kind\": \"Pod\",\n  \"metadata\": {\"name\": }\n}")
+            .expect_err("bad json");
+        assert!(e.path.is_empty());
+        assert!(
+            e.message.starts_with("invalid JSON at line 3 column"),
+            "{}",
+            e.message
+        );
+        let e = parse_document("kind: Pod\nmetadata:\n  name: [a\n").expect_err("bad yaml");
+        assert!(e.message.starts_with("invalid YAML"), "{}", e.message);
+        assert!(e.message.contains("line"), "{}", e.message);
+        assert_eq!(err_of(parse_document("  \n")), "empty document");
+        assert!(parse_document("a: 1\n---\nb: 2\n").is_err());
+    }
+
+    fn pod_with(spec: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
+    }
+
+    fn pod_err(spec: Value) -> String {
+        err_of(decode_pod(&pod_with(spec)))
+    }
+
+    #[test]
+    fn error_paths_and_messages() {
+        let cases: Vec<(Value, &str)> = vec![
+            (
+                json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "12x"}}}]}),
+                r#"spec.containers[0].resources.requests.cpu: invalid quantity "12x""#,
+            ),
+            (
+                json!({"containers": [{"name": "a", "resources": {"limits": {"memory": "-1Gi"}}}]}),
+                "spec.containers[0].resources.limits.memory: must be non-negative",
+            ),
+            (
+                json!({"overhead": {"cpu": "-5m"}}),
+                "spec.overhead.cpu: must be non-negative",
+            ),
+            (
+                json!({"containers": [{"resources": {"requests": {"cpu": true}}}]}),
+                "spec.containers[0].resources.requests.cpu: expected a quantity (a string or a number)",
+            ),
+            (
+                json!({"priority": "100"}),
+                "spec.priority: expected an integer",
+            ),
+            (
+                json!({"priority": 1.5}),
+                "spec.priority: expected an integer",
+            ),
+            (
+                json!({"priority": 3_000_000_000i64}),
+                "spec.priority: expected a 32-bit integer",
+            ),
+            (
+                json!({"preemptionPolicy": "Sometimes"}),
+                r#"spec.preemptionPolicy: unsupported value "Sometimes": supported values are "PreemptLowerPriority", "Never""#,
+            ),
+            (
+                json!({"containers": {}}),
+                "spec.containers: expected an array",
+            ),
+            (
+                json!({"containers": ["x"]}),
+                "spec.containers[0]: expected an object",
+            ),
+            (
+                json!({"initContainers": [{"name": "i", "ports": [{"hostPort": 1, "protocol": "ICMP"}]}]}),
+                r#"spec.initContainers[0].ports[0].protocol: unsupported value "ICMP": supported values are "TCP", "UDP", "SCTP""#,
+            ),
+            (
+                json!({"containers": [{"ports": [{"hostPort": "80"}]}]}),
+                "spec.containers[0].ports[0].hostPort: expected an integer",
+            ),
+            (
+                json!({"tolerations": [{"key": "k", "operator": "Gt"}]}),
+                r#"spec.tolerations[0].operator: unsupported value "Gt": supported values are "Equal", "Exists""#,
+            ),
+            (
+                json!({"tolerations": [{"effect": "Never"}]}),
+                r#"spec.tolerations[0].effect: unsupported value "Never": supported values are "NoSchedule", "PreferNoSchedule", "NoExecute""#,
+            ),
+            (
+                json!({"nodeSelector": {"a": 1}}),
+                "spec.nodeSelector.a: expected a string",
+            ),
+            (
+                json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Like"}]}]}}}}),
+                r#"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator: unsupported value "Like": supported values are "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt""#,
+            ),
+            (
+                json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}}]}}}),
+                "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: must not be empty",
+            ),
+            (
+                json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "z", "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Equals", "values": ["x"]}]}}]}}}),
+                r#"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].operator: unsupported value "Equals": supported values are "In", "NotIn", "Exists", "DoesNotExist""#,
+            ),
+            (
+                json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "z", "labelSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}]}}}),
+                "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].values: must be specified when operator is In or NotIn",
+            ),
+            (
+                json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "z", "namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}}]}}}),
+                "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector.matchExpressions[0].values: may not be specified when operator is Exists or DoesNotExist",
+            ),
+            (
+                json!({"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"}]}),
+                "spec.topologySpreadConstraints[0].maxSkew: must be greater than zero",
+            ),
+            (
+                json!({"topologySpreadConstraints": [{"topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"}]}),
+                "spec.topologySpreadConstraints[0].maxSkew: must be greater than zero",
+            ),
+            (
+                json!({"topologySpreadConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}]}),
+                "spec.topologySpreadConstraints[0].topologyKey: must not be empty",
+            ),
+            (
+                json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "Maybe"}]}),
+                r#"spec.topologySpreadConstraints[0].whenUnsatisfiable: unsupported value "Maybe": supported values are "DoNotSchedule", "ScheduleAnyway""#,
+            ),
+            (
+                json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "ScheduleAnyway", "nodeTaintsPolicy": "Always"}]}),
+                r#"spec.topologySpreadConstraints[0].nodeTaintsPolicy: unsupported value "Always": supported values are "Honor", "Ignore""#,
+            ),
+            (
+                json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": []}}]}),
+                "spec.topologySpreadConstraints[0].labelSelector.matchLabels: expected an object",
+            ),
+            (json!("nope"), "spec: expected an object"),
+            (json!({"nodeName": 7}), "spec.nodeName: expected a string"),
+            (
+                json!({"hostNetwork": "yes"}),
+                "spec.hostNetwork: expected a boolean",
+            ),
+        ];
+        for (spec, expected) in cases {
+            assert_eq!(pod_err(spec.clone()), expected, "spec: {spec}");
+        }
+    }
+
+    #[test]
+    fn metadata_and_status_errors() {
+        let cases: Vec<(Value, &str)> = vec![
+            (json!({"kind": "Pod"}), "metadata.name: must not be empty"),
+            (
+                json!({"kind": "Pod", "metadata": {"name": ""}}),
+                "metadata.name: must not be empty",
+            ),
+            (
+                json!({"kind": "Pod", "metadata": []}),
+                "metadata: expected an object",
+            ),
+            (
+                json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": "abc"}}),
+                r#"metadata.resourceVersion: invalid resource version "abc""#,
+            ),
+            (
+                json!({"kind": "Pod", "metadata": {"name": "p", "resourceVersion": -3}}),
+                "metadata.resourceVersion: invalid resource version -3",
+            ),
+            (
+                json!({"kind": "Pod", "metadata": {"name": "p", "labels": ["a"]}}),
+                "metadata.labels: expected an object",
+            ),
+            (
+                json!({"kind": "Pod", "metadata": {"name": "p"}, "status": {"startTime": "yesterday"}}),
+                r#"status.startTime: invalid RFC 3339 timestamp "yesterday""#,
+            ),
+            (
+                json!({"kind": "Pod", "metadata": {"name": "p"}, "status": {"phase": "Sleeping"}}),
+                r#"status.phase: unsupported value "Sleeping": supported values are "Pending", "Running", "Succeeded", "Failed", "Unknown""#,
+            ),
+            (
+                json!({"kind": "Pod", "metadata": {"name": "p"}, "status": {"conditions": [{"type": 1}]}}),
+                "status.conditions[0].type: expected a string",
+            ),
+            (
+                json!({"kind": "Node", "apiVersion": "v1", "metadata": {"name": "p"}}),
+                r#"kind: expected kind "Pod", got "Node""#,
+            ),
+            (
+                json!({"kind": "Pod", "apiVersion": "apps/v1", "metadata": {"name": "p"}}),
+                r#"apiVersion: unsupported apiVersion "apps/v1" for kind Pod"#,
+            ),
+            (json!([]), "expected an object"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(err_of(decode_pod(&value)), expected, "value: {value}");
+        }
+
+        let node = |spec: Value, status: Value| json!({"kind": "Node", "metadata": {"name": "n"}, "spec": spec, "status": status});
+        let node_cases: Vec<(Value, &str)> = vec![
+            (
+                node(
+                    json!({"taints": [{"key": "k", "effect": "Sometimes"}]}),
+                    json!({}),
+                ),
+                r#"spec.taints[0].effect: unsupported value "Sometimes": supported values are "NoSchedule", "PreferNoSchedule", "NoExecute""#,
+            ),
+            (
+                node(json!({"taints": [{"key": "k"}]}), json!({})),
+                r#"spec.taints[0].effect: unsupported value "": supported values are "NoSchedule", "PreferNoSchedule", "NoExecute""#,
+            ),
+            (
+                node(json!({"unschedulable": "true"}), json!({})),
+                "spec.unschedulable: expected a boolean",
+            ),
+            (
+                node(json!({}), json!({"allocatable": {"cpu": "-1"}})),
+                "status.allocatable.cpu: must be non-negative",
+            ),
+            (
+                node(json!({}), json!({"allocatable": {"memory": "1Qi"}})),
+                r#"status.allocatable.memory: invalid quantity "1Qi""#,
+            ),
+        ];
+        for (value, expected) in node_cases {
+            assert_eq!(err_of(decode_node(&value)), expected, "value: {value}");
+        }
+
+        let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "b"}, "status": {"disruptionsAllowed": "1"}});
+        assert_eq!(
+            err_of(decode_pdb(&pdb)),
+            "status.disruptionsAllowed: expected an integer"
+        );
+        assert_eq!(
+            err_of(decode_object(
+                &json!({"kind": "Service", "metadata": {"name": "s"}})
+            )),
+            r#"kind: unsupported kind "Service": supported kinds are "Node", "Pod", "PodDisruptionBudget""#
+        );
+        assert_eq!(
+            err_of(decode_object(&json!({"metadata": {"name": "s"}}))),
+            "kind: must not be empty"
+        );
+    }
+
+    #[test]
+    fn display_without_path_is_just_the_message() {
+        let e = DecodeError::new("", "empty document");
+        assert_eq!(e.to_string(), "empty document");
+        let e = DecodeError::new("spec", "expected an object");
+        assert_eq!(e.to_string(), "spec: expected an object");
+    }
+
+    #[test]
+    fn list_errors_carry_the_item_index() {
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"kind": "Node", "metadata": {"name": "n"}},
+            {"kind": "Pod", "metadata": {"name": "a"}},
+            {"kind": "PodDisruptionBudget", "apiVersion": "policy/v1", "metadata": {"name": "b"}},
+            {"kind": "Pod", "metadata": {"name": "c"}, "spec": {"containers": [{"resources": {"requests": {"cpu": "12x"}}}]}},
+        ]});
+        let e = decode_list(&list).expect_err("bad item");
+        assert_eq!(e.path, "items[3].spec.containers[0].resources.requests.cpu");
+        assert_eq!(e.message, r#"invalid quantity "12x""#);
+        assert_eq!(
+            e.to_string(),
+            r#"items[3].spec.containers[0].resources.requests.cpu: invalid quantity "12x""#
+        );
+        let e =
+            decode_list(&json!({"kind": "List", "items": [{"kind": "Secret"}]})).expect_err("kind");
+        assert_eq!(e.path, "items[0].kind");
+        let e = decode_list(&json!({"kind": "List", "items": {}})).expect_err("items");
+        assert_eq!(e.to_string(), "items: expected an array");
+        let e = decode_list(&json!({"kind": "List", "items": [null]})).expect_err("null item");
+        assert_eq!(e.to_string(), "items[0]: expected an object");
+    }
+
+    #[test]
+    fn lists_typed_lists_and_single_objects() {
+        let typed = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "9"},
+            "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b", "namespace": "x", "uid": "u-b"}}]});
+        let objects = decode_list(&typed).expect("pod list");
+        assert_eq!(objects.len(), 2);
+        match &objects[1] {
+            Object::Pod(p) => assert_eq!((&*p.namespace, &*p.uid), ("x", "u-b")),
+            other => panic!("unexpected {other:?}"),
+        }
+        let nodes = json!({"kind": "NodeList", "items": [{"metadata": {"name": "n"}}]});
+        assert!(matches!(
+            &decode_list(&nodes).expect("nodes")[..],
+            [Object::Node(_)]
+        ));
+        let single = json!({"kind": "Node", "metadata": {"name": "n", "uid": "uid-n", "resourceVersion": 17}});
+        match &decode_list(&single).expect("single")[..] {
+            [Object::Node(n)] => {
+                assert_eq!(&*n.uid, "uid-n");
+                assert_eq!(n.resource_version, 17);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(
+            decode_list(&json!({"kind": "List", "items": null}))
+                .expect("empty")
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn limits_default_requests() {
+        let pod = decode_pod(&pod_with(json!({"containers": [
+            {"name": "a", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "500m"}}},
+            {"name": "b", "resources": {"limits": {"example.com/dongle": 1}}},
+        ]})))
+        .expect("pod");
+        assert_eq!(
+            pod.containers[0]
+                .requests
+                .get("cpu")
+                .map(|q| q.milli_value()),
+            Some(500)
+        );
+        assert_eq!(
+            pod.containers[0].requests.get("memory").map(|q| q.value()),
+            Some(1 << 30)
+        );
+        assert_eq!(pod.requests.milli_cpu, 500);
+        assert_eq!(pod.requests.memory, 1 << 30);
+        assert_eq!(pod.requests.scalar("example.com/dongle"), 1);
+    }
+
+    #[test]
+    fn pod_level_resources_default_like_upstream() {
+        // Containers request cpu: the pod-level cpu request is the container aggregate, not
+        // the pod-level limit; memory has no container request: it takes the pod limit.
+        let pod = decode_pod(&pod_with(json!({
+            "resources": {"limits": {"cpu": "4", "memory": "2Gi", "example.com/x": "3"}},
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
+        })))
+        .expect("pod");
+        assert_eq!(pod.requests.milli_cpu, 1000);
+        assert_eq!(pod.requests.memory, 2 << 30);
+        assert_eq!(pod.pod_requests.get("example.com/x"), None);
+        // Explicit pod-level requests win.
+        let pod = decode_pod(&pod_with(json!({
+            "resources": {"requests": {"cpu": "3"}, "limits": {"cpu": "4"}},
+            "overhead": {"cpu": "100m"},
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
+        })))
+        .expect("pod");
+        assert_eq!(pod.requests.milli_cpu, 3100);
+    }
+
+    #[test]
+    fn sidecars_and_init_containers() {
+        let pod = decode_pod(&pod_with(json!({
+            "containers": [{"name": "app", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m"}}, "ports": [{"containerPort": 1, "hostPort": 80}]}],
+            "initContainers": [
+                {"name": "sidecar", "restartPolicy": "Always", "resources": {"requests": {"cpu": "200m"}}, "ports": [{"hostPort": 9000, "protocol": "SCTP"}]},
+                {"name": "setup", "resources": {"requests": {"cpu": "500m"}}, "ports": [{"hostPort": 7000}]},
+            ],
+        })))
+        .expect("pod");
+        assert!(!pod.containers[0].restart_always);
+        assert!(pod.init_containers[0].restart_always);
+        assert!(!pod.init_containers[1].restart_always);
+        assert_eq!(pod.requests.milli_cpu, 700);
+        let ports: Vec<i32> = pod.host_ports.iter().map(|p| p.port).collect();
+        assert_eq!(ports, vec![80, 9000]);
+        assert_eq!(pod.host_ports[1].protocol, Protocol::Sctp);
+    }
+
+    #[test]
+    fn host_network_defaults_host_ports() {
+        let pod = decode_pod(&pod_with(json!({
+            "hostNetwork": true,
+            "containers": [{"name": "a", "ports": [{"containerPort": 53, "protocol": "UDP"}, {"containerPort": 80, "hostPort": 8080}]}],
+        })))
+        .expect("pod");
+        let ports: Vec<(i32, Protocol)> = pod
+            .host_ports
+            .iter()
+            .map(|p| (p.port, p.protocol))
+            .collect();
+        assert_eq!(ports, vec![(53, Protocol::Udp), (8080, Protocol::Tcp)]);
+    }
+
+    #[test]
+    fn deletion_timestamp_and_conditions() {
+        let value = json!({"kind": "Pod", "metadata": {"name": "v", "uid": "u", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"nodeName": "n1", "priority": -5},
+            "status": {"phase": "Running", "nominatedNodeName": "n2", "conditions": [
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler", "message": "x"},
+                {"type": "Ready", "status": "False"}]}});
+        let pod = decode_pod(&value).expect("pod");
+        assert!(pod.terminating);
+        assert!(pod.terminating_by_preemption());
+        assert_eq!(pod.conditions.len(), 2);
+        assert_eq!(pod.priority, -5);
+        assert_eq!(pod.node_name.as_deref(), Some("n1"));
+        assert_eq!(pod.nominated_node_name.as_deref(), Some("n2"));
+        assert_eq!(pod.nomination(), None);
+        let value = json!({"kind": "Pod", "metadata": {"name": "v", "deletionTimestamp": null}, "spec": {"nodeName": ""}});
+        let pod = decode_pod(&value).expect("pod");
+        assert!(!pod.terminating);
+        assert_eq!(pod.node_name, None);
+        assert_eq!(&*pod.uid, "default/v");
+        assert_eq!(&*pod.namespace, "default");
+        assert_eq!(pod.phase, PodPhase::Pending);
+        assert_eq!(pod.start_time, None);
+    }
+
+    #[test]
+    fn start_times_are_unix_nanos() {
+        let at = |t: &str| {
+            decode_pod(
+                &json!({"kind": "Pod", "metadata": {"name": "p"}, "status": {"startTime": t}}),
+            )
+            .map(|p| p.start_time)
+        };
+        assert_eq!(at("1970-01-01T00:00:01Z"), Ok(Some(1_000_000_000)));
+        assert_eq!(at("1970-01-01T01:00:00+01:00"), Ok(Some(0)));
+        assert_eq!(
+            at("2026-01-01T00:00:00.000000001Z"),
+            Ok(Some(1_767_225_600_000_000_001))
+        );
+        assert!(at("2026-01-01").is_err());
+        assert!(at("9999-12-31T23:59:59Z").is_err());
+    }
+
+    #[test]
+    fn nodes_read_allocatable_not_capacity() {
+        let node = decode_node(&json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n", "resourceVersion": "123", "labels": {"zone": "a"}},
+            "spec": {"unschedulable": true, "taints": [{"key": "k", "value": "v", "effect": "NoExecute", "timeAdded": "x"}]},
+            "status": {"capacity": {"cpu": "64"}, "allocatable": {"cpu": 3.5, "memory": 1024, "pods": "110", "hugepages-2Mi": "4Mi", "example.com/gpu": "2", "weird": "1"}}}))
+        .expect("node");
+        assert_eq!(node.resource_version, 123);
+        assert!(node.unschedulable);
+        assert_eq!(
+            node.taints,
+            vec![Taint {
+                key: "k".into(),
+                value: "v".into(),
+                effect: TaintEffect::NoExecute
+            }]
+        );
+        assert_eq!(node.allocatable.milli_cpu, 3500);
+        assert_eq!(node.allocatable.memory, 1024);
+        assert_eq!(node.allocatable.pods, 110);
+        assert_eq!(node.allocatable.scalar("hugepages-2Mi"), 4 << 20);
+        assert_eq!(node.allocatable.scalar("example.com/gpu"), 2);
+        assert_eq!(node.allocatable.scalars.len(), 2);
+    }
+
+    #[test]
+    fn pdbs() {
+        let pdb = decode_pdb(&json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "b", "namespace": "ns"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+            "status": {"disruptionsAllowed": 2, "disruptedPods": {"p1": "2026-01-01T00:00:00Z", "p2": "2026-01-01T00:00:00Z"}}}))
+        .expect("pdb");
+        assert_eq!(&*pdb.uid, "ns/b");
+        assert_eq!(pdb.disruptions_allowed, 2);
+        assert_eq!(pdb.disrupted_pods, vec![Str::from("p1"), Str::from("p2")]);
+        assert!(pdb.selector.as_ref().is_some_and(LabelSelector::is_valid));
+        let mut pod = Pod::new("ns", "p1", "u");
+        pod.labels = Labels::from_iter([("app", "web")]);
+        assert!(pdb.covers(&pod));
+
+        let bare = decode_pdb(&json!({"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": "b", "uid": "x"}, "spec": {"selector": null}}))
+            .expect("pdb");
+        assert_eq!(bare.selector, None);
+        assert_eq!(bare.disruptions_allowed, 0);
+        assert_eq!(&*bare.uid, "x");
+        assert_eq!(&*bare.namespace, "default");
+    }
+
+    #[test]
+    fn invalid_pdb_selectors_decode_but_are_invalid() {
+        let selector_of = |selector: Value| {
+            decode_pdb(&json!({"kind": "PodDisruptionBudget", "metadata": {"name": "b"}, "spec": {"selector": selector}}))
+                .expect("pdb decodes")
+                .selector
+                .expect("selector kept")
+        };
+        for selector in [
+            json!({"matchExpressions": [{"key": "app", "operator": "Equals", "values": ["web"]}]}),
+            json!({"matchExpressions": [{"key": "app", "values": ["web"]}]}),
+            json!({"matchExpressions": [{"key": "app", "operator": "In"}]}),
+            json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": []}]}),
+            json!({"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]}),
+            json!({"matchLabels": {"app": "not a valid value"}}),
+            json!({"matchLabels": {"bad key": "web"}}),
+            json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["-bad-"]}]}),
+        ] {
+            let s = selector_of(selector.clone());
+            assert!(!s.is_valid(), "{selector} should be invalid");
+        }
+        for selector in [
+            json!({}),
+            json!({"matchLabels": {"app.kubernetes.io/name": "web", "a": ""}}),
+            json!({"matchExpressions": [{"key": "example.com/tier", "operator": "NotIn", "values": ["a-b", "c.d"]}]}),
+        ] {
+            let s = selector_of(selector.clone());
+            assert!(s.is_valid(), "{selector} should be valid");
+        }
+        // Wrong JSON types are still errors.
+        let e = decode_pdb(&json!({"kind": "PodDisruptionBudget", "metadata": {"name": "b"}, "spec": {"selector": {"matchExpressions": {}}}}))
+            .expect_err("type");
+        assert_eq!(
+            e.to_string(),
+            "spec.selector.matchExpressions: expected an array"
+        );
+    }
+
+    #[test]
+    fn label_syntax() {
+        assert!(is_qualified_name("kubernetes.io/hostname"));
+        assert!(is_qualified_name("a"));
+        assert!(!is_qualified_name(""));
+        assert!(!is_qualified_name("/a"));
+        assert!(!is_qualified_name("a/b/c"));
+        assert!(!is_qualified_name("Example.com/a"));
+        assert!(!is_qualified_name(&"a".repeat(64)));
+        assert!(is_label_value(""));
+        assert!(is_label_value("a_b.c-d"));
+        assert!(!is_label_value("_a"));
+    }
+
+    #[test]
+    fn huge_exponents_do_not_overflow() {
+        assert!(parse_quantity("1e2147483647").is_err());
+        assert_eq!(parse_quantity("0e2147483647"), Ok(Quantity::ZERO));
+        assert_eq!(
+            parse_quantity("1.5e-2147483648").map(|q| q.to_string()),
+            Ok("1n".to_string())
+        );
+        assert_eq!(
+            parse_quantity("-1e-99999999").map(Quantity::is_negative),
+            Ok(true)
+        );
+        assert!(parse_quantity(&"1".repeat(300)).is_err());
+        assert_eq!(parse_quantity("12e3").map(Quantity::value), Ok(12_000));
+    }
+
+    #[test]
+    fn malformed_inputs_error_without_panicking() {
+        let texts = [
+            "",
+            "   ",
+            "null",
+            "42",
+            "\"pod\"",
+            "[]",
+            "[1, 2]",
+            "{",
+            "}",
+            "{\"kind\": }",
+            "kind: [",
+            "- a\n- b",
+            ": :",
+            "{\"kind\": \"Pod\"}",
+            "{\"kind\": \"Pod\", \"metadata\": null}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": null}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": 5}}",
+            "{\"kind\": 5, \"metadata\": {\"name\": \"x\"}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": [{\"resources\": []}]}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": [{\"resources\": {\"requests\": []}}]}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": [{\"resources\": {\"requests\": {\"cpu\": \"1e2147483647\"}}}]}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": [{\"resources\": {\"requests\": {\"cpu\": \"\"}}}]}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": [{\"resources\": {\"requests\": {\"cpu\": \"é\"}}}]}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": [{\"resources\": {\"requests\": {\"cpu\": 1e300}}}]}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"priority\": 18446744073709551615}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"affinity\": []}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"affinity\": {\"podAffinity\": {\"requiredDuringSchedulingIgnoredDuringExecution\": [null]}}}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"topologySpreadConstraints\": [{\"maxSkew\": 99999999999}]}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"status\": {\"startTime\": \"\"}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"status\": {\"startTime\": \"+999999-01-01T00:00:00Z\"}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\", \"resourceVersion\": \"99999999999999999999999\"}}",
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\", \"resourceVersion\": 1.5}}",
+            "{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\"}, \"status\": {\"allocatable\": {\"cpu\": {}}}}",
+            "{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\"}, \"spec\": {\"taints\": [[]]}}",
+            "{\"kind\": \"PodDisruptionBudget\", \"metadata\": {\"name\": \"b\"}, \"status\": {\"disruptedPods\": []}}",
+            "{\"kind\": \"PodDisruptionBudget\", \"metadata\": {\"name\": \"b\"}, \"spec\": {\"selector\": \"app=web\"}}",
+            "{\"kind\": \"List\", \"items\": [{\"kind\": \"List\", \"items\": []}]}",
+            "{\"kind\": \"List\", \"items\": 3}",
+            "kind: Pod\nmetadata:\n  name: p\nspec:\n  priority: 1.0e3\n",
+            "kind: Pod\nmetadata:\n  name: p\nspec:\n  containers: &a [*a]\n",
+            "a: &a [*a, *a]\nb: *a\n",
+            "\u{0}\u{1}\u{2}",
+            "{\"a\": \"\\ud800\"}",
+        ];
+        for text in texts {
+            let result = std::panic::catch_unwind(|| {
+                parse_document(text).and_then(|value| decode_list(&value))
+            });
+            match result {
+                Ok(Err(e)) => assert!(!e.message.is_empty(), "{text:?}"),
+                Ok(Ok(objects)) => panic!("{text:?} decoded to {objects:?}"),
+                Err(_) => panic!("{text:?} panicked"),
+            }
+        }
+        // Every single-object decoder on every shape of value.
+        for value in [
+            json!(null),
+            json!(1),
+            json!("x"),
+            json!([{}]),
+            json!({}),
+            json!({"metadata": {"name": "n"}, "spec": 1, "status": 1}),
+            json!({"metadata": {"name": "n"}, "spec": {}, "status": {"allocatable": 1, "disruptedPods": 1, "conditions": 1}}),
+        ] {
+            let outcomes = std::panic::catch_unwind(|| {
+                (
+                    decode_node(&value).is_err(),
+                    decode_pod(&value).is_err(),
+                    decode_pdb(&value).is_err(),
+                    decode_object(&value).is_err(),
+                )
+            })
+            .unwrap_or_else(|_| panic!("{value} panicked"));
+            assert_eq!(outcomes, (true, true, true, true), "{value}");
+        }
+    }
+
+    fn pointers(value: &Value, at: String, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let child = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                    pointers(v, child, out);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    pointers(v, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+        out.push(at);
+    }
+
+    #[test]
+    fn replacing_any_field_with_junk_never_panics() {
+        let junk = [
+            json!(null),
+            json!(true),
+            json!(0),
+            json!(-1),
+            json!(1.5),
+            json!(u64::MAX),
+            json!(""),
+            json!("x"),
+            json!("1e2147483647"),
+            json!([]),
+            json!([null]),
+            json!({}),
+        ];
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+        let mut documents = vec![parse_document(YAML_POD).expect("yaml")];
+        for name in [
+            "upstream-preempt-topology-spread.json",
+            "upstream-dryrun-pod-with-anti-affinity-preempted.json",
+            "upstream-dryrun-pdb-disrupted-pods-victim-listed.json",
+        ] {
+            let text = std::fs::read_to_string(root.join(name)).expect("read");
+            let doc = parse_document(&text).expect("parse");
+            documents.push(doc["cluster"].clone());
+            documents.push(doc["preemptor"].clone());
+        }
+        for document in documents {
+            let mut paths = Vec::new();
+            pointers(&document, String::new(), &mut paths);
+            for path in &paths {
+                for replacement in &junk {
+                    let mut mutated = document.clone();
+                    match mutated.pointer_mut(path) {
+                        Some(slot) => *slot = replacement.clone(),
+                        None => continue,
+                    }
+                    let outcome = std::panic::catch_unwind(|| {
+                        let _ = decode_list(&mutated);
+                        let _ = decode_object(&mutated);
+                    });
+                    assert!(outcome.is_ok(), "panicked with {path} = {replacement}");
+                }
+            }
+        }
+    }
+}

@@ -106,8 +106,14 @@ impl Quantity {
                 if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(err());
                 }
-                let exp: i32 = rest.parse().map_err(|_| err())?;
-                (exp, 0)
+                // Beyond ±1000 every non-zero value overflows or rounds to 1n anyway; bound
+                // it so the scale arithmetic below cannot overflow.
+                let exp: i64 = if digits.len() > 18 {
+                    if rest.starts_with('-') { -1000 } else { 1000 }
+                } else {
+                    rest.parse().map_err(|_| err())?
+                };
+                (exp.clamp(-1000, 1000) as i32, 0)
             }
         };
         // mantissa * 10^(exp10 - frac_len + 9) * 2^exp2 nanos.
@@ -247,13 +253,29 @@ mod tests {
         assert_eq!(units("0.1"), 1);
         assert_eq!(units("1500m"), 2);
         assert_eq!(milli("1e-12"), 1);
+        assert_eq!(milli("1e-2147483647"), 1);
+        assert_eq!(milli("0e99999"), 0);
     }
 
     #[test]
     fn rejects_garbage() {
         for bad in [
-            "", "12x", "m", "1.2.3", " 1", "1 ", "e3", "1e", "1Kb", "--1", "1e3.5", "1ki", "0x10",
+            "",
+            "12x",
+            "m",
+            "1.2.3",
+            " 1",
+            "1 ",
+            "e3",
+            "1e",
+            "1Kb",
+            "--1",
+            "1e3.5",
+            "1ki",
+            "0x10",
             "1e99",
+            "1e2147483647",
+            "1e99999999999999999999",
         ] {
             assert!(Quantity::parse(bad).is_err(), "{bad:?} should be rejected");
         }

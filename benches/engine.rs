@@ -1,0 +1,81 @@
+//! Micro-benchmarks of the engine's hot paths on generated clusters.
+//! Run: `cargo bench --bench engine` (divan prints median and spread per case).
+
+use std::sync::LazyLock;
+
+use preemptd::cache::{ClusterCache, Snapshot};
+use preemptd::engine::{self, DecideOptions};
+use preemptd::generate::{self, ClusterSpec};
+
+fn main() {
+    divan::main();
+}
+
+fn load(nodes: usize, pods_per_node: usize) -> ClusterCache {
+    let cluster = generate::generate(&ClusterSpec {
+        nodes,
+        pods_per_node,
+        seed: 1,
+    });
+    let cache = ClusterCache::new();
+    for n in cluster.nodes {
+        cache.upsert_node(n);
+    }
+    for b in cluster.pdbs {
+        cache.upsert_pdb(b);
+    }
+    for p in cluster.pods {
+        cache.upsert_pod(p).expect("generated pods load");
+    }
+    cache
+}
+
+static CACHE_5K: LazyLock<ClusterCache> = LazyLock::new(|| load(5_000, 30));
+static SNAPSHOT_5K: LazyLock<Snapshot> = LazyLock::new(|| CACHE_5K.snapshot());
+
+#[divan::bench(sample_count = 30)]
+fn snapshot_5k_nodes() -> Snapshot {
+    CACHE_5K.snapshot()
+}
+
+#[divan::bench(sample_count = 30)]
+fn decide_resources_5k_x_30() -> engine::Decision {
+    engine::decide(
+        &SNAPSHOT_5K,
+        &generate::resource_preemptor(1),
+        &DecideOptions::default(),
+    )
+}
+
+#[divan::bench(sample_count = 20)]
+fn decide_affinity_spread_5k_x_30() -> engine::Decision {
+    engine::decide(
+        &SNAPSHOT_5K,
+        &generate::affinity_preemptor(1),
+        &DecideOptions::default(),
+    )
+}
+
+#[divan::bench(sample_count = 10)]
+fn upsert_pod_into_5k_cluster(bencher: divan::Bencher) {
+    let pods: Vec<_> = generate::generate(&ClusterSpec {
+        nodes: 50,
+        pods_per_node: 20,
+        seed: 9,
+    })
+    .pods
+    .into_iter()
+    .map(|mut p| {
+        p.node_name = Some("node-000001".into());
+        p.uid = format!("bench-{}", p.uid).into();
+        p.name = format!("bench-{}", p.name).into();
+        p
+    })
+    .collect();
+    let mut i = 0;
+    bencher.bench_local(|| {
+        let pod = pods[i % pods.len()].clone();
+        i += 1;
+        CACHE_5K.upsert_pod(pod)
+    });
+}
