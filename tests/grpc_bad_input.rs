@@ -1,0 +1,586 @@
+//! Malformed requests over gRPC: each gets its status code and a message naming the
+//! field, and none changes anything (the cache revision, the nominations and a dry-run
+//! answer are the same after it as before).
+
+mod grpc_support;
+
+use grpc_support::*;
+use preemptd::server::pb;
+use preemptd::server::pb::preempt_request::Preemptor;
+use preemptd::server::pb::update_node_request::Change as NodeChange;
+use preemptd::server::pb::update_pod_disruption_budget_request::Change as PdbChange;
+use preemptd::server::pb::update_pod_request::Change as PodChange;
+use tokio::time::timeout;
+use tonic::Code;
+
+/// Small enough that the oversize case is cheap, large enough for everything else.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+enum Call {
+    Node(Option<NodeChange>),
+    Pod(Option<PodChange>),
+    Pdb(Option<PdbChange>),
+    Preempt(Option<Preemptor>),
+    Watch(u64),
+}
+
+async fn call(client: &mut Client, call: Call) -> Result<String, tonic::Status> {
+    match call {
+        Call::Node(change) => client
+            .update_node(pb::UpdateNodeRequest { change })
+            .await
+            .map(|r| r.into_inner().epoch),
+        Call::Pod(change) => client
+            .update_pod(pb::UpdatePodRequest { change })
+            .await
+            .map(|r| r.into_inner().epoch),
+        Call::Pdb(change) => client
+            .update_pod_disruption_budget(pb::UpdatePodDisruptionBudgetRequest { change })
+            .await
+            .map(|r| r.into_inner().epoch),
+        Call::Preempt(preemptor) => client
+            .preempt(pb::PreemptRequest {
+                preemptor,
+                dry_run: false,
+                explain: false,
+            })
+            .await
+            .map(|r| r.into_inner().epoch),
+        Call::Watch(after_revision) => client
+            .watch_nominations(pb::WatchNominationsRequest { after_revision })
+            .await
+            .map(|_| String::new()),
+    }
+}
+
+/// Everything a client can observe about the cache's state.
+#[derive(Debug, PartialEq)]
+struct Observed {
+    list_revision: u64,
+    nominations: Vec<(String, String)>,
+    cache_revision: u64,
+    outcome: i32,
+    node: String,
+    victims: Vec<String>,
+}
+
+async fn observe(client: &mut Client) -> Observed {
+    let listed = list(client).await;
+    let answer = preempt(client, pod("probe", 100, "2", ""), true).await;
+    Observed {
+        list_revision: listed.revision,
+        nominations: listed
+            .nominations
+            .iter()
+            .map(|n| {
+                (
+                    n.pod.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
+                    n.node.clone(),
+                )
+            })
+            .collect(),
+        cache_revision: answer.revision,
+        outcome: answer.outcome,
+        node: answer.nominated_node_name,
+        victims: names(&answer.victims),
+    }
+}
+
+fn typed_pod(edit: impl FnOnce(&mut pb::Pod)) -> Call {
+    let mut p = pod("bad", 5, "1", "n1");
+    edit(&mut p);
+    Call::Pod(Some(PodChange::Upsert(p)))
+}
+
+fn typed_node(edit: impl FnOnce(&mut pb::Node)) -> Call {
+    let mut n = node("n9", "4");
+    edit(&mut n);
+    Call::Node(Some(NodeChange::Upsert(n)))
+}
+
+fn selector_in_without_values() -> pb::LabelSelector {
+    pb::LabelSelector {
+        match_expressions: vec![pb::LabelSelectorRequirement {
+            key: "app".into(),
+            operator: "In".into(),
+            values: vec![],
+        }],
+        ..Default::default()
+    }
+}
+
+fn anti_affinity(term: pb::PodAffinityTerm) -> Option<pb::Affinity> {
+    Some(pb::Affinity {
+        pod_anti_affinity: Some(pb::PodAntiAffinity {
+            required_during_scheduling_ignored_during_execution: vec![term],
+        }),
+        ..Default::default()
+    })
+}
+
+const ANTI: &str =
+    "upsert.affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution[0]";
+
+fn cases() -> Vec<(&'static str, Call, Code, String)> {
+    let pod_json = |spec: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"j","namespace":"default"}},"spec":{spec}}}"#
+        )
+    };
+    let node_json = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"nj"}}"#.to_string();
+    let s = |x: &str| x.to_string();
+    vec![
+        (
+            "node: missing oneof",
+            Call::Node(None),
+            Code::InvalidArgument,
+            s("change: one of upsert, upsert_json or delete is required"),
+        ),
+        (
+            "node: empty name",
+            typed_node(|n| n.name.clear()),
+            Code::InvalidArgument,
+            s("upsert.name: must not be empty"),
+        ),
+        (
+            "node: bad quantity",
+            typed_node(|n| {
+                n.allocatable.insert("cpu".into(), "lots".into());
+            }),
+            Code::InvalidArgument,
+            s("upsert.allocatable[cpu]: invalid quantity \"lots\""),
+        ),
+        (
+            "node: negative quantity",
+            typed_node(|n| {
+                n.allocatable.insert("memory".into(), "-1Gi".into());
+            }),
+            Code::InvalidArgument,
+            s("upsert.allocatable[memory]: must be non-negative"),
+        ),
+        (
+            "node: absurd exponent",
+            typed_node(|n| {
+                n.allocatable
+                    .insert("example.com/gpu".into(), "1e999999999".into());
+            }),
+            Code::InvalidArgument,
+            s("upsert.allocatable[example.com/gpu]: invalid quantity"),
+        ),
+        (
+            "node: unknown taint effect",
+            typed_node(|n| {
+                n.taints.push(pb::Taint {
+                    key: s("k"),
+                    value: s("v"),
+                    effect: s("Sometimes"),
+                })
+            }),
+            Code::InvalidArgument,
+            s("upsert.taints[0].effect: unsupported value \"Sometimes\""),
+        ),
+        (
+            "node: malformed json",
+            Call::Node(Some(NodeChange::UpsertJson(s("{\"kind\": \"Node\",")))),
+            Code::InvalidArgument,
+            s("upsert_json"),
+        ),
+        (
+            "node: json of a pod",
+            Call::Node(Some(NodeChange::UpsertJson(pod_json("{}")))),
+            Code::InvalidArgument,
+            s("upsert_json: kind: expected kind \"Node\""),
+        ),
+        (
+            "node: json bad allocatable",
+            Call::Node(Some(NodeChange::UpsertJson(s(
+                r#"{"kind":"Node","metadata":{"name":"nj"},"status":{"allocatable":{"cpu":"x"}}}"#,
+            )))),
+            Code::InvalidArgument,
+            s("upsert_json: status.allocatable.cpu"),
+        ),
+        (
+            "node: delete without name",
+            Call::Node(Some(NodeChange::Delete(pb::ObjectRef::default()))),
+            Code::InvalidArgument,
+            s("delete.name: must not be empty"),
+        ),
+        (
+            "node: delete unknown",
+            Call::Node(Some(NodeChange::Delete(pb::ObjectRef {
+                name: s("ghost"),
+                ..Default::default()
+            }))),
+            Code::NotFound,
+            s("node ghost not found"),
+        ),
+        (
+            "node: delete with wrong uid",
+            Call::Node(Some(NodeChange::Delete(pb::ObjectRef {
+                name: s("n1"),
+                uid: Some(s("other")),
+                ..Default::default()
+            }))),
+            Code::NotFound,
+            s("node n1 with uid other not found"),
+        ),
+        (
+            "pod: missing oneof",
+            Call::Pod(None),
+            Code::InvalidArgument,
+            s("change: one of upsert"),
+        ),
+        (
+            "pod: empty name",
+            typed_pod(|p| p.name.clear()),
+            Code::InvalidArgument,
+            s("upsert.name: must not be empty"),
+        ),
+        (
+            "pod: bad request quantity",
+            typed_pod(|p| {
+                p.containers[0]
+                    .requests
+                    .insert("cpu".into(), "2 cores".into());
+            }),
+            Code::InvalidArgument,
+            s("upsert.containers[0].requests[cpu]: invalid quantity \"2 cores\""),
+        ),
+        (
+            "pod: bad limit quantity",
+            typed_pod(|p| {
+                p.containers[0].limits.insert("memory".into(), "1Gb".into());
+            }),
+            Code::InvalidArgument,
+            s("upsert.containers[0].limits[memory]: invalid quantity"),
+        ),
+        (
+            "pod: bad init container overhead",
+            typed_pod(|p| {
+                p.overhead.insert("cpu".into(), "-5m".into());
+            }),
+            Code::InvalidArgument,
+            s("upsert.overhead[cpu]: must be non-negative"),
+        ),
+        (
+            "pod: unknown preemption policy",
+            typed_pod(|p| p.preemption_policy = s("Sometimes")),
+            Code::InvalidArgument,
+            s("upsert.preemption_policy: unsupported value \"Sometimes\""),
+        ),
+        (
+            "pod: unknown phase",
+            typed_pod(|p| p.phase = s("Exploded")),
+            Code::InvalidArgument,
+            s("upsert.phase: unsupported value \"Exploded\""),
+        ),
+        (
+            "pod: unknown toleration operator",
+            typed_pod(|p| {
+                p.tolerations.push(pb::Toleration {
+                    operator: s("Maybe"),
+                    ..Default::default()
+                })
+            }),
+            Code::InvalidArgument,
+            s("upsert.tolerations[0].operator: unsupported value \"Maybe\""),
+        ),
+        (
+            "pod: unknown protocol",
+            typed_pod(|p| {
+                p.containers[0].ports.push(pb::ContainerPort {
+                    host_port: 80,
+                    protocol: s("ICMP"),
+                    ..Default::default()
+                })
+            }),
+            Code::InvalidArgument,
+            s("upsert.containers[0].ports[0].protocol: unsupported value \"ICMP\""),
+        ),
+        (
+            "pod: host port out of range",
+            typed_pod(|p| {
+                p.containers[0].ports.push(pb::ContainerPort {
+                    host_port: 70_000,
+                    ..Default::default()
+                })
+            }),
+            Code::InvalidArgument,
+            s("upsert.containers[0].ports[0].host_port: must be between 0 and 65535"),
+        ),
+        (
+            "pod: unknown restart policy",
+            typed_pod(|p| p.containers[0].restart_policy = s("Sometimes")),
+            Code::InvalidArgument,
+            s("upsert.containers[0].restart_policy: unsupported value"),
+        ),
+        (
+            "pod: unknown node selector operator",
+            typed_pod(|p| {
+                p.affinity = Some(pb::Affinity {
+                    node_affinity: Some(pb::NodeAffinity {
+                        required_during_scheduling_ignored_during_execution: Some(
+                            pb::NodeSelector {
+                                node_selector_terms: vec![pb::NodeSelectorTerm {
+                                    match_expressions: vec![pb::NodeSelectorRequirement {
+                                        key: s("zone"),
+                                        operator: s("Near"),
+                                        values: vec![],
+                                    }],
+                                    ..Default::default()
+                                }],
+                            },
+                        ),
+                    }),
+                    ..Default::default()
+                })
+            }),
+            Code::InvalidArgument,
+            s(
+                "upsert.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms[0].match_expressions[0].operator: unsupported value \"Near\"",
+            ),
+        ),
+        (
+            "pod: anti-affinity without topology key",
+            typed_pod(|p| p.affinity = anti_affinity(pb::PodAffinityTerm::default())),
+            Code::InvalidArgument,
+            format!("{ANTI}.topology_key: must not be empty"),
+        ),
+        (
+            "pod: selector In without values",
+            typed_pod(|p| {
+                p.affinity = anti_affinity(pb::PodAffinityTerm {
+                    topology_key: s("zone"),
+                    label_selector: Some(selector_in_without_values()),
+                    ..Default::default()
+                })
+            }),
+            Code::InvalidArgument,
+            format!("{ANTI}.label_selector.match_expressions[0].values: must be specified"),
+        ),
+        (
+            "pod: spread max skew 0",
+            typed_pod(|p| {
+                p.topology_spread_constraints
+                    .push(pb::TopologySpreadConstraint {
+                        topology_key: s("zone"),
+                        when_unsatisfiable: s("DoNotSchedule"),
+                        ..Default::default()
+                    })
+            }),
+            Code::InvalidArgument,
+            s("upsert.topology_spread_constraints[0].max_skew: must be greater than zero"),
+        ),
+        (
+            "pod: spread without when_unsatisfiable",
+            typed_pod(|p| {
+                p.topology_spread_constraints
+                    .push(pb::TopologySpreadConstraint {
+                        max_skew: 1,
+                        topology_key: s("zone"),
+                        ..Default::default()
+                    })
+            }),
+            Code::InvalidArgument,
+            s("upsert.topology_spread_constraints[0].when_unsatisfiable: unsupported value \"\""),
+        ),
+        (
+            "pod: bad start time",
+            typed_pod(|p| p.start_time = s("yesterday")),
+            Code::InvalidArgument,
+            s("upsert.start_time: invalid RFC 3339 timestamp \"yesterday\""),
+        ),
+        (
+            "pod: json bad request",
+            Call::Pod(Some(PodChange::UpsertJson(pod_json(
+                r#"{"containers":[{"name":"a","resources":{"requests":{"cpu":"many"}}}]}"#,
+            )))),
+            Code::InvalidArgument,
+            s("upsert_json: spec.containers[0].resources.requests.cpu"),
+        ),
+        (
+            "pod: json of a node",
+            Call::Pod(Some(PodChange::UpsertJson(node_json.clone()))),
+            Code::InvalidArgument,
+            s("upsert_json: kind: expected kind \"Pod\""),
+        ),
+        (
+            "pod: empty json",
+            Call::Pod(Some(PodChange::UpsertJson(String::new()))),
+            Code::InvalidArgument,
+            s("upsert_json"),
+        ),
+        (
+            "pod: json list",
+            Call::Pod(Some(PodChange::UpsertJson(s("[1, 2]")))),
+            Code::InvalidArgument,
+            s("upsert_json"),
+        ),
+        (
+            "pod: delete unknown",
+            Call::Pod(Some(PodChange::Delete(pb::ObjectRef {
+                name: s("ghost"),
+                ..Default::default()
+            }))),
+            Code::NotFound,
+            s("pod default/ghost not found"),
+        ),
+        (
+            "pod: delete with wrong uid",
+            Call::Pod(Some(PodChange::Delete(pb::ObjectRef {
+                namespace: s("default"),
+                name: s("v1"),
+                uid: Some(s("not-v1")),
+            }))),
+            Code::NotFound,
+            s("pod default/v1 not found"),
+        ),
+        (
+            "pod: name taken by another uid",
+            typed_pod(|p| {
+                p.name = s("v1");
+                p.uid = s("someone-else");
+            }),
+            Code::AlreadyExists,
+            s("pod default/v1 already exists with uid uid-v1"),
+        ),
+        (
+            "pdb: missing oneof",
+            Call::Pdb(None),
+            Code::InvalidArgument,
+            s("change: one of upsert"),
+        ),
+        (
+            "pdb: unknown selector operator",
+            Call::Pdb(Some(PdbChange::Upsert(pb::PodDisruptionBudget {
+                name: s("b"),
+                selector: Some(pb::LabelSelector {
+                    match_expressions: vec![pb::LabelSelectorRequirement {
+                        key: s("a"),
+                        operator: s("Maybe"),
+                        values: vec![],
+                    }],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }))),
+            Code::InvalidArgument,
+            s("upsert.selector.match_expressions[0].operator: unsupported value \"Maybe\""),
+        ),
+        (
+            "pdb: json of a pod",
+            Call::Pdb(Some(PdbChange::UpsertJson(pod_json("{}")))),
+            Code::InvalidArgument,
+            s("upsert_json: kind: expected kind \"PodDisruptionBudget\""),
+        ),
+        (
+            "pdb: delete unknown",
+            Call::Pdb(Some(PdbChange::Delete(pb::ObjectRef {
+                name: s("ghost"),
+                ..Default::default()
+            }))),
+            Code::NotFound,
+            s("poddisruptionbudget default/ghost not found"),
+        ),
+        (
+            "preempt: missing oneof",
+            Call::Preempt(None),
+            Code::InvalidArgument,
+            s("preemptor: one of pod or pod_json is required"),
+        ),
+        (
+            "preempt: empty name",
+            Call::Preempt(Some(Preemptor::Pod(pb::Pod::default()))),
+            Code::InvalidArgument,
+            s("pod.name: must not be empty"),
+        ),
+        (
+            "preempt: malformed json",
+            Call::Preempt(Some(Preemptor::PodJson(s("{{{")))),
+            Code::InvalidArgument,
+            s("pod_json"),
+        ),
+        (
+            "preempt: json of a node",
+            Call::Preempt(Some(Preemptor::PodJson(node_json))),
+            Code::InvalidArgument,
+            s("pod_json: kind: expected kind \"Pod\""),
+        ),
+        (
+            "preempt: bad quantity",
+            Call::Preempt(Some(Preemptor::Pod(pod("x", 100, "1.2.3", "")))),
+            Code::InvalidArgument,
+            s("pod.containers[0].requests[cpu]: invalid quantity \"1.2.3\""),
+        ),
+        (
+            "watch: revision ahead",
+            Call::Watch(1_000_000),
+            Code::OutOfRange,
+            s("revision 1000000 is ahead of the nominations log"),
+        ),
+        (
+            "oversize message",
+            Call::Pod(Some(PodChange::UpsertJson(format!(
+                "{{\"kind\":\"Pod\",\"pad\":\"{}\"}}",
+                "x".repeat(MAX_MESSAGE_BYTES)
+            )))),
+            Code::OutOfRange,
+            s("message length too large"),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_requests_are_rejected_with_their_field_and_change_nothing() {
+    timeout(TEST_TIMEOUT, async {
+        let mut config = loopback_config();
+        config.max_message_bytes = MAX_MESSAGE_BYTES;
+        let (server, mut client) = start_with(config).await;
+        upsert_node(&mut client, node("n1", "4")).await;
+        upsert_pod(&mut client, pod("v1", 10, "2", "n1")).await;
+        upsert_pod(&mut client, pod("v2", 10, "2", "n1")).await;
+        let mut nominated = pod("low-nom", 50, "1", "");
+        nominated.nominated_node_name = "n1".into();
+        upsert_pod(&mut client, nominated).await;
+
+        let baseline = observe(&mut client).await;
+        assert_eq!(baseline.outcome, pb::Outcome::Preempt as i32);
+        assert_eq!(baseline.nominations.len(), 1);
+
+        let cases = cases();
+        assert!(cases.len() >= 20);
+        let mut failures = Vec::new();
+        for (name, request, code, fragment) in cases {
+            match call(&mut client, request).await {
+                Ok(epoch) => failures.push(format!("{name}: accepted (epoch {epoch})")),
+                Err(status) => {
+                    let message = status.message();
+                    if status.code() != code || !message.contains(&fragment) {
+                        failures.push(format!(
+                            "{name}: got {:?} {message:?}, want {code:?} containing {fragment:?}",
+                            status.code()
+                        ));
+                    }
+                    if code != Code::OutOfRange
+                        && (message.ends_with('.')
+                            || message.chars().next().is_some_and(char::is_uppercase))
+                    {
+                        failures.push(format!("{name}: message style {message:?}"));
+                    }
+                }
+            }
+            let now = observe(&mut client).await;
+            if now != baseline {
+                failures.push(format!("{name}: state changed: {now:?} != {baseline:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+        // The server is still fine, and valid requests still work.
+        let ok = upsert_pod(&mut client, pod("fine", 5, "1", "")).await;
+        assert!(ok.applied);
+        assert_eq!(ok.epoch, server.epoch());
+    })
+    .await
+    .expect("test timed out");
+}
