@@ -91,4 +91,8 @@ fn pruned_search_decides_like_the_full_search() {
         preempted >= 20,
         "only {preempted} decisions preempted: the comparison is too weak"
     );
+    assert!(
+        pruned_some >= 10,
+        "pruning skipped nodes in only {pruned_some} decisions"
+    );
 }
