@@ -37,7 +37,7 @@ pub struct NodeInfo {
     pub label_counts: Arc<LabelCounts>,
     /// The pods' requests summed per priority, ascending by priority: what removing every
     /// pod below a priority would free, in O(levels) rather than O(pods).
-    pub levels: Vec<PriorityLevel>,
+    pub levels: smallvec::SmallVec<[PriorityLevel; 4]>,
 }
 
 /// Requests of the pods of one priority on a node.
@@ -88,7 +88,7 @@ impl NodeInfo {
             generation: 0,
             anti_affinity_pods: 0,
             label_counts: Arc::default(),
-            levels: Vec::new(),
+            levels: smallvec::SmallVec::new(),
         }
     }
 

@@ -85,11 +85,8 @@ pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
     let d_storage = deficit(storage, alloc.ephemeral_storage, want.ephemeral_storage);
     let d_slots = (slots - alloc.pods).max(0);
 
-    let lower: Vec<_> = info
-        .levels
-        .iter()
-        .take_while(|l| l.priority < pod.priority)
-        .collect();
+    let below = info.levels.partition_point(|l| l.priority < pod.priority);
+    let lower = &info.levels[..below];
     let lowest = lower.first()?.priority as i64;
     if d_cpu == 0 && d_memory == 0 && d_storage == 0 && d_slots == 0 {
         // Resources fit already; some other filter needs at least one victim.
@@ -103,7 +100,7 @@ pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
     let (mut f_cpu, mut f_memory, mut f_storage, mut f_slots) = (0, 0, 0, 0);
     let mut highest = None;
     let mut latest_start = i64::MAX;
-    for level in &lower {
+    for level in lower {
         f_cpu += level.milli_cpu;
         f_memory += level.memory;
         f_storage += level.ephemeral_storage;
