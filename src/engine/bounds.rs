@@ -113,7 +113,7 @@ pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
     }
     let highest = highest?;
     let max_of =
-        |f: fn(&crate::cache::PriorityLevel) -> i64| lower.iter().map(|l| f(l)).max().unwrap_or(0);
+        |f: fn(&crate::cache::PriorityLevel) -> i64| lower.iter().map(f).max().unwrap_or(0);
     let mut count = 1.max(d_slots);
     for (deficit, largest) in [
         (d_cpu, max_of(|l| l.max_milli_cpu)),
