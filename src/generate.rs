@@ -147,9 +147,13 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
     }
     let mut serial = 0u64;
     for (index, node) in out.nodes.clone().iter().enumerate() {
-        let budget = node.allocatable.milli_cpu * (85 + rng.below(10) as i64) / 100;
-        let per_pod = (budget / spec.pods_per_node.max(1) as i64).max(10);
-        for _ in 0..spec.pods_per_node {
+        // Fill 93–99% of the node's cpu: split the budget by random weights.
+        let budget = node.allocatable.milli_cpu * (93 + rng.below(7) as i64) / 100;
+        let weights: Vec<i64> = (0..spec.pods_per_node)
+            .map(|_| 50 + rng.below(100) as i64)
+            .collect();
+        let total_weight: i64 = weights.iter().sum::<i64>().max(1);
+        for weight in weights {
             serial += 1;
             let app = rng.below(APPS as u64);
             let namespace = NAMESPACES[(app as usize) % NAMESPACES.len()];
@@ -159,7 +163,7 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
                 7..=8 => PRIORITIES[2],
                 _ => PRIORITIES[3],
             };
-            let millis = per_pod / 2 + rng.below(per_pod as u64) as i64;
+            let millis = (budget * weight / total_weight).max(1);
             let mut pod = Pod::new(
                 namespace,
                 &format!("{}-{serial:07}", app_name(app)),

@@ -35,6 +35,25 @@ pub struct NodeInfo {
     /// How many of `pods` carry each (namespace, label key, label value), so selectors of
     /// one label are counted per node in O(1) instead of by scanning pods.
     pub label_counts: Arc<LabelCounts>,
+    /// The pods' requests summed per priority, ascending by priority: what removing every
+    /// pod below a priority would free, in O(levels) rather than O(pods).
+    pub levels: smallvec::SmallVec<[PriorityLevel; 4]>,
+}
+
+/// Requests of the pods of one priority on a node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PriorityLevel {
+    pub priority: i32,
+    pub pods: i64,
+    pub milli_cpu: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    /// Largest single pod's request at this priority.
+    pub max_milli_cpu: i64,
+    pub max_memory: i64,
+    pub max_ephemeral_storage: i64,
+    /// Latest `startTime` at this priority (`i64::MAX` when some pod has none: "now").
+    pub latest_start: i64,
 }
 
 /// Per-node label index: (namespace, key, value) → counts.
@@ -69,6 +88,7 @@ impl NodeInfo {
             generation: 0,
             anti_affinity_pods: 0,
             label_counts: Arc::default(),
+            levels: smallvec::SmallVec::new(),
         }
     }
 
@@ -102,7 +122,66 @@ impl NodeInfo {
         }
     }
 
+    fn add_to_level(&mut self, pod: &Pod) {
+        let index = match self
+            .levels
+            .binary_search_by(|l| l.priority.cmp(&pod.priority))
+        {
+            Ok(i) => i,
+            Err(i) => {
+                self.levels.insert(
+                    i,
+                    PriorityLevel {
+                        priority: pod.priority,
+                        latest_start: i64::MIN,
+                        ..PriorityLevel::default()
+                    },
+                );
+                i
+            }
+        };
+        let level = &mut self.levels[index];
+        let r = &pod.requests;
+        level.pods += 1;
+        level.milli_cpu += r.milli_cpu;
+        level.memory += r.memory;
+        level.ephemeral_storage += r.ephemeral_storage;
+        level.max_milli_cpu = level.max_milli_cpu.max(r.milli_cpu);
+        level.max_memory = level.max_memory.max(r.memory);
+        level.max_ephemeral_storage = level.max_ephemeral_storage.max(r.ephemeral_storage);
+        level.latest_start = level.latest_start.max(pod.start_time.unwrap_or(i64::MAX));
+    }
+
+    /// Recomputes the level of `priority` from the pods (after a removal).
+    fn rebuild_level(&mut self, priority: i32) {
+        let Ok(index) = self.levels.binary_search_by(|l| l.priority.cmp(&priority)) else {
+            return;
+        };
+        let mut level = PriorityLevel {
+            priority,
+            latest_start: i64::MIN,
+            ..PriorityLevel::default()
+        };
+        for pod in self.pods.iter().filter(|p| p.priority == priority) {
+            let r = &pod.requests;
+            level.pods += 1;
+            level.milli_cpu += r.milli_cpu;
+            level.memory += r.memory;
+            level.ephemeral_storage += r.ephemeral_storage;
+            level.max_milli_cpu = level.max_milli_cpu.max(r.milli_cpu);
+            level.max_memory = level.max_memory.max(r.memory);
+            level.max_ephemeral_storage = level.max_ephemeral_storage.max(r.ephemeral_storage);
+            level.latest_start = level.latest_start.max(pod.start_time.unwrap_or(i64::MAX));
+        }
+        if level.pods == 0 {
+            self.levels.remove(index);
+        } else {
+            self.levels[index] = level;
+        }
+    }
+
     fn add_pod(&mut self, pod: Arc<Pod>) {
+        self.add_to_level(&pod);
         self.index_labels(&pod, 1);
         self.requested.add(&pod.requests);
         if pod.has_required_anti_affinity() {
@@ -114,6 +193,7 @@ impl NodeInfo {
     fn remove_pod(&mut self, uid: &str) -> Option<Arc<Pod>> {
         let index = self.pods.iter().position(|p| &*p.uid == uid)?;
         let pod = self.pods.swap_remove(index);
+        self.rebuild_level(pod.priority);
         self.index_labels(&pod, -1);
         self.requested.sub(&pod.requests);
         if pod.has_required_anti_affinity() {

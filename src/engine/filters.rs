@@ -24,8 +24,12 @@ pub enum Code {
 pub struct Status {
     pub code: Code,
     pub plugin: &'static str,
-    pub reasons: Vec<String>,
+    pub reasons: Vec<Reason>,
 }
+
+/// A failure reason; static in the common cases so a filter pass over many nodes does not
+/// allocate a string per node.
+pub type Reason = std::borrow::Cow<'static, str>;
 
 impl Status {
     pub fn success() -> Self {
@@ -40,7 +44,7 @@ impl Status {
         self.code == Code::Success
     }
 
-    fn unschedulable(plugin: &'static str, reason: impl Into<String>) -> Self {
+    fn unschedulable(plugin: &'static str, reason: impl Into<Reason>) -> Self {
         Status {
             code: Code::Unschedulable,
             plugin,
@@ -48,7 +52,7 @@ impl Status {
         }
     }
 
-    fn unresolvable(plugin: &'static str, reason: impl Into<String>) -> Self {
+    fn unresolvable(plugin: &'static str, reason: impl Into<Reason>) -> Self {
         Status {
             code: Code::UnschedulableAndUnresolvable,
             plugin,
@@ -573,7 +577,7 @@ impl<'a> PreFilter<'a> {
         Some(NodeScratch {
             info,
             node,
-            removed: vec![false; info.pods.len()],
+            removed: Vec::new(),
             extra: Vec::new(),
             pod_count: info.pods.len() as i64,
             requested: info.requested.clone(),
@@ -634,6 +638,9 @@ impl<'a> PreFilter<'a> {
 
     /// Removes the `index`-th bound pod of the node from the scratch.
     pub fn remove_bound(&self, scratch: &mut NodeScratch<'_>, index: usize) {
+        if scratch.removed.is_empty() {
+            scratch.removed = vec![false; scratch.info.pods.len()];
+        }
         if !scratch.removed[index] {
             scratch.removed[index] = true;
             let pod = scratch.info.pods[index].clone();
@@ -643,7 +650,7 @@ impl<'a> PreFilter<'a> {
 
     /// Puts the `index`-th bound pod back.
     pub fn restore_bound(&self, scratch: &mut NodeScratch<'_>, index: usize) {
-        if scratch.removed[index] {
+        if scratch.removed.get(index).copied().unwrap_or(false) {
             scratch.removed[index] = false;
             let pod = scratch.info.pods[index].clone();
             self.apply(scratch, &pod, 1);
@@ -664,6 +671,9 @@ impl<'a> PreFilter<'a> {
     /// with the nominated pods added, then (if any were added and that passed) without.
     pub fn fits_with_nominated(&self, scratch: &mut NodeScratch<'_>) -> Status {
         let info = scratch.info;
+        if info.nominated.is_empty() {
+            return self.dynamic_filters(scratch);
+        }
         let nominated: Vec<&Pod> = self.nominated_pods(info).collect();
         if !nominated.is_empty() {
             for p in &nominated {
@@ -728,12 +738,17 @@ impl<'a> PreFilter<'a> {
         let mut reasons = Vec::new();
         let mut unresolvable = false;
         if scratch.pod_count + 1 > alloc.pods {
-            reasons.push("Too many pods".to_string());
+            reasons.push(Reason::Borrowed("Too many pods"));
         }
         if !request.is_zero_request() {
             let mut check = |name: &str, want: i64, have: i64, in_use: i64| {
                 if want > 0 && want > have - in_use {
-                    reasons.push(format!("Insufficient {name}"));
+                    reasons.push(match name {
+                        "cpu" => Reason::Borrowed("Insufficient cpu"),
+                        "memory" => Reason::Borrowed("Insufficient memory"),
+                        "ephemeral-storage" => Reason::Borrowed("Insufficient ephemeral-storage"),
+                        other => Reason::Owned(format!("Insufficient {other}")),
+                    });
                     if want > have {
                         unresolvable = true;
                     }
@@ -892,9 +907,9 @@ impl<'n> NodeScratch<'n> {
         self.info
             .pods
             .iter()
-            .zip(&self.removed)
-            .filter(|(_, removed)| !**removed)
-            .map(|(p, _)| &**p)
+            .enumerate()
+            .filter(|(i, _)| !self.removed.get(*i).copied().unwrap_or(false))
+            .map(|(_, p)| &**p)
             .chain(self.extra.iter().copied())
     }
 }

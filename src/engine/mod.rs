@@ -2,6 +2,7 @@
 //! search with remove-all-then-reprieve victim selection, the node pick and the
 //! nominations to clear — upstream DefaultPreemption's semantics (v1.35).
 
+mod bounds;
 pub mod filters;
 mod victims;
 
@@ -19,6 +20,13 @@ use filters::PreFilter;
 
 /// Below this many nodes a decision runs on the calling thread.
 const PARALLEL_THRESHOLD: usize = 256;
+/// Up to this many potential nodes every one is dry-run; above, bounds prune the search.
+const PRUNE_THRESHOLD: usize = 64;
+const NOT_HELPFUL: &[filters::Reason] = &[std::borrow::Cow::Borrowed(
+    "Preemption is not helpful for scheduling",
+)];
+/// Nodes dry-run between two pruning checks.
+const PRUNE_CHUNK: usize = 32;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Outcome {
@@ -81,6 +89,7 @@ pub struct Decision {
     pub diagnostics: Vec<NodeDiagnostic>,
     /// Generation of the chosen node in the snapshot (for the commit check).
     pub node_generation: u64,
+    /// Nodes dry-run for preemption (the filter pass covers every node).
     pub nodes_evaluated: usize,
     pub candidates: usize,
 }
@@ -140,11 +149,14 @@ fn now_nanos() -> i64 {
 }
 
 /// Upstream's FitError text: `0/N nodes are available: <count> <reason>, ....`
-fn fit_error_message(total: usize, statuses: impl Iterator<Item = Vec<String>>) -> String {
-    let mut histogram: BTreeMap<String, usize> = BTreeMap::new();
+fn fit_error_message<'a>(
+    total: usize,
+    statuses: impl Iterator<Item = &'a [filters::Reason]>,
+) -> String {
+    let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
     for reasons in statuses {
         for reason in reasons {
-            *histogram.entry(reason).or_default() += 1;
+            *histogram.entry(reason.as_ref()).or_default() += 1;
         }
     }
     let mut parts: Vec<String> = histogram
@@ -218,10 +230,10 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
         );
         decision.feasible_nodes = feasible;
         decision = decision.with_diagnostics(diagnostics);
-        decision.nodes_evaluated = nodes.len();
         return decision;
     }
-    let filter_message = fit_error_message(nodes.len(), statuses.iter().map(|s| s.reasons.clone()));
+    let filter_message =
+        fit_error_message(nodes.len(), statuses.iter().map(|s| s.reasons.as_slice()));
 
     // 2. Eligibility.
     if let Some(reason) = not_eligible_reason(snapshot, preemptor, &statuses) {
@@ -230,7 +242,6 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
             format!("{filter_message} preemption: {reason}"),
         );
         decision = decision.with_diagnostics(diagnostics);
-        decision.nodes_evaluated = nodes.len();
         return decision;
     }
 
@@ -254,17 +265,67 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
             ),
         )
     };
-    let results: Vec<(usize, Result<Candidate, Status>)> = if parallel {
-        potential.par_iter().map(evaluate).collect()
-    } else {
-        potential.iter().map(evaluate).collect()
+    let run = |indices: &[usize]| -> Vec<(usize, Result<Candidate, Status>)> {
+        if indices.len() >= 8 && parallel {
+            indices.par_iter().map(evaluate).collect()
+        } else {
+            indices.iter().map(evaluate).collect()
+        }
     };
     let mut candidates = Vec::new();
     let mut failures: Vec<(usize, Status)> = Vec::new();
-    for (index, result) in results {
-        match result {
-            Ok(c) => candidates.push(c),
-            Err(s) => failures.push((index, s)),
+    let mut collect = |results: Vec<(usize, Result<Candidate, Status>)>,
+                       candidates: &mut Vec<Candidate>| {
+        for (index, result) in results {
+            match result {
+                Ok(c) => candidates.push(c),
+                Err(s) => failures.push((index, s)),
+            }
+        }
+    };
+    if options.explain || potential.len() <= PRUNE_THRESHOLD {
+        collect(run(&potential), &mut candidates);
+    } else {
+        // Most promising nodes first (by resource lower bounds), in chunks; stop once no
+        // remaining node can beat the best candidate found. Nodes that cannot fit even
+        // with every lower-priority pod gone are dry-run only if nothing else is found,
+        // for the failure message.
+        let mut bounded: Vec<(bounds::Bound, usize)> = Vec::with_capacity(potential.len());
+        let mut unfit: Vec<usize> = Vec::new();
+        for &index in &potential {
+            match bounds::bound(&pre, &nodes[index]) {
+                Some(b) => bounded.push((b, index)),
+                None => unfit.push(index),
+            }
+        }
+        bounded.sort_unstable_by_key(|(b, index)| (b.order(), *index));
+        let mut best: Option<([i64; 4], i64)> = None;
+        for chunk in bounded.chunks(PRUNE_CHUNK) {
+            let open: Vec<usize> = chunk
+                .iter()
+                .filter(|(b, _)| best.is_none_or(|(key, start)| !b.loses_to(key, start, now)))
+                .map(|(_, i)| *i)
+                .collect();
+            if open.is_empty() {
+                break;
+            }
+            let before = candidates.len();
+            collect(run(&open), &mut candidates);
+            for c in &candidates[before..] {
+                let key = (score_key(c), earliest_start_of_highest(c, now));
+                // Smaller key, then later start, is better.
+                best = Some(match best {
+                    Some(b)
+                        if (b.0, std::cmp::Reverse(b.1)) <= (key.0, std::cmp::Reverse(key.1)) =>
+                    {
+                        b
+                    }
+                    _ => key,
+                });
+            }
+        }
+        if candidates.is_empty() {
+            collect(run(&unfit), &mut candidates);
         }
     }
     if options.explain {
@@ -285,18 +346,15 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
             nodes.len(),
             failures
                 .iter()
-                .map(|(_, s)| s.reasons.clone())
-                .chain(std::iter::repeat_n(
-                    vec!["Preemption is not helpful for scheduling".to_string()],
-                    not_helpful,
-                )),
+                .map(|(_, s)| s.reasons.as_slice())
+                .chain(std::iter::repeat_n(NOT_HELPFUL, not_helpful)),
         );
         let mut decision = Decision::new(
             Outcome::NoCandidate,
             format!("{filter_message} preemption: {preemption_message}"),
         );
         decision = decision.with_diagnostics(diagnostics);
-        decision.nodes_evaluated = potential.len();
+        decision.nodes_evaluated = candidates.len() + failures.len();
         return decision;
     }
 
@@ -317,7 +375,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
     decision.nominated_pods_to_clear = to_clear.iter().map(|p| p.pod_ref()).collect();
     decision.node_generation = info.generation;
     decision = decision.with_diagnostics(diagnostics);
-    decision.nodes_evaluated = potential.len();
+    decision.nodes_evaluated = candidates.len() + failures.len();
     decision.candidates = candidates.len();
     decision
 }
@@ -343,30 +401,42 @@ fn not_eligible_reason(
     blocked.then_some("not eligible due to a terminating pod on the nominated node.")
 }
 
+const SHIFT: i64 = i32::MAX as i64 + 1;
+
+/// The first four pick criteria as a key where smaller is better: PDB violations, the
+/// highest victim priority, the sum of priorities shifted by 2^31, the victim count.
+pub(crate) fn score_key(c: &Candidate) -> [i64; 4] {
+    [
+        c.pdb_violations as i64,
+        c.victims.first().map(|p| p.priority as i64).unwrap_or(0),
+        c.victims.iter().map(|p| p.priority as i64 + SHIFT).sum(),
+        c.victims.len() as i64,
+    ]
+}
+
+/// Criterion 5: the earliest start time among the victims of the highest priority (unset
+/// start = now); a later one is better.
+fn earliest_start_of_highest(c: &Candidate, now: i64) -> i64 {
+    let highest = c.victims.iter().map(|p| p.priority).max().unwrap_or(0);
+    c.victims
+        .iter()
+        .filter(|p| p.priority == highest)
+        .map(|p| p.start_time.unwrap_or(now))
+        .min()
+        .unwrap_or(i64::MIN)
+}
+
 /// Upstream `pickOneNodeForPreemption` with a deterministic last tie-break (node name).
 fn pick_one(candidates: &[Candidate], nodes: &imbl::Vector<Arc<NodeInfo>>, now: i64) -> usize {
     // Scores where higher is better, in upstream's criteria order.
     let score = |c: &Candidate| -> [i64; 5] {
-        let highest = c.victims.iter().map(|p| p.priority).max().unwrap_or(0);
-        let first = c.victims.first().map(|p| p.priority).unwrap_or(0);
-        let sum: i64 = c
-            .victims
-            .iter()
-            .map(|p| p.priority as i64 + (i32::MAX as i64 + 1))
-            .sum();
-        let earliest_of_highest = c
-            .victims
-            .iter()
-            .filter(|p| p.priority == highest)
-            .map(|p| p.start_time.unwrap_or(now))
-            .min()
-            .unwrap_or(i64::MIN);
+        let [violations, first, sum, count] = score_key(c);
         [
-            -(c.pdb_violations as i64),
-            -(first as i64),
+            -violations,
+            -first,
             -sum,
-            -(c.victims.len() as i64),
-            earliest_of_highest,
+            -count,
+            earliest_start_of_highest(c, now),
         ]
     };
     let scores: Vec<[i64; 5]> = candidates.iter().map(score).collect();

@@ -32,7 +32,8 @@ impl<'a> PdbIndex<'a> {
         &self,
         pods: &[&'p Arc<Pod>],
     ) -> (Vec<&'p Arc<Pod>>, Vec<&'p Arc<Pod>>) {
-        let mut remaining: HashMap<usize, i32> = HashMap::new();
+        // Budgets touched on this node, copied on first use (few per node).
+        let mut remaining: Vec<(usize, i32)> = Vec::new();
         let mut violating = Vec::new();
         let mut non_violating = Vec::new();
         for pod in pods {
@@ -49,9 +50,15 @@ impl<'a> PdbIndex<'a> {
                     if pdb.disrupted_pods.iter().any(|n| *n == pod.name) {
                         continue;
                     }
-                    let left = remaining.entry(*index).or_insert(pdb.disruptions_allowed);
-                    *left -= 1;
-                    if *left < 0 {
+                    let slot = match remaining.iter().position(|(i, _)| i == index) {
+                        Some(slot) => slot,
+                        None => {
+                            remaining.push((*index, pdb.disruptions_allowed));
+                            remaining.len() - 1
+                        }
+                    };
+                    remaining[slot].1 -= 1;
+                    if remaining[slot].1 < 0 {
                         violated = true;
                     }
                 }
@@ -127,7 +134,7 @@ pub(crate) fn select_victims_on_node(
         return Err(Status {
             code: Code::UnschedulableAndUnresolvable,
             plugin: "DefaultPreemption",
-            reasons: vec!["preemption found no victims to evict on this node".to_string()],
+            reasons: vec!["preemption found no victims to evict on this node".into()],
         });
     }
     Ok((victims, pdb_violations))
@@ -137,6 +144,6 @@ fn no_victims() -> Status {
     Status {
         code: Code::UnschedulableAndUnresolvable,
         plugin: "DefaultPreemption",
-        reasons: vec!["No preemption victims found for incoming pod".to_string()],
+        reasons: vec!["No preemption victims found for incoming pod".into()],
     }
 }

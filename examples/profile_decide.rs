@@ -1,0 +1,55 @@
+//! Loads a generated cluster once, then runs many decisions: a target for `perf record`.
+//! `cargo run --release --example profile_decide -- [resources|affinity] [nodes] [pods] [iterations]`
+
+use std::time::Instant;
+
+use preemptd::cache::ClusterCache;
+use preemptd::engine::{self, DecideOptions};
+use preemptd::generate::{self, ClusterSpec};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let kind = args.get(1).map(String::as_str).unwrap_or("resources");
+    let nodes = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5_000);
+    let pods = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(30);
+    let iterations: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(200);
+    let cluster = generate::generate(&ClusterSpec {
+        nodes,
+        pods_per_node: pods,
+        seed: 1,
+    });
+    let cache = ClusterCache::new();
+    for n in cluster.nodes {
+        cache.upsert_node(n);
+    }
+    for b in cluster.pdbs {
+        cache.upsert_pdb(b);
+    }
+    for p in cluster.pods {
+        cache.upsert_pod(p).expect("generated pods load");
+    }
+    let snapshot = cache.snapshot();
+    let pod = if kind == "affinity" {
+        generate::affinity_preemptor(1)
+    } else {
+        generate::resource_preemptor(1)
+    };
+    let mut times = Vec::with_capacity(iterations);
+    let mut last = None;
+    for _ in 0..iterations {
+        let start = Instant::now();
+        last = Some(engine::decide(&snapshot, &pod, &DecideOptions::default()));
+        times.push(start.elapsed());
+    }
+    times.sort();
+    let d = last.expect("at least one iteration");
+    println!(
+        "{kind}: median {:?}, p99 {:?}; outcome {:?} on {:?}, {} victims, {} candidates",
+        times[times.len() / 2],
+        times[times.len() * 99 / 100],
+        d.outcome,
+        d.nominated_node,
+        d.victims.len(),
+        d.candidates
+    );
+}

@@ -1,0 +1,133 @@
+//! Lower bounds on a node's pick score from resources alone, so the exhaustive candidate
+//! search can skip nodes that provably cannot win, without changing the decision.
+//!
+//! For the resource filters, removing pods never hurts. So if the victims V make the
+//! preemptor fit, removing every lower-priority pod with priority ≤ max(V) also frees
+//! enough: the smallest priority level whose removal frees the deficit bounds the highest
+//! victim priority from below. The deficit over the largest single request bounds the
+//! victim count, and both bound the shifted priority sum.
+
+use super::filters::PreFilter;
+use crate::cache::NodeInfo;
+
+/// Component-wise lower bounds of (highest victim priority, shifted sum, victim count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Bound {
+    pub highest: i64,
+    pub sum: i64,
+    pub count: i64,
+    /// Upper bound of criterion 5 (earliest start among the highest-priority victims) when
+    /// the highest victim priority is `highest`: the latest start at that priority.
+    pub latest_start: i64,
+}
+
+impl Bound {
+    /// As a pick-score key (PDB violations ≥ 0 first), comparable with
+    /// [`super::score_key`]: a node whose bound key is greater than the best candidate's
+    /// key cannot win.
+    pub fn key(&self) -> [i64; 4] {
+        [0, self.highest, self.sum, self.count]
+    }
+
+    /// Whether a node with this bound provably loses to a candidate with `best` key and
+    /// criterion-5 value `best_start` (`now` stands for unset start times).
+    pub fn loses_to(&self, best: [i64; 4], best_start: i64, now: i64) -> bool {
+        let key = self.key();
+        let latest = if self.latest_start == i64::MAX {
+            now
+        } else {
+            self.latest_start
+        };
+        key > best || (key == best && latest < best_start)
+    }
+
+    /// Sort key: most promising first.
+    pub fn order(&self) -> ([i64; 4], std::cmp::Reverse<i64>) {
+        (self.key(), std::cmp::Reverse(self.latest_start))
+    }
+}
+
+const SHIFT: i64 = i32::MAX as i64 + 1;
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    if b <= 0 { i64::MAX } else { (a + b - 1) / b }
+}
+
+/// `None` when the preemptor cannot fit on the node even with every lower-priority pod
+/// gone (or there is no lower-priority pod): the node is no candidate.
+pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
+    let pod = pre.pod;
+    let node = info.node.as_deref()?;
+    let alloc = &node.allocatable;
+    let want = &pod.requests;
+    let mut cpu = info.requested.milli_cpu + want.milli_cpu;
+    let mut memory = info.requested.memory + want.memory;
+    let mut storage = info.requested.ephemeral_storage + want.ephemeral_storage;
+    let mut slots = info.pods.len() as i64 + 1;
+    for n in pre.nominated_pods(info) {
+        cpu += n.requests.milli_cpu;
+        memory += n.requests.memory;
+        storage += n.requests.ephemeral_storage;
+        slots += 1;
+    }
+    // Only resources the preemptor requests are checked (and none when it requests
+    // nothing but a pod slot).
+    let checked = !want.is_zero_request();
+    let deficit = |used: i64, have: i64, requested: i64| {
+        if checked && requested > 0 {
+            (used - have).max(0)
+        } else {
+            0
+        }
+    };
+    let d_cpu = deficit(cpu, alloc.milli_cpu, want.milli_cpu);
+    let d_memory = deficit(memory, alloc.memory, want.memory);
+    let d_storage = deficit(storage, alloc.ephemeral_storage, want.ephemeral_storage);
+    let d_slots = (slots - alloc.pods).max(0);
+
+    let below = info.levels.partition_point(|l| l.priority < pod.priority);
+    let lower = &info.levels[..below];
+    let lowest = lower.first()?.priority as i64;
+    if d_cpu == 0 && d_memory == 0 && d_storage == 0 && d_slots == 0 {
+        // Resources fit already; some other filter needs at least one victim.
+        return Some(Bound {
+            highest: lowest,
+            sum: lowest + SHIFT,
+            count: 1,
+            latest_start: lower[0].latest_start,
+        });
+    }
+    let (mut f_cpu, mut f_memory, mut f_storage, mut f_slots) = (0, 0, 0, 0);
+    let mut highest = None;
+    let mut latest_start = i64::MAX;
+    for level in lower {
+        f_cpu += level.milli_cpu;
+        f_memory += level.memory;
+        f_storage += level.ephemeral_storage;
+        f_slots += level.pods;
+        if f_cpu >= d_cpu && f_memory >= d_memory && f_storage >= d_storage && f_slots >= d_slots {
+            highest = Some(level.priority as i64);
+            latest_start = level.latest_start;
+            break;
+        }
+    }
+    let highest = highest?;
+    let max_of =
+        |f: fn(&crate::cache::PriorityLevel) -> i64| lower.iter().map(f).max().unwrap_or(0);
+    let mut count = 1.max(d_slots);
+    for (deficit, largest) in [
+        (d_cpu, max_of(|l| l.max_milli_cpu)),
+        (d_memory, max_of(|l| l.max_memory)),
+        (d_storage, max_of(|l| l.max_ephemeral_storage)),
+    ] {
+        if deficit > 0 {
+            count = count.max(ceil_div(deficit, largest));
+        }
+    }
+    Some(Bound {
+        highest,
+        sum: (highest + SHIFT) + (count - 1) * (lowest + SHIFT),
+        count,
+        latest_start,
+    })
+}

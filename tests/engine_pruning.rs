@@ -1,0 +1,98 @@
+//! The bounded (pruned) candidate search must give exactly the decision of the full
+//! search. `explain` turns pruning off, so the two are compared on generated clusters.
+
+use preemptd::cache::ClusterCache;
+use preemptd::engine::{self, DecideOptions, Outcome};
+use preemptd::generate::{self, ClusterSpec};
+use preemptd::model::quantity::Quantity;
+use preemptd::model::{ContainerResources, Pod};
+
+fn load(spec: &ClusterSpec) -> ClusterCache {
+    let cluster = generate::generate(spec);
+    let cache = ClusterCache::new();
+    for n in cluster.nodes {
+        cache.upsert_node(n);
+    }
+    for b in cluster.pdbs {
+        cache.upsert_pdb(b);
+    }
+    for p in cluster.pods {
+        cache.upsert_pod(p).unwrap();
+    }
+    cache
+}
+
+fn preemptor(base: Pod, priority: i32, millis: i64) -> Pod {
+    let mut pod = base;
+    pod.priority = priority;
+    pod.containers[0].requests = ContainerResources::new(vec![
+        ("cpu".into(), Quantity::from_millis(millis)),
+        ("memory".into(), Quantity::from_units(millis << 20)),
+    ]);
+    pod.finish()
+}
+
+#[test]
+fn pruned_search_decides_like_the_full_search() {
+    let mut preempted = 0;
+    let mut pruned_some = 0;
+    for seed in 0..6 {
+        let cache = load(&ClusterSpec {
+            nodes: 150 + 40 * seed as usize,
+            pods_per_node: 8 + 3 * seed as usize,
+            seed,
+        });
+        let snapshot = cache.snapshot();
+        let now = Some(1_800_000_000_000_000_000);
+        for (i, (priority, millis)) in [
+            (50, 1500),
+            (500, 3000),
+            (5000, 6000),
+            (200_000, 9000),
+            (1000, 500),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            for base in [
+                generate::resource_preemptor(i as u64),
+                generate::affinity_preemptor(i as u64),
+            ] {
+                let pod = preemptor(base, priority, millis);
+                let full = engine::decide(&snapshot, &pod, &DecideOptions { explain: true, now });
+                let pruned = engine::decide(
+                    &snapshot,
+                    &pod,
+                    &DecideOptions {
+                        explain: false,
+                        now,
+                    },
+                );
+                assert_eq!(full.outcome, pruned.outcome, "seed {seed} pod {i}");
+                assert_eq!(
+                    full.nominated_node, pruned.nominated_node,
+                    "seed {seed} pod {i}"
+                );
+                assert_eq!(full.victims, pruned.victims, "seed {seed} pod {i}");
+                assert_eq!(full.nominated_pods_to_clear, pruned.nominated_pods_to_clear);
+                assert_eq!(full.pdb_violations, pruned.pdb_violations);
+                assert_eq!(full.message, pruned.message);
+                if full.outcome == Outcome::Preempt {
+                    preempted += 1;
+                    assert!(pruned.nodes_evaluated <= full.nodes_evaluated);
+                    if pruned.nodes_evaluated < full.nodes_evaluated {
+                        pruned_some += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        preempted >= 20,
+        "only {preempted} decisions preempted: the comparison is too weak"
+    );
+    assert!(
+        pruned_some >= 10,
+        "pruning skipped nodes in only {pruned_some} decisions"
+    );
+}
