@@ -620,7 +620,7 @@ fn filter_status(s: &FilterStatus) -> pb::FilterStatus {
     pb::FilterStatus {
         code: code.into(),
         plugin: s.plugin.to_string(),
-        reasons: s.reasons.clone(),
+        reasons: s.reasons.iter().map(|r| r.to_string()).collect(),
     }
 }
 
