@@ -5,6 +5,7 @@
 //! sits on top and is the only place that knows tonic or prost.
 
 pub mod cache;
+pub mod cli;
 pub mod engine;
 pub mod generate;
 pub mod model;
