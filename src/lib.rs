@@ -10,5 +10,6 @@ pub mod engine;
 pub mod generate;
 pub mod model;
 pub mod nominations;
+pub mod ops;
 pub mod server;
 pub mod simulate;

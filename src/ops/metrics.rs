@@ -1,0 +1,332 @@
+//! Prometheus metrics through the `metrics` facade, served as text at `/metrics` on
+//! their own address.
+//!
+//! Without an installed recorder every `metrics::` call is a no-op, so the server and the
+//! library run the same with metrics off. [`install`] sets the process-wide recorder
+//! (idempotent: a test binary may start several servers); [`MetricsEndpoint::start`]
+//! serves it. Names follow kube-scheduler (`scheduler_preemption_*`) and go-grpc-prometheus
+//! (`grpc_server_*`); preemptd's own start with `preemptd_`.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, oneshot};
+use tokio::task::JoinHandle;
+
+pub const PREEMPTION_ATTEMPTS: &str = "scheduler_preemption_attempts_total";
+pub const PREEMPTION_VICTIMS: &str = "scheduler_preemption_victims";
+pub const GRPC_STARTED: &str = "grpc_server_started_total";
+pub const GRPC_HANDLED: &str = "grpc_server_handled_total";
+pub const GRPC_HANDLING_SECONDS: &str = "grpc_server_handling_seconds";
+pub const DECISIONS: &str = "preemptd_decisions_total";
+pub const DECISION_SECONDS: &str = "preemptd_decision_duration_seconds";
+pub const CACHE_NODES: &str = "preemptd_cache_nodes";
+pub const CACHE_PODS: &str = "preemptd_cache_pods";
+pub const CACHE_NOMINATED_PODS: &str = "preemptd_cache_nominated_pods";
+pub const CACHE_PDBS: &str = "preemptd_cache_pdbs";
+pub const NOMINATIONS_REVISION: &str = "preemptd_nominations_revision";
+pub const WATCH_SUBSCRIBERS: &str = "preemptd_watch_subscribers";
+pub const WATCH_CUT_OFF: &str = "preemptd_watch_subscribers_cut_off_total";
+
+/// kube-scheduler's buckets for victims per preemption: exponential(1, 2, 7).
+const VICTIM_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+/// RPC latency: sub-millisecond decisions up to the default 10 s timeout.
+const RPC_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+/// Decide-and-commit time: the targets are p50 ≤ 1 ms, p99 ≤ 2–50 ms by cluster size.
+const DECISION_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+/// Scrapes served at once; more connections wait (the port is for Prometheus, not the
+/// public).
+const MAX_SCRAPES: usize = 16;
+/// Longest request head read from a scraper, and how long it may take to send it.
+const MAX_REQUEST_HEAD: usize = 8 * 1024;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the process-wide Prometheus recorder with explicit buckets and metric help,
+/// or returns the one already installed by an earlier call. Fails when another recorder
+/// was installed by someone else.
+pub fn install() -> anyhow::Result<PrometheusHandle> {
+    if let Some(handle) = HANDLE.get() {
+        return Ok(handle.clone());
+    }
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Full(PREEMPTION_VICTIMS.into()), VICTIM_BUCKETS)
+        .and_then(|b| {
+            b.set_buckets_for_metric(Matcher::Full(GRPC_HANDLING_SECONDS.into()), RPC_BUCKETS)
+        })
+        .and_then(|b| {
+            b.set_buckets_for_metric(Matcher::Full(DECISION_SECONDS.into()), DECISION_BUCKETS)
+        })
+        .context("metric buckets")?
+        .build_recorder();
+    let handle = recorder.handle();
+    // Two threads racing here: the loser's recorder is refused and it uses the winner's.
+    match metrics::set_global_recorder(recorder) {
+        Ok(()) => {
+            describe();
+            let _ = HANDLE.set(handle.clone());
+            Ok(handle)
+        }
+        Err(_) => HANDLE
+            .get()
+            .cloned()
+            .context("another metrics recorder is already installed"),
+    }
+}
+
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        PREEMPTION_ATTEMPTS,
+        "Preemption attempts (Preempt calls for pods that fit nowhere)"
+    );
+    describe_histogram!(PREEMPTION_VICTIMS, "Victims per preemption decision");
+    describe_counter!(GRPC_STARTED, "RPCs started on the server");
+    describe_counter!(GRPC_HANDLED, "RPCs completed on the server, by status code");
+    describe_histogram!(
+        GRPC_HANDLING_SECONDS,
+        "Time from the start of an RPC to its last response message"
+    );
+    describe_counter!(DECISIONS, "Preempt decisions by outcome");
+    describe_histogram!(
+        DECISION_SECONDS,
+        "Time to decide (and commit) one Preempt call"
+    );
+    describe_gauge!(CACHE_NODES, "Nodes in the cluster cache");
+    describe_gauge!(CACHE_PODS, "Pods in the cluster cache");
+    describe_gauge!(CACHE_NOMINATED_PODS, "Pending pods nominated to a node");
+    describe_gauge!(CACHE_PDBS, "PodDisruptionBudgets in the cluster cache");
+    describe_gauge!(NOMINATIONS_REVISION, "Revision of the nominations log");
+    describe_gauge!(WATCH_SUBSCRIBERS, "Open WatchNominations streams");
+    describe_counter!(
+        WATCH_CUT_OFF,
+        "Watchers cut off with RESOURCE_EXHAUSTED for falling behind"
+    );
+}
+
+/// One Preempt call answered. `outcome` is the lowercase outcome name.
+pub fn record_decision(outcome: &'static str, victims: usize, elapsed: Duration) {
+    metrics::counter!(DECISIONS, "outcome" => outcome).increment(1);
+    metrics::histogram!(DECISION_SECONDS).record(elapsed.as_secs_f64());
+    // As kube-scheduler: every PostFilter run is an attempt; victims are observed for
+    // decisions that preempt.
+    if outcome != "fits" {
+        metrics::counter!(PREEMPTION_ATTEMPTS).increment(1);
+    }
+    if outcome == "preempt" {
+        metrics::histogram!(PREEMPTION_VICTIMS).record(victims as f64);
+    }
+}
+
+pub fn rpc_started(service: &'static str, method: &'static str) {
+    metrics::counter!(GRPC_STARTED, "grpc_service" => service, "grpc_method" => method)
+        .increment(1);
+}
+
+pub fn rpc_handled(
+    service: &'static str,
+    method: &'static str,
+    code: &'static str,
+    elapsed: Duration,
+) {
+    metrics::counter!(
+        GRPC_HANDLED,
+        "grpc_service" => service,
+        "grpc_method" => method,
+        "grpc_code" => code
+    )
+    .increment(1);
+    metrics::histogram!(
+        GRPC_HANDLING_SECONDS,
+        "grpc_service" => service,
+        "grpc_method" => method
+    )
+    .record(elapsed.as_secs_f64());
+}
+
+pub fn watch_cut_off() {
+    metrics::counter!(WATCH_CUT_OFF).increment(1);
+}
+
+/// Values read at scrape time (they cost a walk over the cache, so they are not kept
+/// up to date on every change).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Snapshot {
+    pub nodes: usize,
+    pub pods: usize,
+    pub nominated_pods: usize,
+    pub pdbs: usize,
+    pub nominations_revision: u64,
+    pub watch_subscribers: usize,
+}
+
+fn set_gauges(s: &Snapshot) {
+    metrics::gauge!(CACHE_NODES).set(s.nodes as f64);
+    metrics::gauge!(CACHE_PODS).set(s.pods as f64);
+    metrics::gauge!(CACHE_NOMINATED_PODS).set(s.nominated_pods as f64);
+    metrics::gauge!(CACHE_PDBS).set(s.pdbs as f64);
+    metrics::gauge!(NOMINATIONS_REVISION).set(s.nominations_revision as f64);
+    metrics::gauge!(WATCH_SUBSCRIBERS).set(s.watch_subscribers as f64);
+}
+
+/// Reads the scrape-time values; runs on the blocking pool.
+pub type SnapshotFn = Arc<dyn Fn() -> Snapshot + Send + Sync>;
+
+/// The `/metrics` listener: plain HTTP/1.1, one request per connection.
+pub struct MetricsEndpoint {
+    local_addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl MetricsEndpoint {
+    /// Binds `addr` and serves `handle` at `/metrics`, refreshing the scrape-time gauges
+    /// from `snapshot` on every scrape.
+    pub async fn start(
+        addr: SocketAddr,
+        handle: PrometheusHandle,
+        snapshot: SnapshotFn,
+    ) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("bind metrics address {addr}"))?;
+        let local_addr = listener.local_addr().context("metrics local address")?;
+        let (tx, mut rx) = oneshot::channel::<()>();
+        let permits = Arc::new(Semaphore::new(MAX_SCRAPES));
+        let task = tokio::spawn(async move {
+            loop {
+                let permit = tokio::select! {
+                    _ = &mut rx => break,
+                    permit = permits.clone().acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => break,
+                    },
+                };
+                let (stream, peer) = tokio::select! {
+                    _ = &mut rx => break,
+                    accepted = listener.accept() => match accepted {
+                        Ok(accepted) => accepted,
+                        Err(error) => {
+                            tracing::warn!(%error, "metrics accept failed");
+                            // Out of file descriptors and the like: do not spin.
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            continue;
+                        }
+                    },
+                };
+                let (handle, snapshot) = (handle.clone(), snapshot.clone());
+                tokio::spawn(async move {
+                    let _permit = permit;
+                    if let Err(error) = serve_one(stream, handle, snapshot).await {
+                        tracing::debug!(%peer, %error, "metrics request failed");
+                    }
+                });
+            }
+        });
+        tracing::info!(addr = %local_addr, "serving metrics at /metrics");
+        Ok(MetricsEndpoint {
+            local_addr,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting scrapes.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for MetricsEndpoint {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+async fn serve_one(
+    mut stream: TcpStream,
+    handle: PrometheusHandle,
+    snapshot: SnapshotFn,
+) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let read = tokio::time::timeout(REQUEST_TIMEOUT, async {
+        let mut buf = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            if head.len() > MAX_REQUEST_HEAD {
+                return Err(std::io::Error::other("request head too large"));
+            }
+            let n = stream.read(&mut buf).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        Ok(())
+    })
+    .await;
+    match read {
+        Ok(result) => result?,
+        Err(_) => return Err(std::io::ErrorKind::TimedOut.into()),
+    }
+    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let mut parts = line.split(|&b| b == b' ');
+    let (method, target) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    );
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    let (status, content_type, body) = match (method, path) {
+        (b"GET" | b"HEAD", b"/metrics") => {
+            // Counting nominated pods walks every node: keep it off the async threads.
+            let body = tokio::task::spawn_blocking(move || {
+                set_gauges(&snapshot());
+                handle.render()
+            })
+            .await
+            .map_err(std::io::Error::other)?;
+            ("200 OK", "text/plain; version=0.0.4; charset=utf-8", body)
+        }
+        (b"GET" | b"HEAD", _) => (
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            "not found: metrics are at /metrics\n".to_string(),
+        ),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain; charset=utf-8",
+            "method not allowed\n".to_string(),
+        ),
+    };
+    let mut response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if method != b"HEAD" {
+        response.extend_from_slice(body.as_bytes());
+    }
+    stream.write_all(&response).await?;
+    stream.shutdown().await
+}
