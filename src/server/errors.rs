@@ -24,9 +24,14 @@ pub enum ApiError {
     /// A watch asked for a revision the log no longer holds (or never had).
     #[error("{0}")]
     OutOfRange(String),
-    /// A watcher fell behind and was cut off.
+    /// A watcher fell behind and was cut off, or a limit (concurrent `Preempt` calls,
+    /// watch subscribers) is reached: the call is refused at once instead of queueing.
     #[error("{0}")]
     ResourceExhausted(String),
+    /// The per-RPC timeout (or the client's shorter `grpc-timeout`) ran out before the
+    /// handler answered.
+    #[error("{0}")]
+    DeadlineExceeded(String),
     /// Commits kept conflicting with concurrent changes.
     #[error("{0}")]
     Aborted(String),
@@ -64,6 +69,25 @@ impl ApiError {
         ApiError::Unavailable("server is shutting down".to_string())
     }
 
+    /// Load shedding: more `Preempt` calls in flight than `--max-concurrent-preempts`.
+    pub fn preempt_overloaded(limit: usize) -> Self {
+        ApiError::ResourceExhausted(format!(
+            "too many concurrent preempt calls (limit {limit}); retry with backoff"
+        ))
+    }
+
+    /// More `WatchNominations` streams than `--max-watchers`.
+    pub fn too_many_watchers(limit: usize) -> Self {
+        ApiError::ResourceExhausted(format!(
+            "too many nomination watchers (limit {limit}); retry later"
+        ))
+    }
+
+    /// The handler did not answer within `timeout`.
+    pub fn deadline_exceeded(timeout: std::time::Duration) -> Self {
+        ApiError::DeadlineExceeded(format!("no answer within the rpc timeout of {timeout:?}"))
+    }
+
     pub fn code(&self) -> Code {
         match self {
             ApiError::InvalidArgument { .. } => Code::InvalidArgument,
@@ -71,6 +95,7 @@ impl ApiError {
             ApiError::AlreadyExists(_) => Code::AlreadyExists,
             ApiError::OutOfRange(_) => Code::OutOfRange,
             ApiError::ResourceExhausted(_) => Code::ResourceExhausted,
+            ApiError::DeadlineExceeded(_) => Code::DeadlineExceeded,
             ApiError::Aborted(_) => Code::Aborted,
             ApiError::Unavailable(_) => Code::Unavailable,
             ApiError::Internal(_) => Code::Internal,
@@ -164,6 +189,12 @@ mod tests {
                 Code::ResourceExhausted,
             ),
             (End::Closed.into(), Code::Unavailable),
+            (ApiError::preempt_overloaded(4), Code::ResourceExhausted),
+            (ApiError::too_many_watchers(2), Code::ResourceExhausted),
+            (
+                ApiError::deadline_exceeded(std::time::Duration::from_millis(10)),
+                Code::DeadlineExceeded,
+            ),
         ];
         for (err, code) in cases {
             let status = Status::from(err);

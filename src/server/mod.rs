@@ -6,7 +6,11 @@
 
 pub mod convert;
 pub mod errors;
+mod middleware;
+mod probe;
 mod service;
+
+pub use probe::check_health;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -51,6 +55,19 @@ pub struct ServeConfig {
     pub commit_attempts: u32,
     /// HTTP/2 keepalive pings, so dead watchers are noticed.
     pub keepalive_interval: Option<Duration>,
+    /// How long a keepalive ping may go unanswered before the connection is closed.
+    pub keepalive_timeout: Duration,
+    /// Longest wait for a call's response head (a client's shorter `grpc-timeout` wins);
+    /// does not bound how long a `WatchNominations` stream lives. `None`: no limit.
+    pub rpc_timeout: Option<Duration>,
+    /// `Preempt` calls decided at once; more are refused with RESOURCE_EXHAUSTED at once
+    /// (load shedding) rather than queued behind minutes of work.
+    pub max_concurrent_preempts: usize,
+    /// Open `WatchNominations` streams; more are refused with RESOURCE_EXHAUSTED.
+    pub max_watchers: usize,
+    /// Where to serve Prometheus text at `/metrics` (installs the process-wide metrics
+    /// recorder on first use). `None`: no endpoint.
+    pub metrics_listen: Option<SocketAddr>,
     /// How long a graceful shutdown waits for in-flight calls and streams (health
     /// watches never end by themselves) before closing connections.
     pub shutdown_grace: Duration,
@@ -65,9 +82,22 @@ impl Default for ServeConfig {
             subscriber_buffer: 4096,
             commit_attempts: 16,
             keepalive_interval: Some(Duration::from_secs(30)),
+            keepalive_timeout: Duration::from_secs(20),
+            rpc_timeout: Some(Duration::from_secs(10)),
+            max_concurrent_preempts: default_max_concurrent_preempts(),
+            max_watchers: 4096,
+            metrics_listen: None,
             shutdown_grace: Duration::from_secs(10),
         }
     }
+}
+
+/// Two `Preempt` calls per core: decisions are CPU-bound (rayon fans large ones out over
+/// every core), so more in flight only adds queueing delay.
+pub fn default_max_concurrent_preempts() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get() * 2)
+        .unwrap_or(64)
 }
 
 /// A server running in the background. Dropping it also starts a shutdown.
@@ -78,12 +108,18 @@ pub struct RunningServer {
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     grace: Duration,
+    metrics: Option<crate::ops::metrics::MetricsEndpoint>,
 }
 
 impl RunningServer {
     /// The address actually bound (useful after binding port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The address of the `/metrics` endpoint, when one is served.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|m| m.local_addr())
     }
 
     /// The id this server chose at start; every response carries it.
@@ -103,6 +139,9 @@ impl RunningServer {
             .await;
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
+        }
+        if let Some(metrics) = self.metrics.take() {
+            metrics.shutdown().await;
         }
         if let Some(mut task) = self.task.take() {
             match tokio::time::timeout(self.grace, &mut task).await {
@@ -167,9 +206,31 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         .build_v1alpha()
         .context("build reflection v1alpha")?;
 
+    let metrics = match config.metrics_listen {
+        None => None,
+        Some(addr) => {
+            let handle = crate::ops::metrics::install()?;
+            let state = state.clone();
+            let snapshot = Arc::new(move || {
+                let counts = state.cache.counts();
+                crate::ops::metrics::Snapshot {
+                    nodes: counts.nodes,
+                    pods: counts.pods,
+                    nominated_pods: counts.nominated_pods,
+                    pdbs: counts.pdbs,
+                    nominations_revision: state.log.revision(),
+                    watch_subscribers: state.open_watchers(),
+                }
+            });
+            Some(crate::ops::metrics::MetricsEndpoint::start(addr, handle, snapshot).await?)
+        }
+    };
+
     let (tx, rx) = oneshot::channel::<()>();
     let router = Server::builder()
         .http2_keepalive_interval(config.keepalive_interval)
+        .http2_keepalive_timeout(Some(config.keepalive_timeout))
+        .layer(middleware::RpcLayer::new(config.rpc_timeout))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -191,6 +252,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         shutdown: Some(tx),
         task: Some(task),
         grace: config.shutdown_grace,
+        metrics,
     })
 }
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
+use tokio::sync::Semaphore;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
@@ -43,6 +44,12 @@ pub(crate) struct State {
     preempt_gate: Mutex<()>,
     shutting_down: AtomicBool,
     commit_attempts: u32,
+    /// Load shedding for `Preempt` (`ServeConfig::max_concurrent_preempts`).
+    preempt_permits: Arc<Semaphore>,
+    /// The cap on `WatchNominations` streams (`ServeConfig::max_watchers`).
+    watch_permits: Arc<Semaphore>,
+    preempt_limit: usize,
+    watch_limit: usize,
 }
 
 /// A random id per server start, so clients notice restarts (and the empty cache).
@@ -69,6 +76,10 @@ impl State {
             preempt_gate: Mutex::new(()),
             shutting_down: AtomicBool::new(false),
             commit_attempts: config.commit_attempts.max(1),
+            preempt_permits: Arc::new(Semaphore::new(config.max_concurrent_preempts.max(1))),
+            watch_permits: Arc::new(Semaphore::new(config.max_watchers)),
+            preempt_limit: config.max_concurrent_preempts.max(1),
+            watch_limit: config.max_watchers,
         }
     }
 
@@ -159,9 +170,19 @@ impl State {
                         victims: decision.victims.clone(),
                         nominations_to_clear: decision.nominated_pods_to_clear.clone(),
                     };
+                    let commit_span = tracing::info_span!(
+                        "commit",
+                        node = %node,
+                        victims = commit.victims.len(),
+                        attempt,
+                        revision = tracing::field::Empty,
+                        conflict = tracing::field::Empty,
+                    );
+                    let _commit_span = commit_span.enter();
                     let _sync = self.sync.lock();
                     match self.cache.commit(&commit) {
                         Ok((changes, revision)) => {
+                            commit_span.record("revision", revision);
                             response.revision = revision;
                             response.nominations_revision =
                                 self.log.publish(changes.into_iter().map(change_event));
@@ -176,6 +197,7 @@ impl State {
                             return Ok(response);
                         }
                         Err(conflict) => {
+                            commit_span.record("conflict", true);
                             tracing::debug!(node = %conflict.node, attempt, "commit conflict, deciding again");
                             last_conflict = Some(conflict.node);
                         }
@@ -427,6 +449,14 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<pb::PreemptRequest>,
     ) -> Result<Response<pb::PreemptResponse>, Status> {
         self.state.check_running()?;
+        // Shed load at once rather than queue (a queued decision answers on stale state,
+        // late); taken before decoding, which for large documents is the costly part.
+        let permit = self
+            .state
+            .preempt_permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::preempt_overloaded(self.state.max_concurrent_preempts()))?;
         let request = request.into_inner();
         use pb::preempt_request::Preemptor;
         let pod = match request.preemptor {
@@ -442,10 +472,21 @@ impl pb::preemption_server::Preemption for PreemptionService {
         };
         let state = self.state.clone();
         let (dry_run, explain) = (request.dry_run, request.explain);
-        // Deciding is CPU work (up to milliseconds): keep it off the async threads.
-        let response = tokio::task::spawn_blocking(move || state.preempt(pod, dry_run, explain))
-            .await
-            .map_err(ApiError::from)??;
+        let span = tracing::Span::current();
+        let start = std::time::Instant::now();
+        // Deciding is CPU work (up to milliseconds): keep it off the async threads. The
+        // permit stays with the work even if the caller gives up waiting.
+        let response = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            span.in_scope(|| state.preempt(pod, dry_run, explain))
+        })
+        .await
+        .map_err(ApiError::from)??;
+        crate::ops::metrics::record_decision(
+            outcome_label(response.outcome),
+            response.victims.len(),
+            start.elapsed(),
+        );
         Ok(Response::new(response))
     }
 
@@ -480,6 +521,12 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<pb::WatchNominationsRequest>,
     ) -> Result<Response<Self::WatchNominationsStream>, Status> {
         self.state.check_running()?;
+        let watch_permit = self
+            .state
+            .watch_permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::too_many_watchers(self.state.max_watchers()))?;
         let after = request.into_inner().after_revision;
         let subscription = if after == 0 {
             let state = self.state.clone();
@@ -502,14 +549,49 @@ impl pb::preemption_server::Preemption for PreemptionService {
         };
         tracing::debug!(after_revision = after, "watch started");
         let epoch = self.state.epoch.clone();
-        let stream = subscription.map(move |item| match item {
-            Ok(event) => Ok(convert::event(&event, &epoch)),
-            Err(end) => {
-                tracing::debug!(reason = %end, "watch ended");
-                Err(Status::from(ApiError::from(end)))
+        let stream = subscription.map(move |item| {
+            // The stream holds its watcher slot until it is dropped.
+            let _slot = &watch_permit;
+            match item {
+                Ok(event) => Ok(convert::event(&event, &epoch)),
+                Err(end) => {
+                    if matches!(end, crate::nominations::End::Lagged { .. }) {
+                        crate::ops::metrics::watch_cut_off();
+                    }
+                    tracing::debug!(reason = %end, "watch ended");
+                    Err(Status::from(ApiError::from(end)))
+                }
             }
         });
         Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+impl State {
+    fn max_concurrent_preempts(&self) -> usize {
+        self.preempt_limit
+    }
+
+    fn max_watchers(&self) -> usize {
+        self.watch_limit
+    }
+
+    /// Open `WatchNominations` streams (each holds a watcher slot until it is dropped;
+    /// the log itself only notices a gone subscriber on its next publish).
+    pub(crate) fn open_watchers(&self) -> usize {
+        self.watch_limit
+            .saturating_sub(self.watch_permits.available_permits())
+    }
+}
+
+/// The `preemptd_decisions_total{outcome}` label of a response outcome.
+fn outcome_label(outcome: i32) -> &'static str {
+    match pb::Outcome::try_from(outcome) {
+        Ok(pb::Outcome::Preempt) => "preempt",
+        Ok(pb::Outcome::Fits) => "fits",
+        Ok(pb::Outcome::NotEligible) => "not_eligible",
+        Ok(pb::Outcome::NoCandidate) => "no_candidate",
+        _ => "unspecified",
     }
 }
 
