@@ -1,14 +1,23 @@
-//! The command line: `preemptd serve` and `preemptd simulate`. Parsing and wiring only;
-//! the work is done by the library.
+//! The command line: `preemptd serve`, `preemptd simulate` and `preemptd health`.
+//! Parsing and wiring only; the work is done by the library.
+//!
+//! Every `serve` flag can also be set through an environment variable (`PREEMPTD_...`,
+//! or the standard `OTEL_...` ones for tracing); `--help` shows both and the defaults.
+//! An invalid value exits with 64 (EX_USAGE) and a message naming the setting.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
+use crate::ops::telemetry::{self, LogFormat, TelemetryConfig};
 use crate::server::{self, ServeConfig};
 use crate::simulate;
+
+/// Exit code for command-line usage errors (sysexits.h EX_USAGE).
+pub const EXIT_USAGE: u8 = 64;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -39,6 +48,84 @@ pub enum Command {
         #[arg(long)]
         explain: bool,
     },
+    /// Check a running server over the gRPC health protocol (grpc.health.v1): exit 0 when
+    /// it is SERVING, 1 otherwise. The container image's HEALTHCHECK.
+    Health(HealthArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct HealthArgs {
+    /// Address of the server to check.
+    #[arg(long, env = "PREEMPTD_HEALTH_ADDR", default_value = "127.0.0.1:50051")]
+    pub addr: SocketAddr,
+    /// Service to ask about; empty asks about the server as a whole.
+    #[arg(long, env = "PREEMPTD_HEALTH_SERVICE", default_value = "")]
+    pub service: String,
+    /// Give up after this long (e.g. 3s, 500ms).
+    #[arg(long, env = "PREEMPTD_HEALTH_TIMEOUT", default_value = "3s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+/// A duration: a number with a unit (`ms`, `s`, `m`, `h`), or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}: expected e.g. 10s, 500ms, 2m"))?;
+    let seconds = match unit {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration {text:?}: unknown unit {unit:?} (ms, s, m, h)"
+            ));
+        }
+    };
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("invalid duration {text:?}: out of range"))
+}
+
+/// A duration where `0` or `off` means none.
+fn parse_optional_duration(text: &str) -> Result<OptionalDuration, String> {
+    if text == "off" {
+        return Ok(OptionalDuration(None));
+    }
+    let duration = parse_duration(text)?;
+    Ok(OptionalDuration((!duration.is_zero()).then_some(duration)))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionalDuration(pub Option<Duration>);
+
+/// A listen address, or `off` (or empty) for none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OptionalAddr(pub Option<SocketAddr>);
+
+fn parse_optional_addr(text: &str) -> Result<OptionalAddr, String> {
+    if text.is_empty() || text == "off" {
+        return Ok(OptionalAddr(None));
+    }
+    text.parse()
+        .map(|addr| OptionalAddr(Some(addr)))
+        .map_err(|_| {
+            format!(
+                "invalid socket address {text:?}: expected host:port (e.g. 0.0.0.0:9464) or off"
+            )
+        })
+}
+
+fn positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("invalid number {text:?}: {e}")),
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -58,6 +145,35 @@ pub struct ServeArgs {
     /// Log format: text or json (level from RUST_LOG, default info).
     #[arg(long, env = "PREEMPTD_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+    /// Prometheus metrics address (text format at /metrics); "off" disables it.
+    #[arg(long, env = "PREEMPTD_METRICS_LISTEN", default_value = "127.0.0.1:9464", value_parser = parse_optional_addr, value_name = "ADDR|off")]
+    pub metrics_listen: OptionalAddr,
+    /// Longest wait for any call's answer (a client's shorter grpc-timeout wins); does not
+    /// limit how long a WatchNominations stream lives. "off" disables it.
+    #[arg(long, env = "PREEMPTD_RPC_TIMEOUT", default_value = "10s", value_parser = parse_optional_duration)]
+    pub rpc_timeout: OptionalDuration,
+    /// Preempt calls decided at once; more are refused at once with RESOURCE_EXHAUSTED.
+    #[arg(long, env = "PREEMPTD_MAX_CONCURRENT_PREEMPTS", default_value_t = server::default_max_concurrent_preempts(), value_parser = positive)]
+    pub max_concurrent_preempts: usize,
+    /// Open WatchNominations streams; more are refused with RESOURCE_EXHAUSTED.
+    #[arg(long, env = "PREEMPTD_MAX_WATCHERS", default_value_t = 4096)]
+    pub max_watchers: usize,
+    /// HTTP/2 keepalive ping interval, so dead clients are noticed; "off" disables pings.
+    #[arg(long, env = "PREEMPTD_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_optional_duration)]
+    pub keepalive_interval: OptionalDuration,
+    /// How long a keepalive ping may go unanswered before the connection is closed.
+    #[arg(long, env = "PREEMPTD_KEEPALIVE_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    pub keepalive_timeout: Duration,
+    /// How long shutdown waits for in-flight calls and streams before closing them.
+    #[arg(long, env = "PREEMPTD_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+    /// OTLP/gRPC collector to export traces to (e.g. http://otel-collector:4317); unset,
+    /// no traces are exported.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_parser = telemetry::parse_otlp_endpoint, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// service.name of exported traces.
+    #[arg(long, env = "OTEL_SERVICE_NAME", default_value = "preemptd")]
+    pub otel_service_name: String,
 }
 
 impl ServeArgs {
@@ -67,22 +183,27 @@ impl ServeArgs {
             max_message_bytes: self.max_message_bytes,
             history_capacity: self.history_capacity,
             subscriber_buffer: self.subscriber_buffer,
+            keepalive_interval: self.keepalive_interval.0,
+            keepalive_timeout: self.keepalive_timeout,
+            rpc_timeout: self.rpc_timeout.0,
+            max_concurrent_preempts: self.max_concurrent_preempts,
+            max_watchers: self.max_watchers,
+            metrics_listen: self.metrics_listen.0,
+            shutdown_grace: self.shutdown_grace,
             ..ServeConfig::default()
         }
     }
-}
 
-fn init_logging(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
-    if format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
+    pub fn telemetry(&self) -> TelemetryConfig {
+        TelemetryConfig {
+            log_format: if self.log_format == "json" {
+                LogFormat::Json
+            } else {
+                LogFormat::Text
+            },
+            otlp_endpoint: self.otlp_endpoint.clone(),
+            service_name: self.otel_service_name.clone(),
+        }
     }
 }
 
@@ -106,7 +227,6 @@ async fn shutdown_signal() {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    init_logging(&args.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -117,7 +237,18 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(server::serve(args.config(), shutdown_signal())) {
+    // The OTLP exporter's channel is spawned on the runtime: initialize inside it.
+    let telemetry = {
+        let _runtime = runtime.enter();
+        match telemetry::init(&args.telemetry()) {
+            Ok(guard) => guard,
+            Err(error) => {
+                eprintln!("preemptd: error: {error:#}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
+    let code = match runtime.block_on(server::serve(args.config(), shutdown_signal())) {
         Ok(()) => {
             tracing::info!("stopped");
             ExitCode::SUCCESS
@@ -127,13 +258,86 @@ fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("preemptd: error: {error:#}");
             ExitCode::FAILURE
         }
+    };
+    // Flush the last spans while the runtime (and so the exporter's channel) still runs.
+    telemetry.shutdown();
+    code
+}
+
+fn health(args: HealthArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("preemptd: error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(server::check_health(args.addr, &args.service, args.timeout)) {
+        Ok(true) => {
+            println!("SERVING");
+            ExitCode::SUCCESS
+        }
+        Ok(false) => {
+            println!("NOT_SERVING");
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("preemptd: error: {error:#}");
+            ExitCode::FAILURE
+        }
     }
+}
+
+/// Parses the command line. Help and version print and exit 0; a bad command line
+/// prints clap's message (naming the flag, and the environment variable when the value
+/// came from one) and exits 64.
+pub fn parse() -> Result<Cli, ExitCode> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(error) => match error.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                let _ = error.print();
+                Err(ExitCode::SUCCESS)
+            }
+            _ => {
+                let _ = error.print();
+                if let Some(ContextValue::String(arg)) = error.get(ContextKind::InvalidArg)
+                    && let Some(env) = env_source(arg)
+                {
+                    eprintln!("note: the value came from the environment variable {env}");
+                }
+                Err(ExitCode::from(EXIT_USAGE))
+            }
+        },
+    }
+}
+
+/// The environment variable a flag's value came from, when it was not on the command
+/// line. `arg` is clap's rendering, e.g. `--listen <LISTEN>`.
+fn env_source(arg: &str) -> Option<String> {
+    let long = arg.strip_prefix("--")?.split([' ', '=']).next()?;
+    if std::env::args().any(|a| a == format!("--{long}") || a.starts_with(&format!("--{long}="))) {
+        return None;
+    }
+    let command = Cli::command();
+    command
+        .get_subcommands()
+        .flat_map(|c| c.get_arguments())
+        .find(|a| a.get_long() == Some(long))
+        .and_then(|a| a.get_env())
+        .map(|env| env.to_string_lossy().into_owned())
+        .filter(|env| std::env::var_os(env).is_some())
 }
 
 /// Runs the parsed command; the process exit code comes back.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Health(args) => health(args),
         Command::Simulate {
             cluster,
             pod,

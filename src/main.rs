@@ -1,7 +1,8 @@
 //! The `preemptd` binary: parses the command line and hands over to the library.
 
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    preemptd::cli::run(preemptd::cli::Cli::parse())
+    match preemptd::cli::parse() {
+        Ok(cli) => preemptd::cli::run(cli),
+        Err(code) => code,
+    }
 }
