@@ -1,0 +1,242 @@
+//! The real binary's configuration surface: `--help` shows every flag with its
+//! environment variable and default, invalid values exit 64 naming the setting, and a
+//! server configured only through environment variables serves gRPC, health and metrics.
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn preemptd() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_preemptd"));
+    // Nothing from the test's own environment (PREEMPTD_*, OTEL_*) leaks in.
+    command.env_clear().stdin(Stdio::null());
+    command
+}
+
+fn run(command: &mut Command) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = command.output().expect("run preemptd");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+#[test]
+fn help_lists_every_flag_with_env_and_default() {
+    let (code, out, err) = run(preemptd().args(["serve", "--help"]));
+    assert_eq!(code, 0, "{err}");
+    // Help wraps long lines: compare with whitespace runs collapsed.
+    let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (flag, env, default) in [
+        ("--listen", "PREEMPTD_LISTEN", Some("127.0.0.1:50051")),
+        (
+            "--metrics-listen",
+            "PREEMPTD_METRICS_LISTEN",
+            Some("127.0.0.1:9464"),
+        ),
+        (
+            "--max-message-bytes",
+            "PREEMPTD_MAX_MESSAGE_BYTES",
+            Some("16777216"),
+        ),
+        (
+            "--history-capacity",
+            "PREEMPTD_HISTORY_CAPACITY",
+            Some("65536"),
+        ),
+        (
+            "--subscriber-buffer",
+            "PREEMPTD_SUBSCRIBER_BUFFER",
+            Some("4096"),
+        ),
+        ("--log-format", "PREEMPTD_LOG_FORMAT", Some("text")),
+        ("--rpc-timeout", "PREEMPTD_RPC_TIMEOUT", Some("10s")),
+        (
+            "--max-concurrent-preempts",
+            "PREEMPTD_MAX_CONCURRENT_PREEMPTS",
+            None,
+        ),
+        ("--max-watchers", "PREEMPTD_MAX_WATCHERS", Some("4096")),
+        (
+            "--keepalive-interval",
+            "PREEMPTD_KEEPALIVE_INTERVAL",
+            Some("30s"),
+        ),
+        (
+            "--keepalive-timeout",
+            "PREEMPTD_KEEPALIVE_TIMEOUT",
+            Some("20s"),
+        ),
+        ("--shutdown-grace", "PREEMPTD_SHUTDOWN_GRACE", Some("10s")),
+        ("--otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", None),
+        ("--otel-service-name", "OTEL_SERVICE_NAME", Some("preemptd")),
+    ] {
+        assert!(out.contains(flag), "{flag} missing:\n{out}");
+        assert!(
+            out.contains(&format!("[env: {env}=]")),
+            "{env} missing:\n{out}"
+        );
+        if let Some(default) = default {
+            assert!(
+                out.contains(&format!("[default: {default}]")),
+                "default {default} of {flag} missing:\n{out}"
+            );
+        }
+    }
+    let (code, out, _) = run(preemptd().arg("--version"));
+    assert_eq!(code, 0);
+    assert!(out.starts_with("preemptd "), "{out}");
+    let (code, out, _) = run(preemptd().args(["health", "--help"]));
+    assert_eq!(code, 0);
+    assert!(out.contains("[env: PREEMPTD_HEALTH_ADDR=]"), "{out}");
+}
+
+/// (arguments, environment, words the error must contain)
+type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+
+#[test]
+fn invalid_values_exit_64_naming_the_setting() {
+    let cases: &[Case] = &[
+        (&["serve", "--listen", "nowhere"], &[], &["--listen"]),
+        (
+            &["serve"],
+            &[("PREEMPTD_LISTEN", "1.2.3.4")],
+            &["--listen", "PREEMPTD_LISTEN"],
+        ),
+        (
+            &["serve"],
+            &[("PREEMPTD_MAX_CONCURRENT_PREEMPTS", "lots")],
+            &[
+                "--max-concurrent-preempts",
+                "PREEMPTD_MAX_CONCURRENT_PREEMPTS",
+            ],
+        ),
+        (
+            &["serve", "--max-concurrent-preempts", "0"],
+            &[],
+            &["--max-concurrent-preempts", "at least 1"],
+        ),
+        (
+            &["serve", "--max-message-bytes", "16MB"],
+            &[],
+            &["--max-message-bytes"],
+        ),
+        (
+            &["serve", "--log-format", "xml"],
+            &[],
+            &["--log-format", "xml"],
+        ),
+        (
+            &["serve"],
+            &[("PREEMPTD_LOG_FORMAT", "yaml")],
+            &["--log-format", "PREEMPTD_LOG_FORMAT"],
+        ),
+        (
+            &["serve", "--rpc-timeout", "5parsecs"],
+            &[],
+            &["--rpc-timeout", "unknown unit"],
+        ),
+        (
+            &["serve", "--metrics-listen", "localhost"],
+            &[],
+            &["--metrics-listen"],
+        ),
+        (
+            &["serve"],
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317")],
+            &["--otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", "scheme"],
+        ),
+        (
+            &["serve", "--otlp-endpoint", "http://"],
+            &[],
+            &["--otlp-endpoint"],
+        ),
+        (&["serve", "--no-such-flag"], &[], &["--no-such-flag"]),
+    ];
+    for (args, envs, expected) in cases {
+        let mut command = preemptd();
+        command.args(*args).envs(envs.iter().copied());
+        let (code, out, err) = run(&mut command);
+        assert_eq!(code, 64, "{args:?} {envs:?}: {out}{err}");
+        for word in *expected {
+            assert!(
+                err.contains(word),
+                "{args:?} {envs:?}: {word:?} not in {err}"
+            );
+        }
+    }
+}
+
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+}
+
+fn scrape(addr: SocketAddr) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+#[test]
+fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
+    let (grpc, metrics) = (free_port(), free_port());
+    let server = preemptd()
+        .arg("serve")
+        .env("PREEMPTD_LISTEN", grpc.to_string())
+        .env("PREEMPTD_METRICS_LISTEN", metrics.to_string())
+        .env("PREEMPTD_LOG_FORMAT", "json")
+        .env("PREEMPTD_RPC_TIMEOUT", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn server");
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut healthy = false;
+    while Instant::now() < deadline {
+        let (code, out, _) =
+            run(preemptd().args(["health", "--addr", &grpc.to_string(), "--timeout", "1s"]));
+        if code == 0 {
+            assert_eq!(out.trim(), "SERVING");
+            healthy = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(healthy, "server never became healthy");
+    let body = scrape(metrics).expect("scrape");
+    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    assert!(body.contains("grpc_server_handled_total{grpc_service=\"grpc.health.v1.Health\",grpc_method=\"Check\",grpc_code=\"OK\"}"), "{body}");
+
+    let pid = server.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let output = server.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // JSON logs, one object per line.
+    let first = stderr.lines().next().expect("a log line");
+    let line: serde_json::Value = serde_json::from_str(first).expect("json log line");
+    assert!(line.get("level").is_some(), "{first}");
+
+    // Nothing listens any more: health fails with 1.
+    let (code, _, err) =
+        run(preemptd().args(["health", "--addr", &grpc.to_string(), "--timeout", "500ms"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("preemptd: error:"), "{err}");
+}
