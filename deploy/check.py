@@ -1,0 +1,80 @@
+"""Checks for the rendered kustomizations that a schema cannot make: the
+ServiceMonitor (a CRD, which kubernetes-validate has no schema for) selects the
+Service and names a port it has, and the workload keeps the restricted security
+settings. Usage: python deploy/check.py RENDERED.yaml..."""
+
+import sys
+
+import yaml
+
+
+def fail(path, message):
+    print(f"{path}: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(path):
+    with open(path, encoding="utf-8") as f:
+        objects = [o for o in yaml.safe_load_all(f) if o]
+    by_kind = {}
+    for o in objects:
+        by_kind.setdefault(o["kind"], []).append(o)
+    for kind in ("Deployment", "Service", "ServiceAccount", "PodDisruptionBudget", "NetworkPolicy"):
+        if kind not in by_kind:
+            fail(path, f"no {kind}")
+
+    deployment = by_kind["Deployment"][0]
+    pod = deployment["spec"]["template"]["spec"]
+    if pod["securityContext"].get("runAsNonRoot") is not True:
+        fail(path, "pod securityContext.runAsNonRoot must be true")
+    for c in pod["containers"]:
+        sc = c.get("securityContext", {})
+        wanted = {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+        }
+        for key, value in wanted.items():
+            if sc.get(key) is not value:
+                fail(path, f"container {c['name']}: securityContext.{key} must be {value}")
+        if sc.get("capabilities", {}).get("drop") != ["ALL"]:
+            fail(path, f"container {c['name']}: capabilities must drop ALL")
+        if sc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+            fail(path, f"container {c['name']}: seccompProfile must be RuntimeDefault")
+        for probe in ("readinessProbe", "livenessProbe"):
+            if "grpc" not in c.get(probe, {}):
+                fail(path, f"container {c['name']}: {probe} must use the gRPC health protocol")
+        if not c.get("resources", {}).get("limits") or not c["resources"].get("requests"):
+            fail(path, f"container {c['name']}: resource requests and limits are required")
+
+    template_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selectors = [
+        ("Deployment", deployment["spec"]["selector"]["matchLabels"]),
+        ("PodDisruptionBudget", by_kind["PodDisruptionBudget"][0]["spec"]["selector"]["matchLabels"]),
+        ("NetworkPolicy", by_kind["NetworkPolicy"][0]["spec"]["podSelector"]["matchLabels"]),
+        ("Service", by_kind["Service"][0]["spec"]["selector"]),
+    ]
+    for kind, selector in selectors:
+        if not selector or any(template_labels.get(k) != v for k, v in selector.items()):
+            fail(path, f"{kind} selector {selector} does not select the pods {template_labels}")
+
+    service = by_kind["Service"][0]
+    port_names = {p["name"] for p in service["spec"]["ports"]}
+    for monitor in by_kind.get("ServiceMonitor", []):
+        spec = monitor.get("spec", {})
+        labels = service["metadata"].get("labels", {})
+        wanted = spec.get("selector", {}).get("matchLabels", {})
+        if not wanted or any(labels.get(k) != v for k, v in wanted.items()):
+            fail(path, f"ServiceMonitor selector {wanted} does not select the Service {labels}")
+        endpoints = spec.get("endpoints") or fail(path, "ServiceMonitor has no endpoints")
+        for e in endpoints:
+            if e.get("port") not in port_names:
+                fail(path, f"ServiceMonitor port {e.get('port')!r} is not a Service port {port_names}")
+            if e.get("path", "/metrics") != "/metrics":
+                fail(path, "ServiceMonitor path must be /metrics")
+    kinds = ", ".join(sorted(f"{k} x{len(v)}" for k, v in by_kind.items()))
+    print(f"{path}: ok ({kinds})")
+
+
+for rendered in sys.argv[1:]:
+    check(rendered)
