@@ -92,12 +92,14 @@ impl Default for ServeConfig {
     }
 }
 
-/// Two `Preempt` calls per core: decisions are CPU-bound (rayon fans large ones out over
-/// every core), so more in flight only adds queueing delay.
+/// Two `Preempt` calls per core, at least 64. Decisions are CPU-bound (rayon fans large
+/// ones out over every core), so many more in flight only add queueing delay; the floor
+/// keeps a burst of small (sub-millisecond) decisions from being shed on small machines.
 pub fn default_max_concurrent_preempts() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get() * 2)
-        .unwrap_or(64)
+        .unwrap_or(0)
+        .max(64)
 }
 
 /// A server running in the background. Dropping it also starts a shutdown.
