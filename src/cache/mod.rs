@@ -693,7 +693,16 @@ impl ClusterCache {
     pub fn commit(&self, commit: &Commit) -> Result<(Vec<CommitChange>, u64), CommitConflict> {
         let mut table = self.table.lock();
         let current = table.get(&commit.node).map(|n| n.generation);
-        if current != Some(commit.node_generation) {
+        let name_taken = self
+            .pod_names
+            .get(&(
+                commit.preemptor.namespace.clone(),
+                commit.preemptor.name.clone(),
+            ))
+            .is_some_and(|uid| *uid != commit.preemptor.uid);
+        // A name taken by another uid since the decision: nothing is changed, and the
+        // caller's re-check reports it.
+        if current != Some(commit.node_generation) || name_taken {
             return Err(CommitConflict {
                 node: commit.node.clone(),
             });
