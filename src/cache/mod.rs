@@ -261,6 +261,8 @@ pub struct Snapshot {
     index: imbl::HashMap<Str, usize>,
     pub pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
     pub revision: u64,
+    /// Nodes with at least one pod carrying required anti-affinity.
+    pub anti_affinity_nodes: usize,
 }
 
 impl Snapshot {
@@ -276,6 +278,7 @@ impl Snapshot {
             index,
             pdbs: Arc::new(pdbs),
             revision: 0,
+            anti_affinity_nodes: usize::MAX,
         }
     }
 
@@ -296,6 +299,8 @@ struct NodeTable {
     index: imbl::HashMap<Str, usize>,
     orphans: std::collections::HashMap<Str, NodeInfo>,
     pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
+    /// Nodes holding a pod with required anti-affinity (lets decisions skip the scan).
+    anti_affinity_nodes: usize,
 }
 
 impl NodeTable {
@@ -309,6 +314,10 @@ impl NodeTable {
     /// Applies `change` to the entry for `name` (created if needed), then files it as a
     /// node or an orphan, dropping it once vacant.
     fn edit<R>(&mut self, name: &Str, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
+        let had_anti = self
+            .index
+            .get(name)
+            .is_some_and(|&i| self.nodes[i].anti_affinity_pods > 0);
         let mut info = match self.index.get(name) {
             Some(&i) => (*self.nodes[i]).clone(),
             None => self
@@ -318,6 +327,8 @@ impl NodeTable {
         };
         let result = change(&mut info);
         info.generation += 1;
+        let has_anti = info.node.is_some() && info.anti_affinity_pods > 0;
+        self.anti_affinity_nodes = self.anti_affinity_nodes + has_anti as usize - had_anti as usize;
         match (self.index.get(name).copied(), info.node.is_some()) {
             (Some(i), true) => {
                 self.nodes.set(i, Arc::new(info));
@@ -655,6 +666,7 @@ impl ClusterCache {
             index: table.index.clone(),
             pdbs: table.pdbs.clone(),
             revision: self.revision(),
+            anti_affinity_nodes: table.anti_affinity_nodes,
         }
     }
 
