@@ -40,6 +40,20 @@ pub struct NodeInfo {
     pub levels: smallvec::SmallVec<[PriorityLevel; 4]>,
 }
 
+impl PriorityLevel {
+    fn add(&mut self, pod: &Pod) {
+        let r = &pod.requests;
+        self.pods += 1;
+        self.milli_cpu += r.milli_cpu;
+        self.memory += r.memory;
+        self.ephemeral_storage += r.ephemeral_storage;
+        self.max_milli_cpu = self.max_milli_cpu.max(r.milli_cpu);
+        self.max_memory = self.max_memory.max(r.memory);
+        self.max_ephemeral_storage = self.max_ephemeral_storage.max(r.ephemeral_storage);
+        self.latest_start = self.latest_start.max(pod.start_time.unwrap_or(i64::MAX));
+    }
+}
+
 /// Requests of the pods of one priority on a node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PriorityLevel {
@@ -140,16 +154,7 @@ impl NodeInfo {
                 i
             }
         };
-        let level = &mut self.levels[index];
-        let r = &pod.requests;
-        level.pods += 1;
-        level.milli_cpu += r.milli_cpu;
-        level.memory += r.memory;
-        level.ephemeral_storage += r.ephemeral_storage;
-        level.max_milli_cpu = level.max_milli_cpu.max(r.milli_cpu);
-        level.max_memory = level.max_memory.max(r.memory);
-        level.max_ephemeral_storage = level.max_ephemeral_storage.max(r.ephemeral_storage);
-        level.latest_start = level.latest_start.max(pod.start_time.unwrap_or(i64::MAX));
+        self.levels[index].add(pod);
     }
 
     /// Recomputes the level of `priority` from the pods (after a removal).
@@ -163,15 +168,7 @@ impl NodeInfo {
             ..PriorityLevel::default()
         };
         for pod in self.pods.iter().filter(|p| p.priority == priority) {
-            let r = &pod.requests;
-            level.pods += 1;
-            level.milli_cpu += r.milli_cpu;
-            level.memory += r.memory;
-            level.ephemeral_storage += r.ephemeral_storage;
-            level.max_milli_cpu = level.max_milli_cpu.max(r.milli_cpu);
-            level.max_memory = level.max_memory.max(r.memory);
-            level.max_ephemeral_storage = level.max_ephemeral_storage.max(r.ephemeral_storage);
-            level.latest_start = level.latest_start.max(pod.start_time.unwrap_or(i64::MAX));
+            level.add(pod);
         }
         if level.pods == 0 {
             self.levels.remove(index);
