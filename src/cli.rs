@@ -207,23 +207,35 @@ impl ServeArgs {
     }
 }
 
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for sigterm");
-                std::future::pending::<()>().await;
-            }
+/// Waits for a signal on `stream`, forever when it could not be registered.
+async fn recv(stream: Option<&mut tokio::signal::unix::Signal>) {
+    match stream {
+        Some(stream) => {
+            stream.recv().await;
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
+        None => std::future::pending::<()>().await,
     }
-    tracing::info!("shutdown signal received, draining");
+}
+
+/// Resolves on SIGTERM or SIGINT. The handlers are registered when this is called, not
+/// when the future is first polled: a SIGTERM arriving while the server is still starting
+/// (right after it reports SERVING) must drain, not kill the process. Call it inside the
+/// runtime.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())
+        .inspect_err(|error| tracing::warn!(%error, "cannot listen for sigterm"))
+        .ok();
+    let mut interrupt = signal(SignalKind::interrupt())
+        .inspect_err(|error| tracing::warn!(%error, "cannot listen for sigint"))
+        .ok();
+    async move {
+        tokio::select! {
+            _ = recv(terminate.as_mut()) => {}
+            _ = recv(interrupt.as_mut()) => {}
+        }
+        tracing::info!("shutdown signal received, draining");
+    }
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
@@ -248,17 +260,18 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     };
-    let code = match runtime.block_on(server::serve(args.config(), shutdown_signal())) {
-        Ok(()) => {
-            tracing::info!("stopped");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            tracing::error!(error = %format!("{error:#}"), "server failed");
-            eprintln!("preemptd: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    };
+    let code =
+        match runtime.block_on(async { server::serve(args.config(), shutdown_signal()).await }) {
+            Ok(()) => {
+                tracing::info!("stopped");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                tracing::error!(error = %format!("{error:#}"), "server failed");
+                eprintln!("preemptd: error: {error:#}");
+                ExitCode::FAILURE
+            }
+        };
     // Flush the last spans while the runtime (and so the exporter's channel) still runs.
     telemetry.shutdown();
     code
