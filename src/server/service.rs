@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use tokio_stream::{Stream, StreamExt};
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
 
 use crate::cache::{ClusterCache, Commit, CommitChange, Nomination, UpdateOutcome};
 use crate::engine::{self, DecideOptions, Outcome};
@@ -25,6 +25,8 @@ use super::ServeConfig;
 use super::convert;
 use super::errors::ApiError;
 use super::pb;
+
+mod sync;
 
 /// Documents larger than this are decoded on the blocking pool (parsing a large JSON
 /// document takes well over the async threads' budget).
@@ -510,6 +512,14 @@ impl pb::preemption_server::Preemption for PreemptionService {
             }
         });
         Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn sync(
+        &self,
+        request: Request<Streaming<pb::SyncRequest>>,
+    ) -> Result<Response<pb::SyncResponse>, Status> {
+        let response = sync::run(self.state.clone(), request.into_inner()).await?;
+        Ok(Response::new(response))
     }
 }
 
