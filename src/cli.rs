@@ -1,4 +1,4 @@
-//! The command line: `preemptd serve` and `preemptd simulate`. Parsing and wiring only;
+//! The command line: `preemptd serve`, `preemptd simulate` and `preemptd bench`. Parsing and wiring only;
 //! the work is done by the library.
 
 use std::net::SocketAddr;
@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::bench;
 use crate::server::{self, ServeConfig};
 use crate::simulate;
 
@@ -39,6 +40,10 @@ pub enum Command {
         #[arg(long)]
         explain: bool,
     },
+    /// Measure load rate, Preempt latency, UpdatePod rate, watch lag and RSS over
+    /// loopback gRPC on a generated cluster (in-process server unless --target); the last
+    /// stdout line is a JSON object with every figure. See BENCHMARKS.md.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -134,6 +139,7 @@ fn serve(args: ServeArgs) -> ExitCode {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Bench(args) => bench::run(args),
         Command::Simulate {
             cluster,
             pod,
