@@ -13,8 +13,11 @@ use std::time::{Duration, Instant};
 
 use tonic::{Status, Streaming};
 
+use rayon::prelude::*;
+
 use crate::cache::UpdateOutcome;
 use crate::model::decode;
+use crate::model::{Node, Pod, PodDisruptionBudget};
 use crate::nominations::Event;
 
 use super::super::convert;
@@ -169,46 +172,135 @@ fn decode_inline<T>(
     decode(&value).map_err(|e| ApiError::from_decode(field, e))
 }
 
+/// An item after conversion (done in parallel, before anything is applied).
+// Most items of a load are pods, so boxing the large variant would only add an
+// allocation per item.
+#[allow(clippy::large_enum_variant)]
+enum Prepared {
+    Missing,
+    Node(Result<Change<Node>, ApiError>),
+    Pod(Result<Change<Pod>, ApiError>),
+    Pdb(Result<Change<PodDisruptionBudget>, ApiError>),
+}
+
+enum Change<T> {
+    Upsert(T),
+    Delete(pb::ObjectRef),
+}
+
+/// Converts one item exactly as the unary update of its kind does (JSON decoded inline:
+/// this runs on the blocking pool).
+fn prepare(request: pb::SyncRequest) -> Prepared {
+    use pb::sync_request::Item;
+    match request.item {
+        None => Prepared::Missing,
+        Some(Item::Node(r)) => Prepared::Node(match r.change {
+            None => Err(missing_change()),
+            Some(pb::update_node_request::Change::Upsert(n)) => {
+                convert::node("upsert", &n).map(Change::Upsert)
+            }
+            Some(pb::update_node_request::Change::UpsertJson(text)) => {
+                decode_inline("upsert_json", &text, decode::decode_node).map(Change::Upsert)
+            }
+            Some(pb::update_node_request::Change::Delete(r)) => Ok(Change::Delete(r)),
+        }),
+        Some(Item::Pod(r)) => Prepared::Pod(match r.change {
+            None => Err(missing_change()),
+            Some(pb::update_pod_request::Change::Upsert(p)) => {
+                convert::pod("upsert", &p).map(Change::Upsert)
+            }
+            Some(pb::update_pod_request::Change::UpsertJson(text)) => {
+                decode_inline("upsert_json", &text, decode::decode_pod).map(Change::Upsert)
+            }
+            Some(pb::update_pod_request::Change::Delete(r)) => Ok(Change::Delete(r)),
+        }),
+        Some(Item::Pdb(r)) => Prepared::Pdb(match r.change {
+            None => Err(missing_change()),
+            Some(pb::update_pod_disruption_budget_request::Change::Upsert(b)) => {
+                convert::pdb("upsert", &b).map(Change::Upsert)
+            }
+            Some(pb::update_pod_disruption_budget_request::Change::UpsertJson(text)) => {
+                decode_inline("upsert_json", &text, decode::decode_pdb).map(Change::Upsert)
+            }
+            Some(pb::update_pod_disruption_budget_request::Change::Delete(r)) => {
+                Ok(Change::Delete(r))
+            }
+        }),
+    }
+}
+
 impl State {
     /// Applies one chunk. Blocking: runs on the blocking pool.
     ///
-    /// Holds the nominations ordering lock for the whole chunk (a few milliseconds at
-    /// most) so pod changes and their events are published as one batch, in order.
+    /// Conversion is pure, so it is spread over the cores first. Then, under the
+    /// nominations ordering lock (held for the chunk, a few milliseconds at most, so pod
+    /// changes and their events are published as one batch in order), items are applied
+    /// in stream order; runs of pod upserts that cannot move a nomination go to the
+    /// cache as one batch.
     fn apply_sync_chunk(&self, chunk: Vec<pb::SyncRequest>, tally: &mut Tally) {
-        use pb::sync_request::Item;
+        let prepared: Vec<Prepared> = chunk.into_par_iter().map(prepare).collect();
         let _sync = self.sync.lock();
         let mut events = Vec::new();
-        for request in chunk {
-            match request.item {
-                None => tally.record(
+        let mut batch: Vec<Pod> = Vec::new();
+        for item in prepared {
+            let item = match item {
+                Prepared::Pod(Ok(Change::Upsert(pod))) if self.cannot_move_nomination(&pod) => {
+                    batch.push(pod);
+                    continue;
+                }
+                other => other,
+            };
+            self.flush_pod_batch(&mut batch, tally);
+            match item {
+                Prepared::Missing => tally.record(
                     None,
                     Err(ApiError::invalid(
                         "item",
                         "one of node, pod or pdb is required",
                     )),
                 ),
-                Some(Item::Node(r)) => tally.record(Some(Kind::Node), self.sync_node(r.change)),
-                Some(Item::Pod(r)) => {
-                    let result = self.sync_pod(r.change, &mut events);
+                Prepared::Node(change) => {
+                    tally.record(Some(Kind::Node), change.and_then(|c| self.sync_node(c)))
+                }
+                Prepared::Pod(change) => {
+                    let result = change.and_then(|c| self.sync_pod(c, &mut events));
                     tally.record(Some(Kind::Pod), result)
                 }
-                Some(Item::Pdb(r)) => tally.record(Some(Kind::Pdb), self.sync_pdb(r.change)),
+                Prepared::Pdb(change) => {
+                    tally.record(Some(Kind::Pdb), change.and_then(|c| self.sync_pdb(c)))
+                }
             }
         }
+        self.flush_pod_batch(&mut batch, tally);
         self.log.publish(events);
     }
 
+    /// Neither the pod nor the version the cache holds is nominated: no events.
+    fn cannot_move_nomination(&self, pod: &Pod) -> bool {
+        pod.nomination().is_none()
+            && self
+                .cache
+                .get_pod(&pod.uid)
+                .is_none_or(|held| held.nomination().is_none())
+    }
+
+    fn flush_pod_batch(&self, batch: &mut Vec<Pod>, tally: &mut Tally) {
+        if batch.is_empty() {
+            return;
+        }
+        for result in self.cache.upsert_pods(batch.drain(..)) {
+            tally.record(
+                Some(Kind::Pod),
+                result.map(|o| o.applied).map_err(ApiError::from),
+            );
+        }
+    }
+
     /// As `UpdateNode`; `Ok(false)` when stale.
-    fn sync_node(&self, change: Option<pb::update_node_request::Change>) -> Result<bool, ApiError> {
-        use pb::update_node_request::Change;
+    fn sync_node(&self, change: Change<Node>) -> Result<bool, ApiError> {
         let outcome = match change {
-            None => return Err(missing_change()),
-            Some(Change::Upsert(n)) => self.cache.upsert_node(convert::node("upsert", &n)?),
-            Some(Change::UpsertJson(text)) => {
-                self.cache
-                    .upsert_node(decode_inline("upsert_json", &text, decode::decode_node)?)
-            }
-            Some(Change::Delete(r)) => {
+            Change::Upsert(node) => self.cache.upsert_node(node),
+            Change::Delete(r) => {
                 delete_name(&r)?;
                 if let Some(uid) = r.uid.as_deref().filter(|u| !u.is_empty())
                     && self.cache.get_node(&r.name).is_some_and(|n| &*n.uid != uid)
@@ -226,15 +318,9 @@ impl State {
 
     /// As `UpdatePod`, with the nomination events appended to `events` (the caller holds
     /// the ordering lock and publishes them).
-    fn sync_pod(
-        &self,
-        change: Option<pb::update_pod_request::Change>,
-        events: &mut Vec<Event>,
-    ) -> Result<bool, ApiError> {
-        use pb::update_pod_request::Change;
+    fn sync_pod(&self, change: Change<Pod>, events: &mut Vec<Event>) -> Result<bool, ApiError> {
         let outcome: UpdateOutcome = match change {
-            None => return Err(missing_change()),
-            Some(Change::Delete(r)) => {
+            Change::Delete(r) => {
                 delete_name(&r)?;
                 let namespace = namespace_or_default(&r.namespace);
                 let uid = r.uid.as_deref().filter(|u| !u.is_empty());
@@ -246,46 +332,23 @@ impl State {
                 events.extend(nomination_events(before, None));
                 outcome
             }
-            Some(Change::Upsert(p)) => self.sync_upsert_pod(convert::pod("upsert", &p)?, events)?,
-            Some(Change::UpsertJson(text)) => self.sync_upsert_pod(
-                decode_inline("upsert_json", &text, decode::decode_pod)?,
-                events,
-            )?,
+            Change::Upsert(pod) => {
+                let uid = pod.uid.clone();
+                let before = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
+                let outcome = self.cache.upsert_pod(pod)?;
+                let after = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
+                events.extend(nomination_events(before, after));
+                outcome
+            }
         };
         Ok(outcome.applied)
     }
 
-    fn sync_upsert_pod(
-        &self,
-        pod: crate::model::Pod,
-        events: &mut Vec<Event>,
-    ) -> Result<UpdateOutcome, ApiError> {
-        let uid = pod.uid.clone();
-        let before = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
-        let may_nominate = before.is_some() || pod.nomination().is_some();
-        let outcome = self.cache.upsert_pod(pod)?;
-        // Most bulk-loaded pods are bound and new: nothing to look up again.
-        if may_nominate {
-            let after = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
-            events.extend(nomination_events(before, after));
-        }
-        Ok(outcome)
-    }
-
     /// As `UpdatePodDisruptionBudget`.
-    fn sync_pdb(
-        &self,
-        change: Option<pb::update_pod_disruption_budget_request::Change>,
-    ) -> Result<bool, ApiError> {
-        use pb::update_pod_disruption_budget_request::Change;
+    fn sync_pdb(&self, change: Change<PodDisruptionBudget>) -> Result<bool, ApiError> {
         let outcome = match change {
-            None => return Err(missing_change()),
-            Some(Change::Upsert(p)) => self.cache.upsert_pdb(convert::pdb("upsert", &p)?),
-            Some(Change::UpsertJson(text)) => {
-                self.cache
-                    .upsert_pdb(decode_inline("upsert_json", &text, decode::decode_pdb)?)
-            }
-            Some(Change::Delete(r)) => {
+            Change::Upsert(pdb) => self.cache.upsert_pdb(pdb),
+            Change::Delete(r) => {
                 delete_name(&r)?;
                 self.cache
                     .delete_pdb(namespace_or_default(&r.namespace), &r.name)?
