@@ -12,22 +12,12 @@ fn main() {
 }
 
 fn load(nodes: usize, pods_per_node: usize) -> ClusterCache {
-    let cluster = generate::generate(&ClusterSpec {
+    generate::generate(&ClusterSpec {
         nodes,
         pods_per_node,
         seed: 1,
-    });
-    let cache = ClusterCache::new();
-    for n in cluster.nodes {
-        cache.upsert_node(n);
-    }
-    for b in cluster.pdbs {
-        cache.upsert_pdb(b);
-    }
-    for p in cluster.pods {
-        cache.upsert_pod(p).expect("generated pods load");
-    }
-    cache
+    })
+    .into_cache()
 }
 
 static CACHE_5K: LazyLock<ClusterCache> = LazyLock::new(|| load(5_000, 30));

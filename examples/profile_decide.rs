@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use preemptd::cache::ClusterCache;
 use preemptd::engine::{self, DecideOptions};
 use preemptd::generate::{self, ClusterSpec};
 
@@ -13,21 +12,12 @@ fn main() {
     let nodes = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5_000);
     let pods = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(30);
     let iterations: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(200);
-    let cluster = generate::generate(&ClusterSpec {
+    let cache = generate::generate(&ClusterSpec {
         nodes,
         pods_per_node: pods,
         seed: 1,
-    });
-    let cache = ClusterCache::new();
-    for n in cluster.nodes {
-        cache.upsert_node(n);
-    }
-    for b in cluster.pdbs {
-        cache.upsert_pdb(b);
-    }
-    for p in cluster.pods {
-        cache.upsert_pod(p).expect("generated pods load");
-    }
+    })
+    .into_cache();
     let snapshot = cache.snapshot();
     let pod = if kind == "affinity" {
         generate::affinity_preemptor(1)

@@ -26,6 +26,24 @@ pub struct GeneratedCluster {
     pub pdbs: Vec<PodDisruptionBudget>,
 }
 
+impl GeneratedCluster {
+    /// Loads the cluster into a new cache (nodes, PDBs, then pods).
+    pub fn into_cache(self) -> crate::cache::ClusterCache {
+        let cache = crate::cache::ClusterCache::new();
+        for node in self.nodes {
+            cache.upsert_node(node);
+        }
+        for pdb in self.pdbs {
+            cache.upsert_pdb(pdb);
+        }
+        for pod in self.pods {
+            // Generated names and uids are unique, so no upsert can conflict.
+            let _ = cache.upsert_pod(pod);
+        }
+        cache
+    }
+}
+
 /// splitmix64: tiny, fast and good enough for synthetic data.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);

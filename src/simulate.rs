@@ -123,7 +123,7 @@ fn status_json(status: &Status) -> Value {
     json!({
         "code": code_name(status.code),
         "plugin": status.plugin,
-        "reasons": status.reasons,
+        "reasons": status.reasons.as_slice(),
     })
 }
 

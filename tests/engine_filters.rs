@@ -51,8 +51,8 @@ fn node_unschedulable_is_unresolvable_unless_tolerated() {
     let d = cluster.decide(&p);
     assert_eq!(filter_of(&d, "n").code, Code::UnschedulableAndUnresolvable);
     assert_eq!(
-        filter_of(&d, "n").reasons,
-        vec!["node(s) were unschedulable"]
+        filter_of(&d, "n").reasons.as_slice(),
+        ["node(s) were unschedulable"]
     );
     let mut tolerant = p.clone();
     tolerant.tolerations.push(Toleration {
@@ -76,8 +76,8 @@ fn node_name_pins_the_pod() {
     let d = cluster.decide(&p);
     assert_eq!(d.feasible_nodes, vec![Str::from("b")]);
     assert_eq!(
-        filter_of(&d, "a").reasons,
-        vec!["node(s) didn't match the requested node name"]
+        filter_of(&d, "a").reasons.as_slice(),
+        ["node(s) didn't match the requested node name"]
     );
 }
 
@@ -199,8 +199,8 @@ fn node_affinity_operators() {
     p.node_selector = [("zone", "b")].into_iter().collect();
     let d = cluster.decide(&p);
     assert_eq!(
-        filter_of(&d, "n").reasons,
-        vec!["node(s) didn't match Pod's node affinity/selector"]
+        filter_of(&d, "n").reasons.as_slice(),
+        ["node(s) didn't match Pod's node affinity/selector"]
     );
 }
 
@@ -220,7 +220,10 @@ fn resources_fit_is_unresolvable_only_when_the_request_exceeds_allocatable() {
         Code::UnschedulableAndUnresolvable
     );
     assert_eq!(filter_of(&d, "busy").code, Code::Unschedulable);
-    assert_eq!(filter_of(&d, "busy").reasons, vec!["Insufficient cpu"]);
+    assert_eq!(
+        filter_of(&d, "busy").reasons.as_slice(),
+        ["Insufficient cpu"]
+    );
     assert_eq!(d.nominated_node.as_deref(), Some("busy"));
 }
 
@@ -238,8 +241,8 @@ fn extended_resources_are_checked_and_missing_ones_mean_zero() {
     let d = cluster.decide(&p);
     assert_eq!(d.feasible_nodes, vec![Str::from("gpu")]);
     assert_eq!(
-        filter_of(&d, "plain").reasons,
-        vec!["Insufficient example.com/gpu"]
+        filter_of(&d, "plain").reasons.as_slice(),
+        ["Insufficient example.com/gpu"]
     );
     assert_eq!(
         filter_of(&d, "plain").code,
@@ -299,8 +302,8 @@ fn topology_spread_skew_and_missing_key() {
         Code::UnschedulableAndUnresolvable
     );
     assert_eq!(
-        filter_of(&d, "nokey").reasons,
-        vec!["node(s) didn't match pod topology spread constraints (missing required label)"]
+        filter_of(&d, "nokey").reasons.as_slice(),
+        ["node(s) didn't match pod topology spread constraints (missing required label)"]
     );
     // ScheduleAnyway never filters.
     let mut soft = p.clone();
@@ -418,8 +421,8 @@ fn pod_affinity_requires_a_matching_pod_in_the_domain() {
     assert_eq!(d.feasible_nodes, vec![Str::from("a1")]);
     assert_eq!(filter_of(&d, "b1").code, Code::UnschedulableAndUnresolvable);
     assert_eq!(
-        filter_of(&d, "b1").reasons,
-        vec!["node(s) didn't match pod affinity rules"]
+        filter_of(&d, "b1").reasons.as_slice(),
+        ["node(s) didn't match pod affinity rules"]
     );
 }
 
@@ -536,7 +539,7 @@ fn sidecar_host_ports_count() {
     );
     let d = cluster.decide(&p);
     assert_eq!(
-        filter_of(&d, "n").reasons,
-        vec!["node(s) didn't have free ports for the requested pod ports"]
+        filter_of(&d, "n").reasons.as_slice(),
+        ["node(s) didn't have free ports for the requested pod ports"]
     );
 }

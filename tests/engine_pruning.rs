@@ -8,18 +8,7 @@ use preemptd::model::quantity::Quantity;
 use preemptd::model::{ContainerResources, Pod};
 
 fn load(spec: &ClusterSpec) -> ClusterCache {
-    let cluster = generate::generate(spec);
-    let cache = ClusterCache::new();
-    for n in cluster.nodes {
-        cache.upsert_node(n);
-    }
-    for b in cluster.pdbs {
-        cache.upsert_pdb(b);
-    }
-    for p in cluster.pods {
-        cache.upsert_pod(p).unwrap();
-    }
-    cache
+    generate::generate(spec).into_cache()
 }
 
 fn preemptor(base: Pod, priority: i32, millis: i64) -> Pod {

@@ -33,8 +33,8 @@ fn unresolvable_nodes_are_never_tried() {
     assert!(b.preemption.is_none(), "a UU node must not be dry-run");
     let a = d.diagnostics.iter().find(|n| &*n.node == "node-a").unwrap();
     assert_eq!(
-        a.filter.reasons,
-        vec!["node(s) had untolerated taint {dedicated: x}"]
+        a.filter.reasons.as_slice(),
+        ["node(s) had untolerated taint {dedicated: x}"]
     );
 }
 

@@ -206,3 +206,44 @@ async fn typed_and_json_objects_mean_the_same() {
     .await
     .expect("test timed out");
 }
+
+/// A commit must not record the preemptor under a name another uid holds: the request is
+/// refused and nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preemptor_whose_name_belongs_to_another_uid_is_refused() {
+    timeout(TEST_TIMEOUT, async {
+        let (_server, mut client) = start().await;
+        upsert_node(&mut client, node("n1", "1")).await;
+        upsert_pod(&mut client, pod("low", 0, "1", "n1")).await;
+        // "high" exists already as a pending pod with another uid.
+        let mut other = pod("high", 0, "100m", "");
+        other.uid = "someone-else".into();
+        upsert_pod(&mut client, other).await;
+        let before = list(&mut client).await;
+        let err = client
+            .preempt(pb::PreemptRequest {
+                preemptor: Some(pb::preempt_request::Preemptor::Pod(pod(
+                    "high", 10, "1", "",
+                ))),
+                dry_run: false,
+                explain: false,
+            })
+            .await
+            .expect_err("name conflict");
+        assert!(
+            matches!(
+                err.code(),
+                Code::AlreadyExists | Code::InvalidArgument | Code::FailedPrecondition
+            ),
+            "{err:?}"
+        );
+        assert!(err.message().contains("default/high"), "{}", err.message());
+        let after = list(&mut client).await;
+        assert_eq!(before.revision, after.revision, "nothing was committed");
+        // A dry run still answers.
+        let dry = preempt(&mut client, pod("high", 10, "1", ""), true).await;
+        assert_eq!(outcome(&dry), pb::Outcome::Preempt);
+    })
+    .await
+    .expect("test timed out");
+}

@@ -40,6 +40,20 @@ pub struct NodeInfo {
     pub levels: smallvec::SmallVec<[PriorityLevel; 4]>,
 }
 
+impl PriorityLevel {
+    fn add(&mut self, pod: &Pod) {
+        let r = &pod.requests;
+        self.pods += 1;
+        self.milli_cpu += r.milli_cpu;
+        self.memory += r.memory;
+        self.ephemeral_storage += r.ephemeral_storage;
+        self.max_milli_cpu = self.max_milli_cpu.max(r.milli_cpu);
+        self.max_memory = self.max_memory.max(r.memory);
+        self.max_ephemeral_storage = self.max_ephemeral_storage.max(r.ephemeral_storage);
+        self.latest_start = self.latest_start.max(pod.start_time.unwrap_or(i64::MAX));
+    }
+}
+
 /// Requests of the pods of one priority on a node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PriorityLevel {
@@ -140,16 +154,7 @@ impl NodeInfo {
                 i
             }
         };
-        let level = &mut self.levels[index];
-        let r = &pod.requests;
-        level.pods += 1;
-        level.milli_cpu += r.milli_cpu;
-        level.memory += r.memory;
-        level.ephemeral_storage += r.ephemeral_storage;
-        level.max_milli_cpu = level.max_milli_cpu.max(r.milli_cpu);
-        level.max_memory = level.max_memory.max(r.memory);
-        level.max_ephemeral_storage = level.max_ephemeral_storage.max(r.ephemeral_storage);
-        level.latest_start = level.latest_start.max(pod.start_time.unwrap_or(i64::MAX));
+        self.levels[index].add(pod);
     }
 
     /// Recomputes the level of `priority` from the pods (after a removal).
@@ -163,15 +168,7 @@ impl NodeInfo {
             ..PriorityLevel::default()
         };
         for pod in self.pods.iter().filter(|p| p.priority == priority) {
-            let r = &pod.requests;
-            level.pods += 1;
-            level.milli_cpu += r.milli_cpu;
-            level.memory += r.memory;
-            level.ephemeral_storage += r.ephemeral_storage;
-            level.max_milli_cpu = level.max_milli_cpu.max(r.milli_cpu);
-            level.max_memory = level.max_memory.max(r.memory);
-            level.max_ephemeral_storage = level.max_ephemeral_storage.max(r.ephemeral_storage);
-            level.latest_start = level.latest_start.max(pod.start_time.unwrap_or(i64::MAX));
+            level.add(pod);
         }
         if level.pods == 0 {
             self.levels.remove(index);
@@ -261,6 +258,8 @@ pub struct Snapshot {
     index: imbl::HashMap<Str, usize>,
     pub pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
     pub revision: u64,
+    /// Nodes with at least one pod carrying required anti-affinity.
+    pub anti_affinity_nodes: usize,
 }
 
 impl Snapshot {
@@ -276,6 +275,7 @@ impl Snapshot {
             index,
             pdbs: Arc::new(pdbs),
             revision: 0,
+            anti_affinity_nodes: usize::MAX,
         }
     }
 
@@ -296,6 +296,8 @@ struct NodeTable {
     index: imbl::HashMap<Str, usize>,
     orphans: std::collections::HashMap<Str, NodeInfo>,
     pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
+    /// Nodes holding a pod with required anti-affinity (lets decisions skip the scan).
+    anti_affinity_nodes: usize,
     /// During [`ClusterCache::upsert_pods`]: the entries edited so far, filed once at the
     /// end, so a batch copies each touched entry once instead of once per change.
     staged: Option<std::collections::HashMap<Str, NodeInfo>>,
@@ -359,6 +361,13 @@ impl NodeTable {
 
     /// Files an edited entry as a node or an orphan, dropping it once vacant.
     fn file(&mut self, name: &Str, info: NodeInfo) {
+        // The slot still holds the entry as it was before the edit (or the batch).
+        let had_anti = self
+            .index
+            .get(name)
+            .is_some_and(|&i| self.nodes[i].anti_affinity_pods > 0);
+        let has_anti = info.node.is_some() && info.anti_affinity_pods > 0;
+        self.anti_affinity_nodes = self.anti_affinity_nodes + has_anti as usize - had_anti as usize;
         match (self.index.get(name).copied(), info.node.is_some()) {
             (Some(i), true) => {
                 self.nodes.set(i, Arc::new(info));
@@ -712,6 +721,7 @@ impl ClusterCache {
             index: table.index.clone(),
             pdbs: table.pdbs.clone(),
             revision: self.revision(),
+            anti_affinity_nodes: table.anti_affinity_nodes,
         }
     }
 
@@ -750,7 +760,16 @@ impl ClusterCache {
     pub fn commit(&self, commit: &Commit) -> Result<(Vec<CommitChange>, u64), CommitConflict> {
         let mut table = self.table.lock();
         let current = table.get(&commit.node).map(|n| n.generation);
-        if current != Some(commit.node_generation) {
+        let name_taken = self
+            .pod_names
+            .get(&(
+                commit.preemptor.namespace.clone(),
+                commit.preemptor.name.clone(),
+            ))
+            .is_some_and(|uid| *uid != commit.preemptor.uid);
+        // A name taken by another uid since the decision: nothing is changed, and the
+        // caller's re-check reports it.
+        if current != Some(commit.node_generation) || name_taken {
             return Err(CommitConflict {
                 node: commit.node.clone(),
             });
@@ -851,7 +870,9 @@ mod tests {
         stale.labels = Labels::default();
         let mut older = pods[2].clone();
         older.resource_version = 1;
-        pods.extend([moved, stale, older, pods[2].clone()]);
+        let mut anti = crate::generate::affinity_preemptor(1);
+        anti.node_name = Some(cluster.nodes[4].name.clone());
+        pods.extend([moved, stale, older, pods[2].clone(), anti]);
         // Pods before their node (orphans), then the nodes, then more pods.
         let (single, batched) = (ClusterCache::new(), ClusterCache::new());
         let (early, late) = pods.split_at(10);
@@ -882,6 +903,9 @@ mod tests {
             assert_eq!(node.nominated.len(), other.nominated.len());
         }
         assert_eq!(single.counts(), batched.counts());
+        let anti_nodes = |c: &ClusterCache| c.table.lock().anti_affinity_nodes;
+        assert_eq!(anti_nodes(&single), 1);
+        assert_eq!(anti_nodes(&batched), 1);
     }
 
     #[test]

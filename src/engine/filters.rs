@@ -24,8 +24,11 @@ pub enum Code {
 pub struct Status {
     pub code: Code,
     pub plugin: &'static str,
-    pub reasons: Vec<Reason>,
+    pub reasons: Reasons,
 }
+
+/// A status's reasons: inline for the usual one or two, so statuses do not allocate.
+pub type Reasons = smallvec::SmallVec<[Reason; 2]>;
 
 /// A failure reason; static in the common cases so a filter pass over many nodes does not
 /// allocate a string per node.
@@ -36,7 +39,7 @@ impl Status {
         Status {
             code: Code::Success,
             plugin: "",
-            reasons: Vec::new(),
+            reasons: Reasons::new(),
         }
     }
 
@@ -48,7 +51,7 @@ impl Status {
         Status {
             code: Code::Unschedulable,
             plugin,
-            reasons: vec![reason.into()],
+            reasons: smallvec::smallvec![reason.into()],
         }
     }
 
@@ -56,7 +59,7 @@ impl Status {
         Status {
             code: Code::UnschedulableAndUnresolvable,
             plugin,
-            reasons: vec![reason.into()],
+            reasons: smallvec::smallvec![reason.into()],
         }
     }
 }
@@ -436,6 +439,9 @@ impl<'a> PreFilter<'a> {
 
     fn init_inter_pod(&mut self, snapshot: &Snapshot) {
         let has_own_terms = !self.affinity.is_empty() || !self.anti_affinity.is_empty();
+        if !has_own_terms && snapshot.anti_affinity_nodes == 0 {
+            return;
+        }
         let pod = self.pod;
         for info in &snapshot.nodes {
             let Some(node) = info.node.as_deref() else {
@@ -735,7 +741,7 @@ impl<'a> PreFilter<'a> {
         let request = &self.pod.requests;
         let alloc = &scratch.node.allocatable;
         let used = &scratch.requested;
-        let mut reasons = Vec::new();
+        let mut reasons = Reasons::new();
         let mut unresolvable = false;
         if scratch.pod_count + 1 > alloc.pods {
             reasons.push(Reason::Borrowed("Too many pods"));

@@ -181,23 +181,29 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
     let parallel = nodes.len() >= PARALLEL_THRESHOLD;
 
     // 1. The normal filter pass, every node with nominated pods.
-    let filter_one = |info: &Arc<NodeInfo>| -> Status {
+    // The bound of an Unschedulable node is computed while its data is hot in the cache.
+    let want_bounds = !options.explain && nodes.len() > PRUNE_THRESHOLD;
+    let filter_one = |info: &Arc<NodeInfo>| -> (Status, Option<bounds::Bound>) {
         let Some(node) = info.node.as_deref() else {
-            return Status::success();
+            return (Status::success(), None);
         };
         let status = filters::static_filters(preemptor, node);
         if !status.is_success() {
-            return status;
+            return (status, None);
         }
-        match pre.scratch(info) {
+        let status = match pre.scratch(info) {
             Some(mut scratch) => pre.fits_with_nominated(&mut scratch),
             None => status,
-        }
+        };
+        let bound = (want_bounds && status.code == Code::Unschedulable)
+            .then(|| bounds::bound(&pre, info))
+            .flatten();
+        (status, bound)
     };
-    let statuses: Vec<Status> = if parallel {
-        nodes.par_iter().map(filter_one).collect()
+    let (statuses, node_bounds): (Vec<Status>, Vec<Option<bounds::Bound>>) = if parallel {
+        nodes.par_iter().map(filter_one).unzip()
     } else {
-        nodes.iter().map(filter_one).collect()
+        nodes.iter().map(filter_one).unzip()
     };
 
     let mut feasible: Vec<Str> = nodes
@@ -293,14 +299,24 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
         let mut bounded: Vec<(bounds::Bound, usize)> = Vec::with_capacity(potential.len());
         let mut unfit: Vec<usize> = Vec::new();
         for &index in &potential {
-            match bounds::bound(&pre, &nodes[index]) {
+            match node_bounds[index] {
                 Some(b) => bounded.push((b, index)),
                 None => unfit.push(index),
             }
         }
-        bounded.sort_unstable_by_key(|(b, index)| (b.order(), *index));
+        // Only the front is usually dry-run: order it chunk by chunk, lazily.
+        let order_key = |(b, index): &(bounds::Bound, usize)| (b.order(), *index);
+        let mut sorted_upto = 0;
         let mut best: Option<([i64; 4], i64)> = None;
-        for chunk in bounded.chunks(PRUNE_CHUNK) {
+        while sorted_upto < bounded.len() {
+            let end = (sorted_upto + PRUNE_CHUNK).min(bounded.len());
+            let rest = &mut bounded[sorted_upto..];
+            if end - sorted_upto < rest.len() {
+                rest.select_nth_unstable_by_key(end - sorted_upto, order_key);
+            }
+            bounded[sorted_upto..end].sort_unstable_by_key(order_key);
+            let chunk = &bounded[sorted_upto..end];
+            sorted_upto = end;
             let open: Vec<usize> = chunk
                 .iter()
                 .filter(|(b, _)| best.is_none_or(|(key, start)| !b.loses_to(key, start, now)))

@@ -134,7 +134,9 @@ pub(crate) fn select_victims_on_node(
         return Err(Status {
             code: Code::UnschedulableAndUnresolvable,
             plugin: "DefaultPreemption",
-            reasons: vec!["preemption found no victims to evict on this node".into()],
+            reasons: smallvec::smallvec![
+                "preemption found no victims to evict on this node".into()
+            ],
         });
     }
     Ok((victims, pdb_violations))
@@ -144,6 +146,6 @@ fn no_victims() -> Status {
     Status {
         code: Code::UnschedulableAndUnresolvable,
         plugin: "DefaultPreemption",
-        reasons: vec!["No preemption victims found for incoming pod".into()],
+        reasons: smallvec::smallvec!["No preemption victims found for incoming pod".into()],
     }
 }

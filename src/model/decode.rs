@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::quantity::{Quantity, QuantityError};
-use super::resources::{CPU, MEMORY, is_pod_level_resource};
+use super::resources;
 use super::{
     BIND_ALL_IP, Container, ContainerResources, HostPort, InclusionPolicy, LabelSelector, Labels,
     Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Operator,
@@ -433,13 +433,10 @@ fn resource_list(cur: &Cur<'_, '_>) -> Result<Vec<(Str, Quantity)>> {
 
 /// `requests` with Kubernetes' defaulting: each limit without a request becomes the request.
 fn requests_with_limits(resources: &Cur<'_, '_>) -> Result<ContainerResources> {
-    let mut requests = resource_list(&resources.get("requests")?)?;
-    for (name, limit) in resource_list(&resources.get("limits")?)? {
-        if !requests.iter().any(|(n, _)| *n == name) {
-            requests.push((name, limit));
-        }
-    }
-    Ok(ContainerResources::new(requests))
+    Ok(resources::requests_defaulted_from_limits(
+        resource_list(&resources.get("requests")?)?,
+        resource_list(&resources.get("limits")?)?,
+    ))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -747,23 +744,11 @@ fn container(cur: &Cur<'_, '_>, init: bool, host_network: bool) -> Result<Contai
 /// pod-level limit. The aggregate case is left unset here: an unset pod-level request
 /// already means the container aggregate, so the effective requests are the same.
 fn pod_level_requests(resources: &Cur<'_, '_>, pod: &Pod) -> Result<ContainerResources> {
-    let mut requests = resource_list(&resources.get("requests")?)?;
-    let limits = resource_list(&resources.get("limits")?)?;
-    for (name, limit) in limits {
-        if requests.iter().any(|(n, _)| *n == name) || !is_pod_level_resource(&name) {
-            continue;
-        }
-        let overcommittable = &*name == CPU || &*name == MEMORY;
-        let containers_request_it = pod
-            .containers
-            .iter()
-            .chain(&pod.init_containers)
-            .any(|c| c.requests.get(&name).is_some());
-        if !(overcommittable && containers_request_it) {
-            requests.push((name, limit));
-        }
-    }
-    Ok(ContainerResources::new(requests))
+    Ok(resources::pod_level_requests_defaulted(
+        resource_list(&resources.get("requests")?)?,
+        resource_list(&resources.get("limits")?)?,
+        pod,
+    ))
 }
 
 const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];

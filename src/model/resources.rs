@@ -88,6 +88,46 @@ impl ContainerResources {
     }
 }
 
+/// API-server defaulting of a container's requests: a resource with a limit and no
+/// request requests its limit.
+pub fn requests_defaulted_from_limits(
+    mut requests: Vec<(Str, Quantity)>,
+    limits: Vec<(Str, Quantity)>,
+) -> ContainerResources {
+    for (name, limit) in limits {
+        if !requests.iter().any(|(n, _)| *n == name) {
+            requests.push((name, limit));
+        }
+    }
+    ContainerResources::new(requests)
+}
+
+/// Upstream `defaultPodRequests` for pod-level resources: a supported resource with a
+/// pod-level limit and no pod-level request takes the limit, unless it is cpu or memory
+/// that some container requests — then it stays unset, which means the containers'
+/// aggregate, the same effective request upstream computes. Needs the pod's containers.
+pub fn pod_level_requests_defaulted(
+    mut requests: Vec<(Str, Quantity)>,
+    limits: Vec<(Str, Quantity)>,
+    pod: &Pod,
+) -> ContainerResources {
+    for (name, limit) in limits {
+        if requests.iter().any(|(n, _)| *n == name) || !is_pod_level_resource(&name) {
+            continue;
+        }
+        let overcommittable = &*name == CPU || &*name == MEMORY;
+        let containers_request_it = pod
+            .containers
+            .iter()
+            .chain(&pod.init_containers)
+            .any(|c| c.requests.get(&name).is_some());
+        if !(overcommittable && containers_request_it) {
+            requests.push((name, limit));
+        }
+    }
+    ContainerResources::new(requests)
+}
+
 /// The scheduler's integer resource vector.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Resources {

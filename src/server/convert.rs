@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, Status as FilterStatus};
 use crate::model::quantity::Quantity;
-use crate::model::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_pod_level_resource};
+use crate::model::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::model::{
     BIND_ALL_IP, Container, ContainerResources, HostPort, InclusionPolicy, LabelSelector, Labels,
     Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Operator,
@@ -103,13 +103,10 @@ fn requests_with_limits(
     requests: &HashMap<String, String>,
     limits: &HashMap<String, String>,
 ) -> Result<ContainerResources> {
-    let mut out = resource_list(&format!("{path}.requests"), requests)?;
-    for (name, limit) in resource_list(&format!("{path}.limits"), limits)? {
-        if !out.iter().any(|(n, _)| *n == name) {
-            out.push((name, limit));
-        }
-    }
-    Ok(ContainerResources::new(out))
+    Ok(crate::model::resources::requests_defaulted_from_limits(
+        resource_list(&format!("{path}.requests"), requests)?,
+        resource_list(&format!("{path}.limits"), limits)?,
+    ))
 }
 
 fn labels(map: &HashMap<String, String>) -> Labels {
@@ -322,22 +319,11 @@ fn pod_level_requests(
     r: &pb::ResourceRequirements,
     pod: &Pod,
 ) -> Result<ContainerResources> {
-    let mut requests = resource_list(&format!("{path}.requests"), &r.requests)?;
-    for (name, limit) in resource_list(&format!("{path}.limits"), &r.limits)? {
-        if requests.iter().any(|(n, _)| *n == name) || !is_pod_level_resource(&name) {
-            continue;
-        }
-        let overcommittable = &*name == CPU || &*name == MEMORY;
-        let containers_request_it = pod
-            .containers
-            .iter()
-            .chain(&pod.init_containers)
-            .any(|c| c.requests.get(&name).is_some());
-        if !(overcommittable && containers_request_it) {
-            requests.push((name, limit));
-        }
-    }
-    Ok(ContainerResources::new(requests))
+    Ok(crate::model::resources::pod_level_requests_defaulted(
+        resource_list(&format!("{path}.requests"), &r.requests)?,
+        resource_list(&format!("{path}.limits"), &r.limits)?,
+        pod,
+    ))
 }
 
 fn toleration(path: &str, t: &pb::Toleration) -> Result<Toleration> {

@@ -126,6 +126,17 @@ impl State {
         for attempt in 1..=self.commit_attempts {
             let _gate =
                 (!dry_run && attempt > OPTIMISTIC_ATTEMPTS).then(|| self.preempt_gate.lock());
+            if !dry_run
+                && let Some(existing) = self.cache.get_pod_by_name(&pod.namespace, &pod.name)
+                && existing.uid != pod.uid
+            {
+                // The commit would record the preemptor under a name another uid holds.
+                return Err(crate::cache::CacheError::NameConflict {
+                    name: format!("{}/{}", pod.namespace, pod.name),
+                    existing: existing.uid.to_string(),
+                }
+                .into());
+            }
             let mut preemptor = pod.clone();
             if preemptor
                 .nominated_node_name
