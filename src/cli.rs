@@ -1,4 +1,5 @@
-//! The command line: `preemptd serve`, `preemptd simulate` and `preemptd health`.
+//! The command line: `preemptd serve`, `preemptd simulate`, `preemptd health` and
+//! `preemptd bench`.
 //! Parsing and wiring only; the work is done by the library.
 //!
 //! Every `serve` flag can also be set through an environment variable (`PREEMPTD_...`,
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
+use crate::bench;
 use crate::ops::telemetry::{self, LogFormat, TelemetryConfig};
 use crate::server::{self, ServeConfig};
 use crate::simulate;
@@ -51,6 +53,10 @@ pub enum Command {
     /// Check a running server over the gRPC health protocol (grpc.health.v1): exit 0 when
     /// it is SERVING, 1 otherwise. The container image's HEALTHCHECK.
     Health(HealthArgs),
+    /// Measure load rate, Preempt latency, UpdatePod rate, watch lag and RSS over
+    /// loopback gRPC on a generated cluster (in-process server unless --target); the last
+    /// stdout line is a JSON object with every figure. See BENCHMARKS.md.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -351,6 +357,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Health(args) => health(args),
+        Command::Bench(args) => bench::run(args),
         Command::Simulate {
             cluster,
             pod,

@@ -4,6 +4,7 @@
 //! Layers (one direction of flow): [`model`] → [`cache`] → [`engine`]; the gRPC server
 //! sits on top and is the only place that knows tonic or prost.
 
+pub mod bench;
 pub mod cache;
 pub mod cli;
 pub mod engine;

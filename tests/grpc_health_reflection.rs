@@ -27,6 +27,7 @@ const RPCS: &[&str] = &[
     "Preempt",
     "ListNominations",
     "WatchNominations",
+    "Sync",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

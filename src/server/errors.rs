@@ -88,6 +88,41 @@ impl ApiError {
         ApiError::DeadlineExceeded(format!("no answer within the rpc timeout of {timeout:?}"))
     }
 
+    /// The same error about a field nested under `prefix` (a `Sync` item: `pod`):
+    /// invalid-argument paths become `pod.upsert.name`; other errors are unchanged.
+    pub fn within(self, prefix: &str) -> Self {
+        match self {
+            ApiError::InvalidArgument { path, message } => ApiError::InvalidArgument {
+                path: format!("{prefix}.{path}"),
+                message,
+            },
+            other => other,
+        }
+    }
+
+    /// The message without the field path (which invalid-argument errors carry apart).
+    pub fn detail(&self) -> String {
+        match self {
+            ApiError::InvalidArgument { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The gRPC code's canonical name, as `Sync` rejections report it.
+    pub fn code_name(&self) -> &'static str {
+        match self.code() {
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::NotFound => "NOT_FOUND",
+            Code::AlreadyExists => "ALREADY_EXISTS",
+            Code::OutOfRange => "OUT_OF_RANGE",
+            Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Code::Aborted => "ABORTED",
+            Code::Unavailable => "UNAVAILABLE",
+            Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            _ => "INTERNAL",
+        }
+    }
+
     pub fn code(&self) -> Code {
         match self {
             ApiError::InvalidArgument { .. } => Code::InvalidArgument,

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
 use tokio_stream::{Stream, StreamExt};
-use tonic::{Request, Response, Status};
+use tonic::{Request, Response, Status, Streaming};
 
 use crate::cache::{ClusterCache, Commit, CommitChange, Nomination, UpdateOutcome};
 use crate::engine::{self, DecideOptions, Outcome};
@@ -26,6 +26,8 @@ use super::ServeConfig;
 use super::convert;
 use super::errors::ApiError;
 use super::pb;
+
+mod sync;
 
 /// Documents larger than this are decoded on the blocking pool (parsing a large JSON
 /// document takes well over the async threads' budget).
@@ -575,6 +577,14 @@ impl pb::preemption_server::Preemption for PreemptionService {
             }
         });
         Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn sync(
+        &self,
+        request: Request<Streaming<pb::SyncRequest>>,
+    ) -> Result<Response<pb::SyncResponse>, Status> {
+        let response = sync::run(self.state.clone(), request.into_inner()).await?;
+        Ok(Response::new(response))
     }
 }
 

@@ -1,0 +1,744 @@
+//! The measurements of one cluster size, against an in-process server or `--target`.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use bytes::{Buf as _, BufMut as _, Bytes};
+use hdrhistogram::Histogram;
+use prost::Message as _;
+use rayon::prelude::*;
+use serde_json::{Map, Value};
+use tokio::task::JoinHandle;
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Request, Status};
+
+use crate::generate::{self, ClusterSpec};
+use crate::model::Pod;
+use crate::server::{self, ServeConfig, convert, pb};
+use pb::preemption_client::PreemptionClient;
+
+use super::report::{Latency, SizeReport, histogram};
+use super::{BenchArgs, Size};
+
+type Client = PreemptionClient<Channel>;
+
+/// Watch subscribers multiplexed on one connection (servers cap concurrent streams per
+/// connection, hyper at 200 by default).
+const WATCHERS_PER_CONNECTION: usize = 50;
+/// Bound pods whose labels the update phase rewrites (round-robin).
+const UPDATE_SAMPLE: usize = 10_000;
+/// Unrecorded calls before each latency phase (connection set-up, first-touch costs).
+const WARMUP_CALLS: u64 = 5;
+
+pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<SizeReport> {
+    let started = Instant::now();
+    let (server, addr) = match args.target {
+        Some(addr) => (None, addr),
+        None => {
+            let server = server::start(ServeConfig {
+                listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                ..ServeConfig::default()
+            })
+            .await
+            .context("start the in-process server")?;
+            let addr = server.local_addr();
+            (Some(server), addr)
+        }
+    };
+    let rss = RssProbe {
+        in_process: server.is_some(),
+        pid: args.server_pid,
+    };
+    let channel = connect(addr).await?;
+    let mut client = PreemptionClient::new(channel.clone());
+
+    let spec = ClusterSpec {
+        nodes: size.nodes,
+        pods_per_node: size.pods_per_node,
+        seed: args.seed,
+    };
+    eprintln!("generating and encoding the cluster ...");
+    let prepared = tokio::task::spawn_blocking(move || prepare(&spec))
+        .await
+        .context("prepare task")?;
+    let mut report = SizeReport {
+        nodes: prepared.nodes,
+        pods: prepared.pods.len(),
+        pdbs: prepared.pdbs,
+        concurrency: args.concurrency,
+        update_concurrency: args.update_concurrency,
+        watchers: args.watchers,
+        rss_source: rss.source(),
+        ..SizeReport::default()
+    };
+
+    // Bulk load: nodes and budgets, then pods, each in one Sync stream. RSS is read
+    // around each so nodes and pods are charged separately; the client's own data is
+    // all allocated before the first reading and kept until after the last.
+    let rss_before = rss.read().await;
+    let first = Arc::new(prepared.first);
+    let t = Instant::now();
+    let response = sync_stream(&channel, first.clone(), "sync nodes+pdbs").await?;
+    let nodes_seconds = t.elapsed().as_secs_f64();
+    check_sync(&response, first.len())?;
+    let rss_nodes = rss.read().await;
+    let pods = Arc::new(prepared.pods);
+    let t = Instant::now();
+    let response = sync_stream(&channel, pods.clone(), "sync pods").await?;
+    report.sync_pods_seconds = t.elapsed().as_secs_f64();
+    check_sync(&response, pods.len())?;
+    let rss_pods = rss.read().await;
+    report.sync_objects = (first.len() + pods.len()) as u64;
+    report.sync_seconds = nodes_seconds + report.sync_pods_seconds;
+    if let (Some(before), Some(nodes), Some(after)) = (rss_before, rss_nodes, rss_pods) {
+        report.rss_bytes_per_node =
+            nodes.saturating_sub(before) as f64 / report.nodes.max(1) as f64;
+        report.rss_bytes_per_pod = after.saturating_sub(nodes) as f64 / report.pods.max(1) as f64;
+        report.rss_after_load_bytes = after;
+    }
+    drop((first, pods));
+
+    let cap = args.phase_cap();
+    let (latency, outcomes) = preempt_phase(
+        &channel,
+        args.concurrency,
+        args.preempts,
+        cap,
+        generate::resource_preemptor,
+        "preempt (resources)",
+    )
+    .await?;
+    report.preempt = latency;
+    report.preempt_outcomes = outcomes;
+    let (latency, outcomes) = preempt_phase(
+        &channel,
+        args.concurrency,
+        args.preempts,
+        cap,
+        generate::affinity_preemptor,
+        "preempt (anti-affinity)",
+    )
+    .await?;
+    report.affinity = latency;
+    report.affinity_outcomes = outcomes;
+
+    report.update = update_phase(
+        &channel,
+        &prepared.update_sample,
+        args.updates,
+        args.update_concurrency,
+        cap,
+    )
+    .await?;
+
+    let watch = WatchPlan {
+        addr,
+        watchers: args.watchers,
+        rate: args.watch_rate,
+        seconds: args.watch_seconds,
+        nodes: &prepared.node_names,
+    };
+    let (latency, events, missed) = watch.run(&mut client, 0, false).await?;
+    report.watch = latency;
+    report.watch_events = events;
+    let (latency, _, missed_stalled) = watch.run(&mut client, 1, true).await?;
+    report.watch_stalled = latency;
+    report.watch_missed = missed + missed_stalled;
+
+    if let Some(server) = server {
+        server.shutdown().await?;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+async fn connect(addr: SocketAddr) -> anyhow::Result<Channel> {
+    endpoint(addr)?
+        .connect()
+        .await
+        .with_context(|| format!("connect to {addr}"))
+}
+
+fn endpoint(addr: SocketAddr) -> anyhow::Result<Endpoint> {
+    Ok(Endpoint::from_shared(format!("http://{addr}"))?
+        .tcp_nodelay(true)
+        .connect_timeout(Duration::from_secs(5)))
+}
+
+/// The client's copy of the cluster: encoded `SyncRequest`s, ready to stream.
+struct Prepared {
+    /// Nodes then PDBs.
+    first: Vec<Bytes>,
+    pods: Vec<Bytes>,
+    nodes: usize,
+    pdbs: usize,
+    node_names: Vec<String>,
+    update_sample: Vec<pb::Pod>,
+}
+
+/// Generates the cluster and encodes every object as a `SyncRequest` (in parallel).
+/// Encoding up front keeps the client's work during the load to copying bytes, so the
+/// load rate measures the server.
+fn prepare(spec: &ClusterSpec) -> Prepared {
+    use pb::sync_request::Item;
+    let cluster = generate::generate(spec);
+    let encode = |item: Item| Bytes::from(pb::SyncRequest { item: Some(item) }.encode_to_vec());
+    let mut first: Vec<Bytes> = cluster
+        .nodes
+        .par_iter()
+        .map(|n| {
+            encode(Item::Node(pb::UpdateNodeRequest {
+                change: Some(pb::update_node_request::Change::Upsert(
+                    convert::node_message(n),
+                )),
+            }))
+        })
+        .collect();
+    first.extend(cluster.pdbs.iter().map(|b| {
+        encode(Item::Pdb(pb::UpdatePodDisruptionBudgetRequest {
+            change: Some(pb::update_pod_disruption_budget_request::Change::Upsert(
+                convert::pdb_message(b),
+            )),
+        }))
+    }));
+    let pods: Vec<Bytes> = cluster
+        .pods
+        .par_iter()
+        .map(|p| {
+            encode(Item::Pod(pb::UpdatePodRequest {
+                change: Some(pb::update_pod_request::Change::Upsert(
+                    convert::pod_message(p),
+                )),
+            }))
+        })
+        .collect();
+    let update_sample = cluster
+        .pods
+        .iter()
+        .filter(|p| p.node_name.is_some() && !p.terminating)
+        .take(UPDATE_SAMPLE)
+        .map(convert::pod_message)
+        .collect();
+    Prepared {
+        first,
+        pods,
+        nodes: cluster.nodes.len(),
+        pdbs: cluster.pdbs.len(),
+        node_names: cluster.nodes.iter().map(|n| n.name.to_string()).collect(),
+        update_sample,
+    }
+}
+
+/// Sends pre-encoded `SyncRequest`s as they are and decodes the `SyncResponse`.
+#[derive(Clone, Copy, Default)]
+struct PreEncoded;
+
+impl Codec for PreEncoded {
+    type Encode = Bytes;
+    type Decode = pb::SyncResponse;
+    type Encoder = PreEncoded;
+    type Decoder = PreEncoded;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        PreEncoded
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        PreEncoded
+    }
+}
+
+impl Encoder for PreEncoded {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        dst.put(item);
+        Ok(())
+    }
+}
+
+impl Decoder for PreEncoded {
+    type Item = pb::SyncResponse;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<pb::SyncResponse>, Status> {
+        let response = pb::SyncResponse::decode(src.copy_to_bytes(src.remaining()))
+            .map_err(|e| Status::internal(format!("decode sync response: {e}")))?;
+        Ok(Some(response))
+    }
+}
+
+async fn sync_stream(
+    channel: &Channel,
+    items: Arc<Vec<Bytes>>,
+    label: &str,
+) -> anyhow::Result<pb::SyncResponse> {
+    let progress = Progress::start(label, items.len() as u64);
+    let done = progress.done.clone();
+    let total = items.len();
+    let stream = tokio_stream::iter((0..total).map(move |i| {
+        done.fetch_add(1, Ordering::Relaxed);
+        items[i].clone()
+    }));
+    let mut grpc = tonic::client::Grpc::new(channel.clone());
+    grpc.ready().await.context("sync: channel not ready")?;
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/preemptd.v1.Preemption/Sync");
+    let response = grpc
+        .client_streaming(Request::new(stream), path, PreEncoded)
+        .await;
+    progress.finish();
+    Ok(response.context("sync")?.into_inner())
+}
+
+fn check_sync(response: &pb::SyncResponse, sent: usize) -> anyhow::Result<()> {
+    if let Some(first) = response.rejections.first() {
+        bail!(
+            "sync rejected {} items; first: #{} {} {}: {}",
+            response.rejected,
+            first.index,
+            first.code,
+            first.field,
+            first.message
+        );
+    }
+    let counts = |c: &Option<pb::SyncCounts>| c.as_ref().map_or(0, |c| c.nodes + c.pods + c.pdbs);
+    let seen = counts(&response.applied) + counts(&response.stale);
+    if seen != sent as u64 {
+        bail!("sync accounted for {seen} of {sent} items (is --target a fresh server?)");
+    }
+    Ok(())
+}
+
+type Outcomes = Map<String, Value>;
+/// One Preempt worker's latencies and outcome counts.
+type WorkerResult = (Histogram<u64>, BTreeMap<String, u64>);
+
+/// Dry-run `Preempt` calls for `make(i)` preemptors at a fixed concurrency.
+async fn preempt_phase(
+    channel: &Channel,
+    concurrency: usize,
+    count: u64,
+    cap: Duration,
+    make: fn(u64) -> Pod,
+    label: &str,
+) -> anyhow::Result<(Latency, Outcomes)> {
+    let request = move |i: u64| pb::PreemptRequest {
+        preemptor: Some(pb::preempt_request::Preemptor::Pod(convert::pod_message(
+            &make(i),
+        ))),
+        dry_run: true,
+        explain: false,
+    };
+    let mut client = PreemptionClient::new(channel.clone());
+    for i in 0..WARMUP_CALLS.min(count) {
+        client
+            .preempt(request(1_000_000_000 + i))
+            .await
+            .context("preempt warm-up")?;
+    }
+    let progress = Progress::start(label, count);
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + cap;
+    let workers: Vec<JoinHandle<anyhow::Result<WorkerResult>>> = (0..concurrency)
+        .map(|_| {
+            let mut client = client.clone();
+            let next = next.clone();
+            let done = progress.done.clone();
+            tokio::spawn(async move {
+                let mut hist = histogram();
+                let mut outcomes = BTreeMap::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count || Instant::now() >= deadline {
+                        break;
+                    }
+                    let req = request(i);
+                    let t = Instant::now();
+                    let response = client.preempt(req).await.context("preempt")?;
+                    hist.saturating_record(t.elapsed().as_micros() as u64);
+                    done.fetch_add(1, Ordering::Relaxed);
+                    let outcome = pb::Outcome::try_from(response.get_ref().outcome)
+                        .map_or("UNKNOWN", |o| o.as_str_name());
+                    *outcomes.entry(outcome.to_string()).or_insert(0) += 1;
+                }
+                Ok((hist, outcomes))
+            })
+        })
+        .collect();
+    let mut hist = histogram();
+    let mut outcomes: BTreeMap<String, u64> = BTreeMap::new();
+    for worker in workers {
+        let (h, o) = worker.await.context("preempt worker")??;
+        hist.add(&h).context("merge histograms")?;
+        for (k, v) in o {
+            *outcomes.entry(k).or_insert(0) += v;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    progress.finish();
+    let outcomes = outcomes
+        .into_iter()
+        .map(|(k, v)| (k, Value::from(v)))
+        .collect();
+    Ok((Latency::from_histogram(&hist, seconds), outcomes))
+}
+
+/// Unary `UpdatePod` calls rewriting a label of existing bound pods (each call a newer
+/// resource_version), at a fixed concurrency.
+async fn update_phase(
+    channel: &Channel,
+    sample: &[pb::Pod],
+    count: u64,
+    concurrency: usize,
+    cap: Duration,
+) -> anyhow::Result<Latency> {
+    if sample.is_empty() || count == 0 {
+        return Ok(Latency::default());
+    }
+    let sample = Arc::new(sample.to_vec());
+    let progress = Progress::start("update pod", count);
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let deadline = started + cap;
+    let workers: Vec<JoinHandle<anyhow::Result<Histogram<u64>>>> = (0..concurrency)
+        .map(|_| {
+            let mut client = PreemptionClient::new(channel.clone());
+            let (next, sample, done) = (next.clone(), sample.clone(), progress.done.clone());
+            tokio::spawn(async move {
+                let mut hist = histogram();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count || Instant::now() >= deadline {
+                        break;
+                    }
+                    let len = sample.len() as u64;
+                    let round = i / len;
+                    let mut pod = sample[(i % len) as usize].clone();
+                    pod.resource_version += round + 1;
+                    pod.labels
+                        .insert("bench-update".to_string(), (round + 1).to_string());
+                    let req = pb::UpdatePodRequest {
+                        change: Some(pb::update_pod_request::Change::Upsert(pod)),
+                    };
+                    let t = Instant::now();
+                    client.update_pod(req).await.context("update pod")?;
+                    hist.saturating_record(t.elapsed().as_micros() as u64);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(hist)
+            })
+        })
+        .collect();
+    let mut hist = histogram();
+    for worker in workers {
+        hist.add(&worker.await.context("update worker")??)
+            .context("merge histograms")?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    progress.finish();
+    Ok(Latency::from_histogram(&hist, seconds))
+}
+
+/// `WatchNominations` fan-out: subscribers from the current revision, nominations
+/// published by unary `UpdatePod` (new pending pods with nominated_node_name) at a fixed
+/// rate; lag is from each call's ack to each subscriber receiving its event (0 when the
+/// event arrives first).
+struct WatchPlan<'a> {
+    addr: SocketAddr,
+    watchers: usize,
+    rate: u64,
+    seconds: f64,
+    nodes: &'a [String],
+}
+
+type Received = Vec<(String, Instant)>;
+
+impl WatchPlan<'_> {
+    /// Returns the lag distribution, events published, and deliveries missed.
+    async fn run(
+        &self,
+        client: &mut Client,
+        run: u32,
+        stalled: bool,
+    ) -> anyhow::Result<(Latency, u64, u64)> {
+        if self.watchers == 0 || self.nodes.is_empty() {
+            return Ok((Latency::default(), 0, 0));
+        }
+        let revision = client
+            .list_nominations(pb::ListNominationsRequest {})
+            .await
+            .context("list nominations")?
+            .into_inner()
+            .revision;
+        let end_uid = format!("bench-watch-{run}-end");
+        let connections = self.watchers.div_ceil(WATCHERS_PER_CONNECTION);
+        let mut clients = Vec::with_capacity(connections);
+        for _ in 0..connections {
+            clients.push(PreemptionClient::new(connect(self.addr).await?));
+        }
+        let mut subscribers: Vec<JoinHandle<anyhow::Result<Received>>> = Vec::new();
+        for i in 0..self.watchers {
+            let mut watcher = clients[i % connections].clone();
+            let mut stream = watcher
+                .watch_nominations(pb::WatchNominationsRequest {
+                    after_revision: revision,
+                })
+                .await
+                .context("watch nominations")?
+                .into_inner();
+            let end_uid = end_uid.clone();
+            subscribers.push(tokio::spawn(async move {
+                let mut received = Vec::new();
+                while let Some(event) = stream.message().await.context("watch stream")? {
+                    let at = Instant::now();
+                    let uid = event.pod.map(|p| p.uid).unwrap_or_default();
+                    if uid == end_uid {
+                        break;
+                    }
+                    received.push((uid, at));
+                }
+                Ok(received)
+            }));
+        }
+        // A subscriber that never reads, on a connection with minimal HTTP/2 windows so
+        // its backlog reaches the server quickly.
+        let _stalled = if stalled {
+            let channel = endpoint(self.addr)?
+                .initial_stream_window_size(65_535)
+                .initial_connection_window_size(65_535)
+                .connect()
+                .await
+                .context("connect the stalled subscriber")?;
+            let stream = PreemptionClient::new(channel.clone())
+                .watch_nominations(pb::WatchNominationsRequest {
+                    after_revision: revision,
+                })
+                .await
+                .context("stalled watch")?
+                .into_inner();
+            Some((channel, stream))
+        } else {
+            None
+        };
+
+        let total = (self.rate as f64 * self.seconds).round().max(1.0) as u64;
+        let label = format!(
+            "watch{} ({} subscribers)",
+            if stalled { " +stalled" } else { "" },
+            self.watchers
+        );
+        let progress = Progress::start(&label, total);
+        let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / self.rate as f64));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut acked: std::collections::HashMap<String, Instant> =
+            std::collections::HashMap::with_capacity(total as usize);
+        let mut uids = Vec::with_capacity(total as usize + 1);
+        for k in 0..=total {
+            ticks.tick().await;
+            let uid = if k == total {
+                end_uid.clone()
+            } else {
+                format!("bench-watch-{run}-{k}")
+            };
+            let node = &self.nodes[k as usize % self.nodes.len()];
+            client
+                .update_pod(pb::UpdatePodRequest {
+                    change: Some(pb::update_pod_request::Change::Upsert(watch_pod(
+                        &uid, node,
+                    ))),
+                })
+                .await
+                .context("publish a nomination")?;
+            if k < total {
+                acked.insert(uid.clone(), Instant::now());
+                progress.done.fetch_add(1, Ordering::Relaxed);
+            }
+            uids.push(uid);
+        }
+        let mut hist = histogram();
+        let mut missed = 0u64;
+        for subscriber in subscribers {
+            let received = tokio::time::timeout(Duration::from_secs(30), subscriber)
+                .await
+                .context("a subscriber did not see the end of the run")?
+                .context("subscriber task")??;
+            let mut seen = 0u64;
+            for (uid, at) in received {
+                if let Some(ack) = acked.get(&uid) {
+                    hist.saturating_record(at.saturating_duration_since(*ack).as_micros() as u64);
+                    seen += 1;
+                }
+            }
+            missed += total.saturating_sub(seen);
+        }
+        progress.finish();
+        drop(_stalled);
+        // Leave the cluster as found.
+        for uid in uids {
+            client
+                .update_pod(pb::UpdatePodRequest {
+                    change: Some(pb::update_pod_request::Change::Delete(pb::ObjectRef {
+                        namespace: WATCH_NAMESPACE.to_string(),
+                        name: uid,
+                        uid: None,
+                    })),
+                })
+                .await
+                .context("delete a watch pod")?;
+        }
+        let seconds = self.seconds;
+        Ok((Latency::from_histogram(&hist, seconds), total, missed))
+    }
+}
+
+const WATCH_NAMESPACE: &str = "bench";
+
+/// A small pending pod nominated to `node` (its name is its uid).
+fn watch_pod(uid: &str, node: &str) -> pb::Pod {
+    pb::Pod {
+        namespace: WATCH_NAMESPACE.to_string(),
+        name: uid.to_string(),
+        uid: uid.to_string(),
+        priority: Some(1000),
+        nominated_node_name: node.to_string(),
+        containers: vec![pb::Container {
+            name: "main".to_string(),
+            requests: [("cpu".to_string(), "10m".to_string())].into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// Reads the server's resident set size.
+struct RssProbe {
+    in_process: bool,
+    pid: Option<u32>,
+}
+
+impl RssProbe {
+    fn source(&self) -> &'static str {
+        if self.in_process {
+            "in-process"
+        } else if self.pid.is_some() {
+            "pid"
+        } else {
+            "none"
+        }
+    }
+
+    /// In-process, freed heap pages are returned to the OS first so the reading counts
+    /// what is held, not what the allocator keeps around.
+    async fn read(&self) -> Option<u64> {
+        let path = match (self.in_process, self.pid) {
+            (true, _) => "/proc/self/status".to_string(),
+            (false, Some(pid)) => format!("/proc/{pid}/status"),
+            (false, None) => return None,
+        };
+        let in_process = self.in_process;
+        tokio::task::spawn_blocking(move || {
+            if in_process {
+                trim_heap();
+            }
+            vm_rss(&std::fs::read_to_string(path).ok()?)
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_heap() {
+    // SAFETY: malloc_trim only releases free memory back to the OS; it is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_heap() {}
+
+/// `VmRSS:   123456 kB` → bytes.
+fn vm_rss(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// A progress line on stderr, refreshed every second while a phase runs.
+struct Progress {
+    done: Arc<AtomicU64>,
+    task: JoinHandle<()>,
+    tty: bool,
+}
+
+impl Progress {
+    fn start(label: &str, total: u64) -> Self {
+        let done = Arc::new(AtomicU64::new(0));
+        let tty = std::io::stderr().is_terminal();
+        let counter = done.clone();
+        let label = label.to_string();
+        let started = Instant::now();
+        let task = tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(Duration::from_secs(1));
+            ticks.tick().await;
+            loop {
+                ticks.tick().await;
+                let line = format!(
+                    "{label}: {}/{total} after {:.0} s",
+                    counter.load(Ordering::Relaxed),
+                    started.elapsed().as_secs_f64()
+                );
+                if tty {
+                    eprint!("\r\x1b[2K{line}");
+                } else {
+                    eprintln!("{line}");
+                }
+            }
+        });
+        Progress { done, task, tty }
+    }
+
+    fn finish(self) {
+        self.task.abort();
+        if self.tty {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_vm_rss() {
+        let status = "Name:\tx\nVmPeak:\t  10 kB\nVmRSS:\t    2048 kB\nThreads: 1\n";
+        assert_eq!(vm_rss(status), Some(2 * 1024 * 1024));
+        assert_eq!(vm_rss("Name: x\n"), None);
+    }
+
+    #[test]
+    fn pre_encoded_items_decode_as_sync_requests() {
+        let spec = ClusterSpec {
+            nodes: 3,
+            pods_per_node: 2,
+            seed: 1,
+        };
+        let prepared = prepare(&spec);
+        assert_eq!(prepared.first.len(), prepared.nodes + prepared.pdbs);
+        for bytes in prepared.first.iter().chain(&prepared.pods) {
+            let item = pb::SyncRequest::decode(bytes.clone()).expect("decodes");
+            assert!(item.item.is_some());
+        }
+    }
+}

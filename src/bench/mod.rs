@@ -1,0 +1,195 @@
+//! `preemptd bench`: a loopback load generator that measures the DESIGN §5 figures over
+//! real gRPC: bulk load through `Sync`, `Preempt` latency and throughput (resources-only
+//! and anti-affinity + spread preemptors), unary `UpdatePod` rate and ack latency,
+//! `WatchNominations` fan-out lag (with and without a stalled subscriber) and server RSS
+//! per pod and per node.
+//!
+//! Human-readable lines go to stdout, a progress line to stderr, and the last stdout line
+//! is one JSON object with every figure (for scripts and the smoke test).
+//!
+//! Everything is bounded: counts by flags, each latency phase by `--duration`, and only
+//! loopback addresses are accepted.
+
+mod client;
+mod report;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+
+pub use report::{SizeReport, svg_chart};
+
+/// One cluster size of a sweep: `NODESxPODS_PER_NODE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    pub nodes: usize,
+    pub pods_per_node: usize,
+}
+
+impl std::str::FromStr for Size {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (nodes, pods) = text
+            .split_once(['x', 'X'])
+            .ok_or_else(|| format!("expected NODESxPODS_PER_NODE, got {text:?}"))?;
+        let parse = |s: &str| {
+            s.trim()
+                .replace('_', "")
+                .parse::<usize>()
+                .map_err(|e| format!("{text:?}: {e}"))
+        };
+        let size = Size {
+            nodes: parse(nodes)?,
+            pods_per_node: parse(pods)?,
+        };
+        if size.nodes == 0 {
+            return Err(format!("{text:?}: at least one node is needed"));
+        }
+        Ok(size)
+    }
+}
+
+/// `preemptd bench` flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Nodes in the generated cluster.
+    #[arg(long, default_value_t = 5000)]
+    pub nodes: usize,
+    /// Bound pods per node.
+    #[arg(long, default_value_t = 30)]
+    pub pods_per_node: usize,
+    /// Seed of the cluster generator.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Sweep over sizes instead of --nodes/--pods-per-node, e.g. 5000x30,50000x20
+    /// (each size gets a fresh in-process server).
+    #[arg(long, value_delimiter = ',', value_name = "NODESxPODS,...")]
+    pub sizes: Vec<Size>,
+    /// Use an already running, empty server at this loopback address instead of starting
+    /// one in-process.
+    #[arg(long, value_name = "ADDR")]
+    pub target: Option<SocketAddr>,
+    /// Pid of the --target server, to read its RSS from /proc/PID/status.
+    #[arg(long, requires = "target")]
+    pub server_pid: Option<u32>,
+    /// Preempt calls in flight at once.
+    #[arg(long, default_value_t = 2)]
+    pub concurrency: usize,
+    /// Dry-run Preempt calls per preemptor kind.
+    #[arg(long, default_value_t = 2000)]
+    pub preempts: u64,
+    /// Time cap of each latency phase, in seconds.
+    #[arg(long, default_value_t = 20.0)]
+    pub duration: f64,
+    /// Unary UpdatePod calls (label changes on existing pods).
+    #[arg(long, default_value_t = 20_000)]
+    pub updates: u64,
+    /// UpdatePod calls in flight at once.
+    #[arg(long, default_value_t = 8)]
+    pub update_concurrency: usize,
+    /// WatchNominations subscribers.
+    #[arg(long, default_value_t = 100)]
+    pub watchers: usize,
+    /// Nomination events published per second during the watch phase.
+    #[arg(long, default_value_t = 100)]
+    pub watch_rate: u64,
+    /// Seconds of publishing per watch run (one run without, one with a stalled
+    /// subscriber).
+    #[arg(long, default_value_t = 3.0)]
+    pub watch_seconds: f64,
+    /// Write an SVG chart of Preempt p99 against cluster size here.
+    #[arg(long, value_name = "PATH")]
+    pub svg: Option<PathBuf>,
+}
+
+impl BenchArgs {
+    fn sizes(&self) -> Vec<Size> {
+        if self.sizes.is_empty() {
+            vec![Size {
+                nodes: self.nodes,
+                pods_per_node: self.pods_per_node,
+            }]
+        } else {
+            self.sizes.clone()
+        }
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if let Some(target) = self.target {
+            if !target.ip().is_loopback() {
+                bail!("--target must be a loopback address, got {target}");
+            }
+            if self.sizes.len() > 1 {
+                bail!("--sizes needs a fresh server per size: run it without --target");
+            }
+        }
+        if self.nodes == 0 && self.sizes.is_empty() {
+            bail!("--nodes must be at least 1");
+        }
+        if self.concurrency == 0 || self.update_concurrency == 0 {
+            bail!("--concurrency and --update-concurrency must be at least 1");
+        }
+        for (name, value) in [
+            ("--duration", self.duration),
+            ("--watch-seconds", self.watch_seconds),
+        ] {
+            if !(value.is_finite() && value > 0.0 && value <= 3600.0) {
+                bail!("{name} must be between 0 and 3600 seconds");
+            }
+        }
+        if self.watch_rate == 0 || self.watch_rate > 100_000 {
+            bail!("--watch-rate must be between 1 and 100000");
+        }
+        Ok(())
+    }
+
+    fn phase_cap(&self) -> Duration {
+        Duration::from_secs_f64(self.duration)
+    }
+}
+
+/// Runs the benchmark; the process exit code comes back.
+pub fn run(args: BenchArgs) -> ExitCode {
+    let result = args.validate().and_then(|()| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("start the async runtime")?
+            .block_on(run_all(&args))
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("preemptd bench: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_all(args: &BenchArgs) -> anyhow::Result<()> {
+    let mut reports = Vec::new();
+    for size in args.sizes() {
+        println!(
+            "== {} nodes x {} pods per node (seed {})",
+            size.nodes, size.pods_per_node, args.seed
+        );
+        let report = client::measure(args, size).await?;
+        report.print_human();
+        reports.push(report);
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, svg_chart(&reports))
+            .with_context(|| format!("write {}", path.display()))?;
+        println!("chart written to {}", path.display());
+    }
+    let json = report::final_json(&reports);
+    println!(
+        "{}",
+        serde_json::to_string(&json).context("encode the result")?
+    );
+    Ok(())
+}

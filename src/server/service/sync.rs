@@ -1,0 +1,359 @@
+//! `Sync`: a client stream of node, pod and PDB updates applied in stream order.
+//!
+//! Receiving decodes each protobuf message on the async thread, so items are gathered in
+//! chunks bounded by count and by time (each decode is ~1 µs; a chunk never keeps the
+//! thread for more than ~0.25 ms), and every chunk is converted and applied on the
+//! blocking pool while the next one is being received: on two cores decoding and
+//! applying overlap. Chunks are applied one after another, so stream order is kept.
+//!
+//! Each item goes through the same conversion and cache calls as the unary update of its
+//! kind; a rejected item is counted and reported, never fatal to the stream.
+
+use std::time::{Duration, Instant};
+
+use tonic::{Status, Streaming};
+
+use rayon::prelude::*;
+
+use crate::cache::UpdateOutcome;
+use crate::model::decode;
+use crate::model::{Node, Pod, PodDisruptionBudget};
+use crate::nominations::Event;
+
+use super::super::convert;
+use super::super::errors::ApiError;
+use super::super::pb;
+use super::{
+    State, delete_name, missing_change, namespace_or_default, nomination_events, nomination_of,
+};
+
+use std::sync::Arc;
+
+/// Most items per chunk: large enough to amortize the hand-off to the blocking pool and
+/// the locks taken per chunk.
+const CHUNK_ITEMS: usize = 2048;
+/// Longest time spent receiving (and so decoding) one chunk on an async thread.
+const CHUNK_TIME: Duration = Duration::from_micros(250);
+/// Rejections listed in the response; the rest are only counted.
+pub(crate) const MAX_REJECTIONS: usize = 100;
+
+/// What a stream did so far.
+#[derive(Default)]
+struct Tally {
+    applied: pb::SyncCounts,
+    stale: pb::SyncCounts,
+    rejected: u64,
+    rejections: Vec<pb::SyncRejection>,
+    /// Index of the next item in the stream.
+    next_index: u64,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Node,
+    Pod,
+    Pdb,
+}
+
+impl Kind {
+    fn field(self) -> &'static str {
+        match self {
+            Kind::Node => "node",
+            Kind::Pod => "pod",
+            Kind::Pdb => "pdb",
+        }
+    }
+
+    fn count(self, counts: &mut pb::SyncCounts) -> &mut u64 {
+        match self {
+            Kind::Node => &mut counts.nodes,
+            Kind::Pod => &mut counts.pods,
+            Kind::Pdb => &mut counts.pdbs,
+        }
+    }
+}
+
+impl Tally {
+    fn record(&mut self, kind: Option<Kind>, result: Result<bool, ApiError>) {
+        let index = self.next_index;
+        self.next_index += 1;
+        match (kind, result) {
+            (Some(kind), Ok(true)) => *kind.count(&mut self.applied) += 1,
+            (Some(kind), Ok(false)) => *kind.count(&mut self.stale) += 1,
+            (kind, Err(err)) => {
+                self.rejected += 1;
+                if self.rejections.len() < MAX_REJECTIONS {
+                    let err = match kind {
+                        Some(kind) => err.within(kind.field()),
+                        None => err,
+                    };
+                    let field = match &err {
+                        ApiError::InvalidArgument { path, .. } => path.clone(),
+                        _ => kind.map(Kind::field).unwrap_or("item").to_string(),
+                    };
+                    self.rejections.push(pb::SyncRejection {
+                        index,
+                        code: err.code_name().to_string(),
+                        field,
+                        message: err.detail(),
+                    });
+                }
+            }
+            // A missing item always fails.
+            (None, Ok(_)) => {}
+        }
+    }
+}
+
+/// Receives the stream, applies it chunk by chunk, and reports.
+pub(super) async fn run(
+    state: Arc<State>,
+    mut stream: Streaming<pb::SyncRequest>,
+) -> Result<pb::SyncResponse, Status> {
+    state.check_running()?;
+    let mut tally = Tally::default();
+    let mut applying: Option<tokio::task::JoinHandle<Tally>> = None;
+    loop {
+        let started = Instant::now();
+        let mut chunk = Vec::with_capacity(CHUNK_ITEMS);
+        let mut ended = false;
+        while chunk.len() < CHUNK_ITEMS && started.elapsed() < CHUNK_TIME {
+            match stream.message().await? {
+                Some(item) => chunk.push(item),
+                None => {
+                    ended = true;
+                    break;
+                }
+            }
+        }
+        // The previous chunk must be applied before this one: stream order.
+        if let Some(task) = applying.take() {
+            tally = task.await.map_err(ApiError::from)?;
+        }
+        state.check_running()?;
+        if !chunk.is_empty() {
+            let state = state.clone();
+            let mut running = std::mem::take(&mut tally);
+            applying = Some(tokio::task::spawn_blocking(move || {
+                state.apply_sync_chunk(chunk, &mut running);
+                running
+            }));
+        }
+        if ended {
+            break;
+        }
+    }
+    if let Some(task) = applying.take() {
+        tally = task.await.map_err(ApiError::from)?;
+    }
+    tracing::debug!(
+        items = tally.next_index,
+        rejected = tally.rejected,
+        "sync stream applied"
+    );
+    Ok(pb::SyncResponse {
+        applied: Some(tally.applied),
+        stale: Some(tally.stale),
+        rejected: tally.rejected,
+        rejections: tally.rejections,
+        revision: state.cache.revision(),
+        epoch: state.epoch.clone(),
+        nominations_revision: state.log.revision(),
+    })
+}
+
+/// Decodes a JSON/YAML document inline (this already runs on the blocking pool).
+fn decode_inline<T>(
+    field: &str,
+    text: &str,
+    decode: fn(&serde_json::Value) -> Result<T, decode::DecodeError>,
+) -> Result<T, ApiError> {
+    let value = decode::parse_document(text).map_err(|e| ApiError::from_decode(field, e))?;
+    decode(&value).map_err(|e| ApiError::from_decode(field, e))
+}
+
+/// An item after conversion (done in parallel, before anything is applied).
+// Most items of a load are pods, so boxing the large variant would only add an
+// allocation per item.
+#[allow(clippy::large_enum_variant)]
+enum Prepared {
+    Missing,
+    Node(Result<Change<Node>, ApiError>),
+    Pod(Result<Change<Pod>, ApiError>),
+    Pdb(Result<Change<PodDisruptionBudget>, ApiError>),
+}
+
+enum Change<T> {
+    Upsert(T),
+    Delete(pb::ObjectRef),
+}
+
+/// Converts one item exactly as the unary update of its kind does (JSON decoded inline:
+/// this runs on the blocking pool).
+fn prepare(request: pb::SyncRequest) -> Prepared {
+    use pb::sync_request::Item;
+    match request.item {
+        None => Prepared::Missing,
+        Some(Item::Node(r)) => Prepared::Node(match r.change {
+            None => Err(missing_change()),
+            Some(pb::update_node_request::Change::Upsert(n)) => {
+                convert::node("upsert", &n).map(Change::Upsert)
+            }
+            Some(pb::update_node_request::Change::UpsertJson(text)) => {
+                decode_inline("upsert_json", &text, decode::decode_node).map(Change::Upsert)
+            }
+            Some(pb::update_node_request::Change::Delete(r)) => Ok(Change::Delete(r)),
+        }),
+        Some(Item::Pod(r)) => Prepared::Pod(match r.change {
+            None => Err(missing_change()),
+            Some(pb::update_pod_request::Change::Upsert(p)) => {
+                convert::pod("upsert", &p).map(Change::Upsert)
+            }
+            Some(pb::update_pod_request::Change::UpsertJson(text)) => {
+                decode_inline("upsert_json", &text, decode::decode_pod).map(Change::Upsert)
+            }
+            Some(pb::update_pod_request::Change::Delete(r)) => Ok(Change::Delete(r)),
+        }),
+        Some(Item::Pdb(r)) => Prepared::Pdb(match r.change {
+            None => Err(missing_change()),
+            Some(pb::update_pod_disruption_budget_request::Change::Upsert(b)) => {
+                convert::pdb("upsert", &b).map(Change::Upsert)
+            }
+            Some(pb::update_pod_disruption_budget_request::Change::UpsertJson(text)) => {
+                decode_inline("upsert_json", &text, decode::decode_pdb).map(Change::Upsert)
+            }
+            Some(pb::update_pod_disruption_budget_request::Change::Delete(r)) => {
+                Ok(Change::Delete(r))
+            }
+        }),
+    }
+}
+
+impl State {
+    /// Applies one chunk. Blocking: runs on the blocking pool.
+    ///
+    /// Conversion is pure, so it is spread over the cores first. Then, under the
+    /// nominations ordering lock (held for the chunk, a few milliseconds at most, so pod
+    /// changes and their events are published as one batch in order), items are applied
+    /// in stream order; runs of pod upserts that cannot move a nomination go to the
+    /// cache as one batch.
+    fn apply_sync_chunk(&self, chunk: Vec<pb::SyncRequest>, tally: &mut Tally) {
+        let prepared: Vec<Prepared> = chunk.into_par_iter().map(prepare).collect();
+        let _sync = self.sync.lock();
+        let mut events = Vec::new();
+        let mut batch: Vec<Pod> = Vec::new();
+        for item in prepared {
+            let item = match item {
+                Prepared::Pod(Ok(Change::Upsert(pod))) if self.cannot_move_nomination(&pod) => {
+                    batch.push(pod);
+                    continue;
+                }
+                other => other,
+            };
+            self.flush_pod_batch(&mut batch, tally);
+            match item {
+                Prepared::Missing => tally.record(
+                    None,
+                    Err(ApiError::invalid(
+                        "item",
+                        "one of node, pod or pdb is required",
+                    )),
+                ),
+                Prepared::Node(change) => {
+                    tally.record(Some(Kind::Node), change.and_then(|c| self.sync_node(c)))
+                }
+                Prepared::Pod(change) => {
+                    let result = change.and_then(|c| self.sync_pod(c, &mut events));
+                    tally.record(Some(Kind::Pod), result)
+                }
+                Prepared::Pdb(change) => {
+                    tally.record(Some(Kind::Pdb), change.and_then(|c| self.sync_pdb(c)))
+                }
+            }
+        }
+        self.flush_pod_batch(&mut batch, tally);
+        self.log.publish(events);
+    }
+
+    /// Neither the pod nor the version the cache holds is nominated: no events.
+    fn cannot_move_nomination(&self, pod: &Pod) -> bool {
+        pod.nomination().is_none()
+            && self
+                .cache
+                .get_pod(&pod.uid)
+                .is_none_or(|held| held.nomination().is_none())
+    }
+
+    fn flush_pod_batch(&self, batch: &mut Vec<Pod>, tally: &mut Tally) {
+        if batch.is_empty() {
+            return;
+        }
+        for result in self.cache.upsert_pods(batch.drain(..)) {
+            tally.record(
+                Some(Kind::Pod),
+                result.map(|o| o.applied).map_err(ApiError::from),
+            );
+        }
+    }
+
+    /// As `UpdateNode`; `Ok(false)` when stale.
+    fn sync_node(&self, change: Change<Node>) -> Result<bool, ApiError> {
+        let outcome = match change {
+            Change::Upsert(node) => self.cache.upsert_node(node),
+            Change::Delete(r) => {
+                delete_name(&r)?;
+                if let Some(uid) = r.uid.as_deref().filter(|u| !u.is_empty())
+                    && self.cache.get_node(&r.name).is_some_and(|n| &*n.uid != uid)
+                {
+                    return Err(ApiError::NotFound(format!(
+                        "node {} with uid {uid} not found",
+                        r.name
+                    )));
+                }
+                self.cache.delete_node(&r.name)?
+            }
+        };
+        Ok(outcome.applied)
+    }
+
+    /// As `UpdatePod`, with the nomination events appended to `events` (the caller holds
+    /// the ordering lock and publishes them).
+    fn sync_pod(&self, change: Change<Pod>, events: &mut Vec<Event>) -> Result<bool, ApiError> {
+        let outcome: UpdateOutcome = match change {
+            Change::Delete(r) => {
+                delete_name(&r)?;
+                let namespace = namespace_or_default(&r.namespace);
+                let uid = r.uid.as_deref().filter(|u| !u.is_empty());
+                let before = self
+                    .cache
+                    .get_pod_by_name(namespace, &r.name)
+                    .and_then(|p| nomination_of(&p));
+                let outcome = self.cache.delete_pod(namespace, &r.name, uid)?;
+                events.extend(nomination_events(before, None));
+                outcome
+            }
+            Change::Upsert(pod) => {
+                let uid = pod.uid.clone();
+                let before = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
+                let outcome = self.cache.upsert_pod(pod)?;
+                let after = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
+                events.extend(nomination_events(before, after));
+                outcome
+            }
+        };
+        Ok(outcome.applied)
+    }
+
+    /// As `UpdatePodDisruptionBudget`.
+    fn sync_pdb(&self, change: Change<PodDisruptionBudget>) -> Result<bool, ApiError> {
+        let outcome = match change {
+            Change::Upsert(pdb) => self.cache.upsert_pdb(pdb),
+            Change::Delete(r) => {
+                delete_name(&r)?;
+                self.cache
+                    .delete_pdb(namespace_or_default(&r.namespace), &r.name)?
+            }
+        };
+        Ok(outcome.applied)
+    }
+}

@@ -1,0 +1,90 @@
+//! `preemptd bench` through the real binary on a tiny cluster: it finishes and its last
+//! stdout line is one JSON object with every required figure. Timings are never asserted
+//! (DESIGN: benchmarks are not timed assertions), only that they were measured.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn tiny_bench_prints_the_figures_as_json_on_the_last_line() {
+    let svg = tempfile::NamedTempFile::new().expect("temp file");
+    let out = Command::new(env!("CARGO_BIN_EXE_preemptd"))
+        .args([
+            "bench",
+            "--nodes",
+            "50",
+            "--pods-per-node",
+            "5",
+            "--preempts",
+            "50",
+            "--updates",
+            "200",
+            "--watchers",
+            "5",
+            "--watch-rate",
+            "50",
+            "--watch-seconds",
+            "0.5",
+            "--duration",
+            "30",
+            "--svg",
+        ])
+        .arg(svg.path())
+        .output()
+        .expect("run preemptd bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let last = stdout.lines().last().expect("some output");
+    let json: Value = serde_json::from_str(last).expect("last line is JSON");
+    assert!(
+        stdout.lines().count() > 1,
+        "human-readable lines come first"
+    );
+    assert_eq!(json["nodes"], 50);
+    assert_eq!(json["preempt_count"], 50);
+    assert_eq!(json["preempt_affinity_count"], 50);
+    assert_eq!(json["watch_missed"], 0);
+    for key in [
+        "pods",
+        "preempt_p50_ms",
+        "preempt_p90_ms",
+        "preempt_p99_ms",
+        "preempt_max_ms",
+        "preempt_per_s",
+        "preempt_affinity_p99_ms",
+        "update_per_s",
+        "update_p99_ms",
+        "sync_objects_per_s",
+    ] {
+        let value = json[key].as_f64().unwrap_or(-1.0);
+        assert!(value > 0.0, "{key} = {} in {last}", json[key]);
+    }
+    for key in [
+        "rss_bytes_per_pod",
+        "rss_bytes_per_node",
+        "watch_lag_p99_ms",
+        "watch_stalled_lag_p99_ms",
+    ] {
+        assert!(
+            json[key].as_f64().is_some_and(|v| v >= 0.0),
+            "{key} in {last}"
+        );
+    }
+    assert_eq!(json["rss_source"], "in-process");
+    assert!(json["rss_after_load_bytes"].as_u64().unwrap_or(0) > 0);
+    let chart = std::fs::read_to_string(svg.path()).expect("chart written");
+    assert!(chart.starts_with("<svg") && chart.contains("<polyline"));
+}
+
+#[test]
+fn non_loopback_targets_are_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_preemptd"))
+        .args(["bench", "--target", "10.1.2.3:50051"])
+        .output()
+        .expect("run preemptd bench");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("loopback"), "{stderr}");
+}

@@ -1,0 +1,238 @@
+//! `Sync` over gRPC: per-kind counts of applied, stale and rejected items, rejections with
+//! index, code, field path and message, a bad item in the middle not stopping the rest,
+//! and a bulk load meaning exactly what the same unary updates mean.
+
+mod grpc_support;
+
+use grpc_support::*;
+use preemptd::generate::{self, ClusterSpec};
+use preemptd::server::pb::sync_request::Item;
+use preemptd::server::pb::update_node_request::Change as NodeChange;
+use preemptd::server::pb::update_pod_disruption_budget_request::Change as PdbChange;
+use preemptd::server::pb::update_pod_request::Change as PodChange;
+use preemptd::server::{convert, pb};
+use tokio::time::timeout;
+
+fn node_item(n: pb::Node) -> pb::SyncRequest {
+    pb::SyncRequest {
+        item: Some(Item::Node(pb::UpdateNodeRequest {
+            change: Some(NodeChange::Upsert(n)),
+        })),
+    }
+}
+
+fn pod_item(change: PodChange) -> pb::SyncRequest {
+    pb::SyncRequest {
+        item: Some(Item::Pod(pb::UpdatePodRequest {
+            change: Some(change),
+        })),
+    }
+}
+
+fn pdb_item(b: pb::PodDisruptionBudget) -> pb::SyncRequest {
+    pb::SyncRequest {
+        item: Some(Item::Pdb(pb::UpdatePodDisruptionBudgetRequest {
+            change: Some(PdbChange::Upsert(b)),
+        })),
+    }
+}
+
+async fn sync(client: &mut Client, items: Vec<pb::SyncRequest>) -> pb::SyncResponse {
+    client
+        .sync(tokio_stream::iter(items))
+        .await
+        .expect("sync")
+        .into_inner()
+}
+
+fn counts(nodes: u64, pods: u64, pdbs: u64) -> Option<pb::SyncCounts> {
+    Some(pb::SyncCounts { nodes, pods, pdbs })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_applied_stale_and_rejected_items_with_reasons() {
+    timeout(TEST_TIMEOUT, async {
+        let (server, mut client) = start().await;
+        let mut newer = pod("p1", 0, "1", "n1");
+        newer.resource_version = 7;
+        let mut older = newer.clone();
+        older.resource_version = 3;
+        let mut bad_quantity = pod("bad", 0, "1", "n1");
+        bad_quantity.containers[0]
+            .requests
+            .insert("cpu".into(), "lots".into());
+        let items = vec![
+            node_item(node("n1", "4")),
+            pod_item(PodChange::Upsert(newer)),
+            // Rejected in the middle: the items after it still apply.
+            pod_item(PodChange::Upsert(bad_quantity)),
+            pod_item(PodChange::Upsert(older)),
+            pb::SyncRequest { item: None },
+            pod_item(PodChange::UpsertJson("{not json".into())),
+            pod_item(PodChange::Delete(pb::ObjectRef {
+                namespace: "default".into(),
+                name: "ghost".into(),
+                uid: None,
+            })),
+            pdb_item(pb::PodDisruptionBudget {
+                name: "budget".into(),
+                disruptions_allowed: 1,
+                ..Default::default()
+            }),
+            pod_item(PodChange::Upsert(pod("p2", 0, "1", "n1"))),
+            node_item(node("n2", "8")),
+        ];
+        let response = sync(&mut client, items).await;
+        assert_eq!(response.applied, counts(2, 2, 1));
+        assert_eq!(response.stale, counts(0, 1, 0));
+        assert_eq!(response.rejected, 4);
+        assert_eq!(response.epoch, server.epoch());
+        let summary: Vec<(u64, &str, &str)> = response
+            .rejections
+            .iter()
+            .map(|r| (r.index, r.code.as_str(), r.field.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (
+                    2,
+                    "INVALID_ARGUMENT",
+                    "pod.upsert.containers[0].requests[cpu]"
+                ),
+                (4, "INVALID_ARGUMENT", "item"),
+                (5, "INVALID_ARGUMENT", "pod.upsert_json"),
+                (6, "NOT_FOUND", "pod"),
+            ]
+        );
+        assert_eq!(response.rejections[0].message, "invalid quantity \"lots\"");
+        assert_eq!(
+            response.rejections[3].message,
+            "pod default/ghost not found"
+        );
+        for r in &response.rejections {
+            assert!(
+                r.message.chars().next().is_some_and(|c| !c.is_uppercase()),
+                "{r:?}"
+            );
+        }
+
+        // The cache holds what was applied: p1 at rv 7 and p2, on n1; n2 exists.
+        let mut big = pod("big", 1000, "4", "");
+        big.uid = "uid-big".into();
+        let decision = preempt(&mut client, big, true).await;
+        assert_eq!(outcome(&decision), pb::Outcome::Fits);
+        assert_eq!(decision.feasible_nodes, ["n2"]);
+        assert_eq!(decision.revision, response.revision);
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_rejections_are_counted_and_the_first_hundred_listed() {
+    timeout(TEST_TIMEOUT, async {
+        let (_server, mut client) = start().await;
+        let items: Vec<pb::SyncRequest> = (0..250)
+            .map(|_| pod_item(PodChange::Upsert(pb::Pod::default())))
+            .chain([node_item(node("n1", "4"))])
+            .collect();
+        let response = sync(&mut client, items).await;
+        assert_eq!(response.rejected, 250);
+        assert_eq!(response.rejections.len(), 100);
+        assert_eq!(response.rejections[99].index, 99);
+        assert_eq!(response.rejections[0].field, "pod.upsert.name");
+        assert_eq!(response.applied, counts(1, 0, 0));
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// A generated cluster (bound, terminating and nominated pods, PDBs, taints) loaded via
+/// `Sync` on one server and via unary updates on another gives the same nominations and
+/// the same decisions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_load_equals_unary_updates() {
+    timeout(TEST_TIMEOUT, async {
+        let cluster = generate::generate(&ClusterSpec {
+            nodes: 60,
+            pods_per_node: 8,
+            seed: 11,
+        });
+        let (_bulk_server, mut bulk) = start().await;
+        let (_unary_server, mut unary) = start().await;
+
+        let mut items = Vec::new();
+        for n in &cluster.nodes {
+            items.push(node_item(convert::node_message(n)));
+            upsert_node(&mut unary, convert::node_message(n)).await;
+        }
+        for b in &cluster.pdbs {
+            items.push(pdb_item(convert::pdb_message(b)));
+            unary
+                .update_pod_disruption_budget(pb::UpdatePodDisruptionBudgetRequest {
+                    change: Some(PdbChange::Upsert(convert::pdb_message(b))),
+                })
+                .await
+                .expect("update pdb");
+        }
+        for p in &cluster.pods {
+            items.push(pod_item(PodChange::Upsert(convert::pod_message(p))));
+            upsert_pod(&mut unary, convert::pod_message(p)).await;
+        }
+        let total = items.len() as u64;
+        let response = sync(&mut bulk, items).await;
+        let applied = response.applied.expect("counts");
+        assert_eq!(applied.nodes + applied.pods + applied.pdbs, total);
+        assert_eq!(response.rejected, 0);
+
+        let (bulk_list, unary_list) = (list(&mut bulk).await, list(&mut unary).await);
+        assert!(!bulk_list.nominations.is_empty());
+        assert_eq!(bulk_list.nominations, unary_list.nominations);
+        assert_eq!(bulk_list.revision, unary_list.revision);
+
+        for i in 0..5 {
+            for pod in [
+                generate::resource_preemptor(i),
+                generate::affinity_preemptor(i),
+            ] {
+                let a = preempt(&mut bulk, convert::pod_message(&pod), true).await;
+                let b = preempt(&mut unary, convert::pod_message(&pod), true).await;
+                assert_eq!(outcome(&a), outcome(&b));
+                assert_eq!(a.nominated_node_name, b.nominated_node_name);
+                assert_eq!(names(&a.victims), names(&b.victims));
+                assert_eq!(
+                    names(&a.nominated_pods_to_clear),
+                    names(&b.nominated_pods_to_clear)
+                );
+                assert_eq!(a.message, b.message);
+            }
+        }
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// Streams longer than one chunk keep their order: later versions of a pod win.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn order_is_kept_across_chunks() {
+    timeout(TEST_TIMEOUT, async {
+        let (_server, mut client) = start().await;
+        let mut items = vec![node_item(node("n1", "1000"))];
+        for rv in 1..=5000u64 {
+            let mut p = pod("p", 0, "1", "n1");
+            p.resource_version = rv;
+            p.labels = map(&[("rv", &rv.to_string())]);
+            items.push(pod_item(PodChange::Upsert(p)));
+        }
+        let response = sync(&mut client, items).await;
+        assert_eq!(response.applied, counts(1, 5000, 0));
+        let mut stale = pod("p", 0, "1", "n1");
+        stale.resource_version = 4999;
+        let reply = upsert_pod(&mut client, stale).await;
+        assert!(!reply.applied);
+        assert_eq!(reply.resource_version, 5000);
+    })
+    .await
+    .expect("test timed out");
+}
