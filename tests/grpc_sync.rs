@@ -236,3 +236,24 @@ async fn order_is_kept_across_chunks() {
     .await
     .expect("test timed out");
 }
+
+/// A bulk load outlasting the server's default rpc timeout still completes: only the
+/// client's own deadline bounds a `Sync` stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_stream_is_not_cut_by_the_default_rpc_timeout() {
+    timeout(TEST_TIMEOUT, async {
+        let (_server, mut client) = start_with(preemptd::server::ServeConfig {
+            rpc_timeout: Some(std::time::Duration::from_millis(200)),
+            ..loopback_config()
+        })
+        .await;
+        let items = tokio_stream::StreamExt::throttle(
+            tokio_stream::iter((0..6).map(|i| node_item(node(&format!("n{i}"), "4")))),
+            std::time::Duration::from_millis(100),
+        );
+        let response = client.sync(items).await.expect("sync").into_inner();
+        assert_eq!(response.applied, counts(6, 0, 0));
+    })
+    .await
+    .expect("test timed out");
+}

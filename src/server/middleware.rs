@@ -91,6 +91,9 @@ pub(crate) struct Rpc<S> {
     timeout: Option<Duration>,
 }
 
+/// The client-streaming bulk load, exempt from the server's default rpc timeout.
+const SYNC_PATH: &str = "/preemptd.v1.Preemption/Sync";
+
 /// A gRPC `grpc-timeout` header value (`<digits><unit>`, at most 8 digits).
 fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     if value.len() < 2 || value.len() > 9 {
@@ -205,7 +208,9 @@ where
             .and_then(|v| v.to_str().ok())
             .and_then(parse_grpc_timeout)
             .into_iter()
-            .chain(self.timeout)
+            // A `Sync` stream answers only once the client has sent everything (a bulk
+            // load can take minutes): only the client's own deadline bounds it.
+            .chain(self.timeout.filter(|_| path != SYNC_PATH))
             .min();
         let finish = Finish {
             span: span.clone(),
