@@ -1,5 +1,6 @@
 //! Loads a generated cluster once, then runs many decisions: a target for `perf record`.
 //! `cargo run --release --example profile_decide -- [resources|affinity] [nodes] [pods] [iterations]`
+//! (`PROFILE_SPANS=1` first prints the engine's phase spans of one decision)
 
 use std::time::Instant;
 
@@ -24,6 +25,19 @@ fn main() {
     } else {
         generate::resource_preemptor(1)
     };
+    if std::env::var_os("PROFILE_SPANS").is_some() {
+        // Phase timings of a few warm decisions, from the engine's own spans.
+        for _ in 0..3 {
+            engine::decide(&snapshot, &pod, &DecideOptions::default());
+        }
+        let subscriber = tracing_subscriber::fmt()
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_target(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            engine::decide(&snapshot, &pod, &DecideOptions::default());
+        });
+    }
     let mut times = Vec::with_capacity(iterations);
     let mut last = None;
     for _ in 0..iterations {

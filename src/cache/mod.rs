@@ -16,6 +16,13 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::model::{Node, Pod, PodDisruptionBudget, PodRef, Resources, Str};
 
+mod labels;
+mod summary;
+
+pub use labels::{LabelId, LabelIds};
+pub use summary::{INLINE_LEVELS, NodeSummary};
+use labels::LabelInterner;
+
 /// What the cache holds for one node name: the node (once it arrived), the pods bound to
 /// it and the pending pods nominated to it.
 #[derive(Clone, Debug)]
@@ -70,18 +77,8 @@ pub struct PriorityLevel {
     pub latest_start: i64,
 }
 
-/// Per-node label index: (namespace, key, value) → counts.
-pub type LabelCounts = hashbrown::HashMap<(Str, Str, Str), LabelCount>;
-
-/// Borrowed probe for [`LabelCounts`]: hashes like the owned key (a tuple of `str`s).
-#[derive(Hash)]
-struct LabelProbe<'a>(&'a str, &'a str, &'a str);
-
-impl hashbrown::Equivalent<(Str, Str, Str)> for LabelProbe<'_> {
-    fn equivalent(&self, key: &(Str, Str, Str)) -> bool {
-        self.0 == &*key.0 && self.1 == &*key.1 && self.2 == &*key.2
-    }
-}
+/// Per-node label index: interned (namespace, key, value) id → counts.
+pub type LabelCounts = hashbrown::HashMap<LabelId, LabelCount>;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LabelCount {
@@ -110,28 +107,28 @@ impl NodeInfo {
         self.node.is_none() && self.pods.is_empty() && self.nominated.is_empty()
     }
 
-    /// Pods on this node in `namespace` labelled `key=value` (live ones only if asked).
-    pub fn count_label(&self, namespace: &str, key: &str, value: &str, live_only: bool) -> u32 {
+    /// Pods on this node carrying the label `id` (see [`Snapshot::label_id`]), live ones
+    /// only if asked.
+    pub fn count_label(&self, id: LabelId, live_only: bool) -> u32 {
         self.label_counts
-            .get(&LabelProbe(namespace, key, value))
+            .get(&id)
             .map(|c| if live_only { c.live } else { c.all })
             .unwrap_or(0)
     }
 
-    fn index_labels(&mut self, pod: &Pod, sign: i32) {
+    fn index_labels(&mut self, pod: &Pod, ids: impl Iterator<Item = LabelId>, sign: i32) {
         if pod.labels.is_empty() {
             return;
         }
         let index = Arc::make_mut(&mut self.label_counts);
-        for (key, value) in pod.labels.iter() {
-            let entry_key = (pod.namespace.clone(), key.clone(), value.clone());
-            let entry = index.entry(entry_key.clone()).or_default();
+        for id in ids {
+            let entry = index.entry(id).or_default();
             entry.all = entry.all.wrapping_add_signed(sign);
             if !pod.terminating {
                 entry.live = entry.live.wrapping_add_signed(sign);
             }
             if entry.all == 0 {
-                index.remove(&entry_key);
+                index.remove(&id);
             }
         }
     }
@@ -177,9 +174,9 @@ impl NodeInfo {
         }
     }
 
-    fn add_pod(&mut self, pod: Arc<Pod>) {
+    fn add_pod(&mut self, pod: Arc<Pod>, label_ids: &[LabelId]) {
         self.add_to_level(&pod);
-        self.index_labels(&pod, 1);
+        self.index_labels(&pod, label_ids.iter().copied(), 1);
         self.requested.add(&pod.requests);
         if pod.has_required_anti_affinity() {
             self.anti_affinity_pods += 1;
@@ -187,11 +184,11 @@ impl NodeInfo {
         self.pods.push(pod);
     }
 
-    fn remove_pod(&mut self, uid: &str) -> Option<Arc<Pod>> {
+    fn remove_pod(&mut self, uid: &str, label_ids: &[Option<LabelId>]) -> Option<Arc<Pod>> {
         let index = self.pods.iter().position(|p| &*p.uid == uid)?;
         let pod = self.pods.swap_remove(index);
         self.rebuild_level(pod.priority);
-        self.index_labels(&pod, -1);
+        self.index_labels(&pod, label_ids.iter().flatten().copied(), -1);
         self.requested.sub(&pod.requests);
         if pod.has_required_anti_affinity() {
             self.anti_affinity_pods -= 1;
@@ -260,31 +257,25 @@ pub struct Snapshot {
     pub revision: u64,
     /// Nodes with at least one pod carrying required anti-affinity.
     pub anti_affinity_nodes: usize,
+    /// Label ids of the node entries' label indexes.
+    pub labels: LabelIds,
+    /// `summaries[i]` digests `nodes[i]`.
+    pub summaries: imbl::Vector<NodeSummary>,
 }
 
 impl Snapshot {
-    /// Builds a snapshot from plain parts (tests and tools).
-    pub fn from_nodes(nodes: Vec<Arc<NodeInfo>>, pdbs: Vec<Arc<PodDisruptionBudget>>) -> Self {
-        let index = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.clone(), i))
-            .collect();
-        Snapshot {
-            nodes: nodes.into_iter().collect(),
-            index,
-            pdbs: Arc::new(pdbs),
-            revision: 0,
-            anti_affinity_nodes: usize::MAX,
-        }
-    }
-
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.index.get(name).and_then(|&i| self.nodes.get(i))
     }
 
     pub fn node_index(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
+    }
+
+    /// The id under which node entries count pods labelled `key=value` in `namespace`;
+    /// `None` when no pod in the snapshot carries that label.
+    pub fn label_id(&self, namespace: &str, key: &str, value: &str) -> Option<LabelId> {
+        self.labels.get(namespace, key, value)
     }
 }
 
@@ -293,6 +284,8 @@ impl Snapshot {
 #[derive(Default)]
 struct NodeTable {
     nodes: imbl::Vector<Arc<NodeInfo>>,
+    /// `summaries[i]` digests `nodes[i]`.
+    summaries: imbl::Vector<NodeSummary>,
     index: imbl::HashMap<Str, usize>,
     orphans: std::collections::HashMap<Str, NodeInfo>,
     pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
@@ -301,6 +294,12 @@ struct NodeTable {
     /// During [`ClusterCache::upsert_pods`]: the entries edited so far, filed once at the
     /// end, so a batch copies each touched entry once instead of once per change.
     staged: Option<std::collections::HashMap<Str, NodeInfo>>,
+    /// Ids of the labels of every bound pod.
+    labels: LabelInterner,
+    /// Node label keys and values, shared between nodes (see [`NodeTable::share_labels`]).
+    node_strings: hashbrown::HashSet<Str>,
+    /// `node_strings.len()` after the last sweep.
+    node_strings_swept: usize,
 }
 
 impl NodeTable {
@@ -370,6 +369,7 @@ impl NodeTable {
         self.anti_affinity_nodes = self.anti_affinity_nodes + has_anti as usize - had_anti as usize;
         match (self.index.get(name).copied(), info.node.is_some()) {
             (Some(i), true) => {
+                self.summaries.set(i, NodeSummary::of(&info));
                 self.nodes.set(i, Arc::new(info));
             }
             (Some(i), false) => {
@@ -380,6 +380,7 @@ impl NodeTable {
             }
             (None, true) => {
                 self.index.insert(name.clone(), self.nodes.len());
+                self.summaries.push_back(NodeSummary::of(&info));
                 self.nodes.push_back(Arc::new(info));
             }
             (None, false) => {
@@ -392,10 +393,12 @@ impl NodeTable {
 
     /// Removes slot `i` by moving the last entry into it.
     fn remove_slot(&mut self, i: usize) {
-        let Some(last) = self.nodes.pop_back() else {
+        let (Some(last), Some(last_summary)) = (self.nodes.pop_back(), self.summaries.pop_back())
+        else {
             return;
         };
         let removed = if i < self.nodes.len() {
+            self.summaries.set(i, last_summary);
             let removed = self.nodes.set(i, last.clone());
             self.index.insert(last.name.clone(), i);
             removed
@@ -403,6 +406,32 @@ impl NodeTable {
             last
         };
         self.index.remove(&removed.name);
+    }
+
+    /// Makes equal label keys and values of different nodes one shared string: the
+    /// per-node label lookups of a decision then compare against a few hot strings
+    /// instead of missing the cache on each node's own copy.
+    fn share_labels(&mut self, node: &mut Node) {
+        if self.node_strings.len() > 2 * self.node_strings_swept + 1024 {
+            // Forget strings no node uses any more.
+            self.node_strings.retain(|s| Arc::strong_count(s) > 1);
+            self.node_strings_swept = self.node_strings.len();
+        }
+        let strings = &mut self.node_strings;
+        let mut share = |s: &Str| -> Str {
+            match strings.get(&**s) {
+                Some(shared) => shared.clone(),
+                None => {
+                    strings.insert(s.clone());
+                    s.clone()
+                }
+            }
+        };
+        node.labels = node
+            .labels
+            .iter()
+            .map(|(k, v)| (share(k), share(v)))
+            .collect();
     }
 
     fn all(&self) -> impl Iterator<Item = &NodeInfo> {
@@ -487,7 +516,7 @@ impl ClusterCache {
         self.revision.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    pub fn upsert_node(&self, node: Node) -> UpdateOutcome {
+    pub fn upsert_node(&self, mut node: Node) -> UpdateOutcome {
         let mut table = self.table.lock();
         let name = node.name.clone();
         let held = table
@@ -503,6 +532,7 @@ impl ClusterCache {
             };
         }
         let rv = node.resource_version;
+        table.share_labels(&mut node);
         table.edit(&name, |info| info.node = Some(Arc::new(node)));
         UpdateOutcome {
             applied: true,
@@ -532,7 +562,11 @@ impl ClusterCache {
     fn unplace(table: &mut Table<'_>, entry: &PodEntry) {
         match &entry.place {
             Place::Bound(node) => {
-                table.edit(node, |info| info.remove_pod(&entry.pod.uid));
+                let ids = table.labels.ids_of(&entry.pod);
+                let removed = table.edit(node, |info| info.remove_pod(&entry.pod.uid, &ids));
+                if removed.is_some() {
+                    table.labels.release(ids.into_iter().flatten());
+                }
             }
             Place::Nominated(node) => {
                 table.edit(node, |info| info.remove_nominated(&entry.pod.uid));
@@ -543,7 +577,10 @@ impl ClusterCache {
 
     fn place(table: &mut Table<'_>, pod: &Arc<Pod>, place: &Place) {
         match place {
-            Place::Bound(node) => table.edit(node, |info| info.add_pod(pod.clone())),
+            Place::Bound(node) => {
+                let ids = table.labels.acquire(pod);
+                table.edit(node, |info| info.add_pod(pod.clone(), &ids));
+            }
             Place::Nominated(node) => table.edit(node, |info| info.nominated.push(pod.clone())),
             Place::Pending => {}
         }
@@ -722,6 +759,8 @@ impl ClusterCache {
             pdbs: table.pdbs.clone(),
             revision: self.revision(),
             anti_affinity_nodes: table.anti_affinity_nodes,
+            labels: table.labels.read().clone(),
+            summaries: table.summaries.clone(),
         }
     }
 
@@ -909,7 +948,7 @@ mod tests {
     }
 
     #[test]
-    fn label_probe_finds_owned_keys() {
+    fn label_index_counts_pods_by_label_id() {
         let mut pod = Pod::new("ns", "p", "u");
         pod.labels = [("app", "web")].into_iter().collect();
         pod.node_name = Some("n".into());
@@ -920,21 +959,21 @@ mod tests {
         gone.node_name = Some("n".into());
         gone.terminating = true;
         cache.upsert_pod(gone).unwrap();
-        let table = cache.table.lock();
-        let info = table.get("n").unwrap();
-        assert_eq!(info.count_label("ns", "app", "web", false), 2);
-        assert_eq!(info.count_label("ns", "app", "web", true), 1);
-        assert_eq!(info.count_label("other", "app", "web", false), 0);
-        drop(table);
+        let count = |live: bool| {
+            let table = cache.table.lock();
+            let id = table.labels.read().get("ns", "app", "web");
+            id.map_or(0, |id| table.get("n").unwrap().count_label(id, live))
+        };
+        assert_eq!(count(false), 2);
+        assert_eq!(count(true), 1);
+        assert_eq!(cache.table.lock().labels.read().get("other", "app", "web"), None);
         cache.delete_pod("ns", "p", None).unwrap();
+        assert_eq!(count(true), 0);
+        assert_eq!(count(false), 1);
+        cache.delete_pod("ns", "q", None).unwrap();
         let table = cache.table.lock();
-        assert_eq!(
-            table
-                .get("n")
-                .unwrap()
-                .count_label("ns", "app", "web", true),
-            0
-        );
+        assert_eq!(table.labels.read().get("ns", "app", "web"), None, "forgotten");
+        assert!(table.get("n").is_none_or(|n| n.label_counts.is_empty()));
     }
 
     #[test]

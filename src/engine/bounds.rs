@@ -8,7 +8,8 @@
 //! victim count, and both bound the shifted priority sum.
 
 use super::filters::PreFilter;
-use crate::cache::NodeInfo;
+use crate::cache::{NodeInfo, NodeSummary, PriorityLevel};
+use crate::model::{Pod, Resources};
 
 /// Component-wise lower bounds of (highest victim priority, shifted sum, victim count).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -59,17 +60,55 @@ pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
     let pod = pre.pod;
     let node = info.node.as_deref()?;
     let alloc = &node.allocatable;
-    let want = &pod.requests;
-    let mut cpu = info.requested.milli_cpu + want.milli_cpu;
-    let mut memory = info.requested.memory + want.memory;
-    let mut storage = info.requested.ephemeral_storage + want.ephemeral_storage;
-    let mut slots = info.pods.len() as i64 + 1;
+    let mut used = [
+        info.requested.milli_cpu,
+        info.requested.memory,
+        info.requested.ephemeral_storage,
+    ];
+    let mut pods = info.pods.len() as i64;
     for n in pre.nominated_pods(info) {
-        cpu += n.requests.milli_cpu;
-        memory += n.requests.memory;
-        storage += n.requests.ephemeral_storage;
-        slots += 1;
+        used[0] += n.requests.milli_cpu;
+        used[1] += n.requests.memory;
+        used[2] += n.requests.ephemeral_storage;
+        pods += 1;
     }
+    let below = info.levels.partition_point(|l| l.priority < pod.priority);
+    bound_from(
+        &pod.requests,
+        [alloc.milli_cpu, alloc.memory, alloc.ephemeral_storage, alloc.pods],
+        used,
+        pods,
+        &info.levels[..below],
+    )
+}
+
+/// [`bound`] from a node digest; `None` inside when the digest does not hold every level
+/// below the preemptor (the caller then reads the node entry).
+pub(crate) fn bound_of_summary(pod: &Pod, summary: &NodeSummary) -> Option<Option<Bound>> {
+    let lower = summary.levels_below(pod.priority)?;
+    Some(bound_from(
+        &pod.requests,
+        summary.allocatable,
+        summary.requested,
+        summary.pods as i64,
+        lower,
+    ))
+}
+
+/// The bound for a preemptor requesting `want` on a node with `allocatable` (milli-CPU,
+/// memory, ephemeral storage, pod slots), `used` by `pods` pods (bound and nominated), whose
+/// lower-priority pods' requests are `lower` (ascending by priority).
+fn bound_from(
+    want: &Resources,
+    allocatable: [i64; 4],
+    used: [i64; 3],
+    pods: i64,
+    lower: &[PriorityLevel],
+) -> Option<Bound> {
+    let cpu = used[0] + want.milli_cpu;
+    let memory = used[1] + want.memory;
+    let storage = used[2] + want.ephemeral_storage;
+    let slots = pods + 1;
     // Only resources the preemptor requests are checked (and none when it requests
     // nothing but a pod slot).
     let checked = !want.is_zero_request();
@@ -80,13 +119,11 @@ pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
             0
         }
     };
-    let d_cpu = deficit(cpu, alloc.milli_cpu, want.milli_cpu);
-    let d_memory = deficit(memory, alloc.memory, want.memory);
-    let d_storage = deficit(storage, alloc.ephemeral_storage, want.ephemeral_storage);
-    let d_slots = (slots - alloc.pods).max(0);
+    let d_cpu = deficit(cpu, allocatable[0], want.milli_cpu);
+    let d_memory = deficit(memory, allocatable[1], want.memory);
+    let d_storage = deficit(storage, allocatable[2], want.ephemeral_storage);
+    let d_slots = (slots - allocatable[3]).max(0);
 
-    let below = info.levels.partition_point(|l| l.priority < pod.priority);
-    let lower = &info.levels[..below];
     let lowest = lower.first()?.priority as i64;
     if d_cpu == 0 && d_memory == 0 && d_storage == 0 && d_slots == 0 {
         // Resources fit already; some other filter needs at least one victim.
@@ -113,7 +150,7 @@ pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
     }
     let highest = highest?;
     let max_of =
-        |f: fn(&crate::cache::PriorityLevel) -> i64| lower.iter().map(f).max().unwrap_or(0);
+        |f: fn(&PriorityLevel) -> i64| lower.iter().map(f).max().unwrap_or(0);
     let mut count = 1.max(d_slots);
     for (deficit, largest) in [
         (d_cpu, max_of(|l| l.max_milli_cpu)),

@@ -4,7 +4,7 @@
 
 use ahash::AHashMap as HashMap;
 
-use crate::cache::{NodeInfo, Snapshot};
+use crate::cache::{LabelId, NodeInfo, NodeSummary, Snapshot};
 use crate::model::{
     HostPort, InclusionPolicy, LabelSelector, Labels, Node, NodeSelector, NodeSelectorOperator,
     NodeSelectorRequirement, Pod, PodAffinityTerm, Resources, Str, Taint, TaintEffect,
@@ -216,6 +216,9 @@ pub struct AffinityTerm {
     /// `Some` selects namespaces by their labels (an empty selector selects all).
     namespace_selector: Option<LabelSelector>,
     pub topology_key: Str,
+    /// For a one-label selector over listed namespaces: the label's id in each namespace
+    /// where some pod carries it (see [`AffinityTerm::resolve_labels`]).
+    label_ids: Option<smallvec::SmallVec<[LabelId; 2]>>,
 }
 
 impl AffinityTerm {
@@ -233,7 +236,24 @@ impl AffinityTerm {
             namespaces,
             namespace_selector: term.namespace_selector.clone(),
             topology_key: term.topology_key.clone(),
+            label_ids: None,
         }
+    }
+
+    /// Resolves a one-label selector to label ids so [`Self::count_on`] reads each node's
+    /// label index instead of its pods.
+    fn resolve_labels(mut self, snapshot: &Snapshot) -> Self {
+        if self.namespace_selector.is_none()
+            && let Some((key, value)) = self.selector.as_ref().and_then(single_label)
+        {
+            self.label_ids = Some(
+                self.namespaces
+                    .iter()
+                    .filter_map(|ns| snapshot.label_id(ns, key, value))
+                    .collect(),
+            );
+        }
+        self
     }
 
     /// Upstream `AffinityTerm.Matches`.
@@ -251,16 +271,18 @@ impl AffinityTerm {
     /// Pods on the node this term matches; O(1) through the node's label index when the
     /// term is one label over listed namespaces.
     fn count_on(&self, info: &NodeInfo) -> i64 {
-        if self.namespace_selector.is_none()
-            && let Some((key, value)) = self.selector.as_ref().and_then(single_label)
-        {
-            return self
-                .namespaces
+        if let Some(ids) = &self.label_ids {
+            return ids
                 .iter()
-                .map(|ns| info.count_label(ns, key, value, false) as i64)
+                .map(|&id| info.count_label(id, false) as i64)
                 .sum();
         }
         info.pods.iter().filter(|p| self.matches(p)).count() as i64
+    }
+
+    /// Whether [`Self::count_on`] is zero on every node of the snapshot it was resolved on.
+    fn matches_nothing(&self) -> bool {
+        self.label_ids.as_ref().is_some_and(|ids| ids.is_empty())
     }
 }
 
@@ -373,6 +395,9 @@ pub struct SpreadConstraint {
     honor_node_affinity: bool,
     honor_taints: bool,
     self_match: bool,
+    /// For a one-label selector: the label's id in the preemptor's namespace (`None`
+    /// inside when no pod carries it).
+    label_id: Option<Option<LabelId>>,
     /// Eligible domains and their matching-pod counts.
     counts: HashMap<Str, i64>,
     /// The two smallest (value, count), for the global minimum with one domain changed.
@@ -413,12 +438,12 @@ impl<'a> PreFilter<'a> {
         let affinity: Vec<AffinityTerm> = pod
             .pod_affinity
             .iter()
-            .map(|t| AffinityTerm::new(t, &pod.namespace))
+            .map(|t| AffinityTerm::new(t, &pod.namespace).resolve_labels(snapshot))
             .collect();
         let anti_affinity: Vec<AffinityTerm> = pod
             .pod_anti_affinity
             .iter()
-            .map(|t| AffinityTerm::new(t, &pod.namespace))
+            .map(|t| AffinityTerm::new(t, &pod.namespace).resolve_labels(snapshot))
             .collect();
         let self_affine = affinity.iter().all(|t| t.matches(pod));
         let mut pre = PreFilter {
@@ -439,7 +464,19 @@ impl<'a> PreFilter<'a> {
 
     fn init_inter_pod(&mut self, snapshot: &Snapshot) {
         let has_own_terms = !self.affinity.is_empty() || !self.anti_affinity.is_empty();
-        if !has_own_terms && snapshot.anti_affinity_nodes == 0 {
+        // Terms whose label no pod carries count zero everywhere: no need to visit nodes.
+        let scan_affinity = match self.affinity.as_slice() {
+            [] => false,
+            [only] => !only.matches_nothing(),
+            _ => true,
+        };
+        let scan_anti: Vec<&AffinityTerm> = self
+            .anti_affinity
+            .iter()
+            .filter(|t| !t.matches_nothing())
+            .collect();
+        if snapshot.anti_affinity_nodes == 0 && !scan_affinity && scan_anti.is_empty() {
+            self.inter_pod = has_own_terms;
             return;
         }
         let pod = self.pod;
@@ -459,11 +496,8 @@ impl<'a> PreFilter<'a> {
                     }
                 }
             }
-            if !has_own_terms {
-                continue;
-            }
             // The preemptor's affinity: pods matching all its terms count for every term.
-            if !self.affinity.is_empty() {
+            if scan_affinity {
                 let count = match self.affinity.as_slice() {
                     [only] => only.count_on(info),
                     terms => info
@@ -478,7 +512,7 @@ impl<'a> PreFilter<'a> {
                     }
                 }
             }
-            for term in &self.anti_affinity {
+            for term in &scan_anti {
                 let count = term.count_on(info);
                 if count > 0 {
                     self.anti_affinity_counts
@@ -509,7 +543,12 @@ impl<'a> PreFilter<'a> {
                     .collect();
                 let selector = c.label_selector.as_ref().map(|s| s.with_labels(&extra));
                 let self_match = optional_matches(selector.as_ref(), &pod.labels);
+                let label_id = selector
+                    .as_ref()
+                    .and_then(single_label)
+                    .map(|(key, value)| snapshot.label_id(&pod.namespace, key, value));
                 SpreadConstraint {
+                    label_id,
                     max_skew: c.max_skew as i64,
                     topology_key: c.topology_key.clone(),
                     selector,
@@ -534,8 +573,8 @@ impl<'a> PreFilter<'a> {
                     continue;
                 }
                 let c = &self.spread[i];
-                let count = match c.selector.as_ref().and_then(single_label) {
-                    Some((key, value)) => info.count_label(&pod.namespace, key, value, true) as i64,
+                let count = match c.label_id {
+                    Some(id) => id.map_or(0, |id| info.count_label(id, true) as i64),
                     None => info
                         .pods
                         .iter()
@@ -546,12 +585,16 @@ impl<'a> PreFilter<'a> {
                         })
                         .count() as i64,
                 };
-                let value = node
-                    .labels
-                    .get(&c.topology_key)
-                    .cloned()
-                    .unwrap_or_default();
-                *self.spread[i].counts.entry(value).or_insert(0) += count;
+                let Some(value) = node.labels.get(&c.topology_key) else {
+                    continue;
+                };
+                let counts = &mut self.spread[i].counts;
+                match counts.get_mut(&**value) {
+                    Some(n) => *n += count,
+                    None => {
+                        counts.insert(value.clone(), count);
+                    }
+                }
             }
         }
         for c in &mut self.spread {
@@ -643,23 +686,23 @@ impl<'a> PreFilter<'a> {
     }
 
     /// Removes the `index`-th bound pod of the node from the scratch.
-    pub fn remove_bound(&self, scratch: &mut NodeScratch<'_>, index: usize) {
+    pub fn remove_bound<'n>(&self, scratch: &mut NodeScratch<'n>, index: usize) {
         if scratch.removed.is_empty() {
             scratch.removed = vec![false; scratch.info.pods.len()];
         }
         if !scratch.removed[index] {
             scratch.removed[index] = true;
-            let pod = scratch.info.pods[index].clone();
-            self.apply(scratch, &pod, -1);
+            let info: &'n NodeInfo = scratch.info;
+            self.apply(scratch, &info.pods[index], -1);
         }
     }
 
     /// Puts the `index`-th bound pod back.
-    pub fn restore_bound(&self, scratch: &mut NodeScratch<'_>, index: usize) {
+    pub fn restore_bound<'n>(&self, scratch: &mut NodeScratch<'n>, index: usize) {
         if scratch.removed.get(index).copied().unwrap_or(false) {
             scratch.removed[index] = false;
-            let pod = scratch.info.pods[index].clone();
-            self.apply(scratch, &pod, 1);
+            let info: &'n NodeInfo = scratch.info;
+            self.apply(scratch, &info.pods[index], 1);
         }
     }
 
@@ -738,53 +781,52 @@ impl<'a> PreFilter<'a> {
     }
 
     fn resources_fit(&self, scratch: &NodeScratch<'_>) -> Status {
-        let request = &self.pod.requests;
         let alloc = &scratch.node.allocatable;
         let used = &scratch.requested;
-        let mut reasons = Reasons::new();
-        let mut unresolvable = false;
-        if scratch.pod_count + 1 > alloc.pods {
-            reasons.push(Reason::Borrowed("Too many pods"));
-        }
-        if !request.is_zero_request() {
-            let mut check = |name: &str, want: i64, have: i64, in_use: i64| {
-                if want > 0 && want > have - in_use {
-                    reasons.push(match name {
-                        "cpu" => Reason::Borrowed("Insufficient cpu"),
-                        "memory" => Reason::Borrowed("Insufficient memory"),
-                        "ephemeral-storage" => Reason::Borrowed("Insufficient ephemeral-storage"),
-                        other => Reason::Owned(format!("Insufficient {other}")),
-                    });
-                    if want > have {
-                        unresolvable = true;
-                    }
-                }
-            };
-            check("cpu", request.milli_cpu, alloc.milli_cpu, used.milli_cpu);
-            check("memory", request.memory, alloc.memory, used.memory);
-            check(
-                "ephemeral-storage",
-                request.ephemeral_storage,
-                alloc.ephemeral_storage,
-                used.ephemeral_storage,
-            );
-            for (name, want) in &request.scalars {
-                check(name, *want, alloc.scalar(name), used.scalar(name));
-            }
-        }
-        if reasons.is_empty() {
-            Status::success()
-        } else {
-            Status {
-                code: if unresolvable {
-                    Code::UnschedulableAndUnresolvable
-                } else {
-                    Code::Unschedulable
-                },
-                plugin: NODE_RESOURCES_FIT,
-                reasons,
-            }
-        }
+        resources_fit(
+            &self.pod.requests,
+            alloc.pods,
+            scratch.pod_count,
+            [
+                (alloc.milli_cpu, used.milli_cpu),
+                (alloc.memory, used.memory),
+                (alloc.ephemeral_storage, used.ephemeral_storage),
+            ],
+            |name| (alloc.scalar(name), used.scalar(name)),
+        )
+    }
+
+    /// Whether a node whose digest needs no full read (no NoSchedule/NoExecute taint,
+    /// schedulable, nothing nominated) is filtered from the digest alone: the preemptor
+    /// asks for nothing but CPU, memory, ephemeral storage and a pod slot.
+    pub fn digest_suffices(&self) -> bool {
+        let pod = self.pod;
+        pod.node_name.as_deref().is_none_or(str::is_empty)
+            && pod.node_selector.is_empty()
+            && pod.required_node_affinity.is_none()
+            && pod.host_ports.is_empty()
+            && pod.requests.scalars.iter().all(|(_, v)| *v == 0)
+            && self.spread.is_empty()
+            && !self.inter_pod
+    }
+
+    /// Every filter for a node, from its digest; only when [`Self::digest_suffices`] and the
+    /// digest does not ask for a full read. Equals `static_filters` then
+    /// `fits_with_nominated` on the node entry.
+    pub fn filter_digest(&self, summary: &NodeSummary) -> Status {
+        let [cpu, memory, storage, slots] = summary.allocatable;
+        let [used_cpu, used_memory, used_storage] = summary.requested;
+        resources_fit(
+            &self.pod.requests,
+            slots,
+            summary.pods as i64,
+            [
+                (cpu, used_cpu),
+                (memory, used_memory),
+                (storage, used_storage),
+            ],
+            |_| (0, 0),
+        )
     }
 
     fn spread_fits(&self, scratch: &NodeScratch<'_>) -> Status {
@@ -884,6 +926,59 @@ impl<'a> PreFilter<'a> {
             }
         }
         Status::success()
+    }
+}
+
+/// NodeResourcesFit on plain amounts: `(allocatable, in use)` for CPU, memory and
+/// ephemeral storage, `scalar(name)` for the rest, `pods` already on the node.
+fn resources_fit(
+    request: &Resources,
+    pod_slots: i64,
+    pods: i64,
+    amounts: [(i64, i64); 3],
+    scalar: impl Fn(&str) -> (i64, i64),
+) -> Status {
+    let mut reasons = Reasons::new();
+    let mut unresolvable = false;
+    if pods + 1 > pod_slots {
+        reasons.push(Reason::Borrowed("Too many pods"));
+    }
+    if !request.is_zero_request() {
+        // Whether `want` does not fit; a request above the allocatable cannot be resolved.
+        let mut short = |want: i64, have: i64, in_use: i64| {
+            let short = want > 0 && want > have - in_use;
+            unresolvable |= short && want > have;
+            short
+        };
+        let [(cpu, used_cpu), (memory, used_memory), (storage, used_storage)] = amounts;
+        if short(request.milli_cpu, cpu, used_cpu) {
+            reasons.push(Reason::Borrowed("Insufficient cpu"));
+        }
+        if short(request.memory, memory, used_memory) {
+            reasons.push(Reason::Borrowed("Insufficient memory"));
+        }
+        if short(request.ephemeral_storage, storage, used_storage) {
+            reasons.push(Reason::Borrowed("Insufficient ephemeral-storage"));
+        }
+        for (name, want) in &request.scalars {
+            let (have, in_use) = scalar(name);
+            if short(*want, have, in_use) {
+                reasons.push(Reason::Owned(format!("Insufficient {name}")));
+            }
+        }
+    }
+    if reasons.is_empty() {
+        Status::success()
+    } else {
+        Status {
+            code: if unresolvable {
+                Code::UnschedulableAndUnresolvable
+            } else {
+                Code::Unschedulable
+            },
+            plugin: NODE_RESOURCES_FIT,
+            reasons,
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 pub use filters::{Code, Status};
 
-use crate::cache::{NodeInfo, Snapshot};
+use crate::cache::{NodeInfo, NodeSummary, Snapshot};
 use crate::model::{Pod, PodRef, PreemptionPolicy, Str};
 use filters::PreFilter;
 
@@ -25,8 +25,11 @@ const PRUNE_THRESHOLD: usize = 64;
 const NOT_HELPFUL: &[filters::Reason] = &[std::borrow::Cow::Borrowed(
     "Preemption is not helpful for scheduling",
 )];
-/// Nodes dry-run between two pruning checks.
-const PRUNE_CHUNK: usize = 32;
+/// Nodes dry-run before the first pruning check (one per worker thread and some), then
+/// twice as many each round up to `PRUNE_CHUNK_MAX`: the most promising nodes usually
+/// hold the winner, so the first rounds are small.
+const PRUNE_CHUNK_FIRST: usize = 4;
+const PRUNE_CHUNK_MAX: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Outcome {
@@ -148,16 +151,85 @@ fn now_nanos() -> i64 {
         .unwrap_or(0)
 }
 
-/// Upstream's FitError text: `0/N nodes are available: <count> <reason>, ....`
-fn fit_error_message<'a>(
-    total: usize,
-    statuses: impl Iterator<Item = &'a [filters::Reason]>,
-) -> String {
-    let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
-    for reasons in statuses {
-        for reason in reasons {
-            *histogram.entry(reason.as_ref()).or_default() += 1;
+/// How many nodes gave each failure reason. Reasons are mostly the same few static
+/// strings, so they are matched by address first and kept in a short list; a cluster
+/// with many distinct reasons (say, one taint value per node) spills into a hash map.
+#[derive(Default)]
+struct ReasonCounts {
+    few: Vec<(filters::Reason, usize)>,
+    many: ahash::AHashMap<filters::Reason, usize>,
+}
+
+impl ReasonCounts {
+    const FEW: usize = 16;
+
+    fn add(&mut self, reason: &filters::Reason, count: usize) {
+        let same = |known: &filters::Reason| {
+            std::ptr::eq(known.as_ptr(), reason.as_ptr()) && known.len() == reason.len()
+                || known == reason
+        };
+        if let Some(entry) = self.few.iter_mut().find(|(known, _)| same(known)) {
+            entry.1 += count;
+        } else if self.few.len() < Self::FEW {
+            self.few.push((reason.clone(), count));
+        } else {
+            *self.many.entry(reason.clone()).or_default() += count;
         }
+    }
+
+    fn add_all(&mut self, reasons: &[filters::Reason]) {
+        for reason in reasons {
+            self.add(reason, 1);
+        }
+    }
+
+    fn merge(mut self, other: ReasonCounts) -> Self {
+        for (reason, count) in other.entries() {
+            self.add(reason, count);
+        }
+        self
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (&filters::Reason, usize)> {
+        self.few
+            .iter()
+            .map(|(reason, count)| (reason, *count))
+            .chain(self.many.iter().map(|(reason, count)| (reason, *count)))
+    }
+}
+
+/// What the filter pass keeps of the nodes.
+#[derive(Default)]
+struct FilterTally {
+    reasons: ReasonCounts,
+    /// Nodes the preemptor fits on.
+    feasible: Vec<usize>,
+    /// Unschedulable nodes with their resource lower bound (when bounds are computed).
+    bounded: Vec<(bounds::Bound, usize)>,
+    /// The other Unschedulable nodes: all of them when no bounds are computed, else those
+    /// that cannot fit even with every lower-priority pod gone.
+    unbounded: Vec<usize>,
+    /// With `explain`: every node's status.
+    statuses: Vec<(usize, Status)>,
+}
+
+impl FilterTally {
+    fn merge(mut self, other: FilterTally) -> Self {
+        self.reasons = self.reasons.merge(other.reasons);
+        self.feasible.extend(other.feasible);
+        self.bounded.extend(other.bounded);
+        self.unbounded.extend(other.unbounded);
+        self.statuses.extend(other.statuses);
+        self
+    }
+}
+
+/// Upstream's FitError text: `0/N nodes are available: <count> <reason>, ....`
+fn fit_error_message(total: usize, reasons: &ReasonCounts) -> String {
+    // Distinct reasons with equal text (an owned copy of a static one) count as one.
+    let mut histogram: BTreeMap<&str, usize> = BTreeMap::new();
+    for (reason, count) in reasons.entries() {
+        *histogram.entry(reason.as_ref()).or_default() += count;
     }
     let mut parts: Vec<String> = histogram
         .into_iter()
@@ -214,8 +286,20 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
 
     // 1. The normal filter pass, every node with nominated pods.
     // The bound of an Unschedulable node is computed while its data is hot in the cache.
+    // Nodes whose digest answers for them are never read in full.
     let want_bounds = !options.explain && nodes.len() > PRUNE_THRESHOLD;
-    let filter_one = |info: &Arc<NodeInfo>| -> (Status, Option<bounds::Bound>) {
+    let digest_suffices = pre.digest_suffices();
+    let filter_one = |(summary, info): (&NodeSummary, &Arc<NodeInfo>)| {
+        if digest_suffices && !summary.needs_full_read {
+            let status = pre.filter_digest(summary);
+            let bound = if want_bounds && status.code == Code::Unschedulable {
+                bounds::bound_of_summary(preemptor, summary)
+                    .unwrap_or_else(|| bounds::bound(&pre, info))
+            } else {
+                None
+            };
+            return (status, bound);
+        }
         let Some(node) = info.node.as_deref() else {
             return (Status::success(), None);
         };
@@ -232,38 +316,61 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
             .flatten();
         (status, bound)
     };
-    let (statuses, node_bounds): (Vec<Status>, Vec<Option<bounds::Bound>>) =
-        tracing::info_span!("filter", nodes = nodes.len()).in_scope(|| {
-            if parallel {
-                nodes.par_iter().map(filter_one).unzip()
-            } else {
-                nodes.iter().map(filter_one).unzip()
-            }
-        });
-
-    let mut feasible: Vec<Str> = nodes
-        .iter()
-        .zip(&statuses)
-        .filter(|(_, s)| s.is_success())
-        .map(|(n, _)| n.name.clone())
-        .collect();
-    feasible.sort_unstable();
-    let mut diagnostics: Vec<NodeDiagnostic> = if options.explain {
-        nodes
-            .iter()
-            .zip(&statuses)
-            .map(|(n, s)| NodeDiagnostic {
-                node: n.name.clone(),
-                filter: s.clone(),
-                preemption: None,
-                victims: Vec::new(),
-                pdb_violations: 0,
-                candidate: false,
-            })
-            .collect()
-    } else {
-        Vec::new()
+    let filter_into = |mut tally: FilterTally, (index, pair)| {
+        let (status, bound) = filter_one(pair);
+        tally.reasons.add_all(&status.reasons);
+        match status.code {
+            Code::Success => tally.feasible.push(index),
+            Code::Unschedulable => match bound {
+                Some(bound) => tally.bounded.push((bound, index)),
+                None => tally.unbounded.push(index),
+            },
+            Code::UnschedulableAndUnresolvable => {}
+        }
+        if options.explain {
+            tally.statuses.push((index, status));
+        }
+        tally
     };
+    let summaries = &snapshot.summaries;
+    let tally = tracing::info_span!("filter", nodes = nodes.len()).in_scope(|| {
+        if parallel {
+            summaries
+                .par_iter()
+                .zip(nodes.par_iter())
+                .enumerate()
+                .fold(FilterTally::default, filter_into)
+                .reduce(FilterTally::default, FilterTally::merge)
+        } else {
+            summaries
+                .iter()
+                .zip(nodes.iter())
+                .enumerate()
+                .fold(FilterTally::default(), filter_into)
+        }
+    });
+    let FilterTally {
+        reasons: filter_reasons,
+        feasible,
+        bounded,
+        unbounded,
+        mut statuses,
+    } = tally;
+
+    let mut feasible: Vec<Str> = feasible.iter().map(|&i| nodes[i].name.clone()).collect();
+    feasible.sort_unstable();
+    statuses.sort_unstable_by_key(|(index, _)| *index);
+    let mut diagnostics: Vec<NodeDiagnostic> = statuses
+        .into_iter()
+        .map(|(index, status)| NodeDiagnostic {
+            node: nodes[index].name.clone(),
+            filter: status,
+            preemption: None,
+            victims: Vec::new(),
+            pdb_violations: 0,
+            candidate: false,
+        })
+        .collect();
     if !feasible.is_empty() {
         let mut decision = Decision::new(
             Outcome::Fits,
@@ -273,12 +380,14 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
         decision = decision.with_diagnostics(diagnostics);
         return decision;
     }
-    let filter_message =
-        fit_error_message(nodes.len(), statuses.iter().map(|s| s.reasons.as_slice()));
+    let filter_message = fit_error_message(nodes.len(), &filter_reasons);
 
     // 2. Eligibility.
-    let not_eligible = tracing::info_span!("eligibility")
-        .in_scope(|| not_eligible_reason(snapshot, preemptor, &statuses));
+    let not_eligible = tracing::info_span!("eligibility").in_scope(|| {
+        not_eligible_reason(snapshot, preemptor, |index| {
+            filter_one((&summaries[index], &nodes[index])).0.code
+        })
+    });
     if let Some(reason) = not_eligible {
         let mut decision = Decision::new(
             Outcome::NotEligible,
@@ -289,12 +398,12 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     }
 
     // 3. Candidates: every Unschedulable node, dry-run.
-    let potential: Vec<usize> = statuses
+    let mut potential: Vec<usize> = bounded
         .iter()
-        .enumerate()
-        .filter(|(_, s)| s.code == Code::Unschedulable)
-        .map(|(i, _)| i)
+        .map(|(_, i)| *i)
+        .chain(unbounded.iter().copied())
         .collect();
+    potential.sort_unstable();
     let search = tracing::info_span!(
         "candidate_search",
         potential = potential.len(),
@@ -340,35 +449,24 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
         // remaining node can beat the best candidate found. Nodes that cannot fit even
         // with every lower-priority pod gone are dry-run only if nothing else is found,
         // for the failure message.
-        let mut bounded: Vec<(bounds::Bound, usize)> = Vec::with_capacity(potential.len());
-        let mut unfit: Vec<usize> = Vec::new();
-        for &index in &potential {
-            match node_bounds[index] {
-                Some(b) => bounded.push((b, index)),
-                None => unfit.push(index),
-            }
-        }
-        // Only the front is usually dry-run: order it chunk by chunk, lazily.
+        let unfit = unbounded;
+        // Only the front is usually dry-run: pick it chunk by chunk, dropping every node
+        // that provably loses to the best candidate before each pick.
         let order_key = |(b, index): &(bounds::Bound, usize)| (b.order(), *index);
-        let mut sorted_upto = 0;
+        let mut remaining = bounded;
         let mut best: Option<([i64; 4], i64)> = None;
-        while sorted_upto < bounded.len() {
-            let end = (sorted_upto + PRUNE_CHUNK).min(bounded.len());
-            let rest = &mut bounded[sorted_upto..];
-            if end - sorted_upto < rest.len() {
-                rest.select_nth_unstable_by_key(end - sorted_upto, order_key);
+        let mut chunk_len = PRUNE_CHUNK_FIRST.max(rayon::current_num_threads());
+        loop {
+            if let Some((key, start)) = best {
+                remaining.retain(|(b, _)| !b.loses_to(key, start, now));
             }
-            bounded[sorted_upto..end].sort_unstable_by_key(order_key);
-            let chunk = &bounded[sorted_upto..end];
-            sorted_upto = end;
-            let open: Vec<usize> = chunk
-                .iter()
-                .filter(|(b, _)| best.is_none_or(|(key, start)| !b.loses_to(key, start, now)))
-                .map(|(_, i)| *i)
-                .collect();
-            if open.is_empty() {
+            if remaining.is_empty() {
                 break;
             }
+            let take = chunk_len.min(remaining.len());
+            chunk_len = (chunk_len * 2).min(PRUNE_CHUNK_MAX);
+            select_smallest(&mut remaining, take, order_key);
+            let open: Vec<usize> = remaining.drain(..take).map(|(_, i)| i).collect();
             let before = candidates.len();
             collect(run(&open), &mut candidates);
             for c in &candidates[before..] {
@@ -406,13 +504,12 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
 
     if candidates.is_empty() {
         let not_helpful = nodes.len() - failures.len();
-        let preemption_message = fit_error_message(
-            nodes.len(),
-            failures
-                .iter()
-                .map(|(_, s)| s.reasons.as_slice())
-                .chain(std::iter::repeat_n(NOT_HELPFUL, not_helpful)),
-        );
+        let mut reasons = ReasonCounts::default();
+        for (_, status) in &failures {
+            reasons.add_all(&status.reasons);
+        }
+        reasons.add(&NOT_HELPFUL[0], not_helpful);
+        let preemption_message = fit_error_message(nodes.len(), &reasons);
         let mut decision = Decision::new(
             Outcome::NoCandidate,
             format!("{filter_message} preemption: {preemption_message}"),
@@ -445,18 +542,44 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     decision
 }
 
+/// Moves the `k` items with the smallest keys to the front of `items`, in no particular
+/// order: one pass with a `k`-heap, as `k` is small next to the node count.
+fn select_smallest<T, K: Ord>(items: &mut [T], k: usize, key: impl Fn(&T) -> K) {
+    if k == 0 || k >= items.len() {
+        return;
+    }
+    let mut heap: std::collections::BinaryHeap<(K, usize)> = items[..k]
+        .iter()
+        .enumerate()
+        .map(|(i, item)| (key(item), i))
+        .collect();
+    for (i, item) in items.iter().enumerate().skip(k) {
+        let item_key = key(item);
+        if heap.peek().is_some_and(|(largest, _)| item_key < *largest) {
+            heap.pop();
+            heap.push((item_key, i));
+        }
+    }
+    let mut chosen: Vec<usize> = heap.into_iter().map(|(_, i)| i).collect();
+    chosen.sort_unstable();
+    // chosen[slot] >= slot, and an item moved out of a slot is never chosen again.
+    for (slot, i) in chosen.into_iter().enumerate() {
+        items.swap(slot, i);
+    }
+}
+
 /// Upstream `PodEligibleToPreemptOthers`; `Some(reason)` when not eligible.
 fn not_eligible_reason(
     snapshot: &Snapshot,
     pod: &Pod,
-    statuses: &[Status],
+    filter_code: impl FnOnce(usize) -> Code,
 ) -> Option<&'static str> {
     if pod.preemption_policy == PreemptionPolicy::Never {
         return Some("not eligible due to preemptionPolicy=Never.");
     }
     let nominated = pod.nominated_node_name.as_ref().filter(|n| !n.is_empty())?;
     let index = snapshot.node_index(nominated)?;
-    if statuses[index].code == Code::UnschedulableAndUnresolvable {
+    if filter_code(index) == Code::UnschedulableAndUnresolvable {
         return None;
     }
     let blocked = snapshot.nodes[index]

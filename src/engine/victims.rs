@@ -1,7 +1,7 @@
 //! Victim selection on one node (upstream `SelectVictimsOnNode`) and PDB budget
 //! consumption (`filterPodsWithPDBViolation`).
 
-use std::collections::HashMap;
+use ahash::AHashMap as HashMap;
 use std::sync::Arc;
 
 use super::filters::{Code, PreFilter, Status};

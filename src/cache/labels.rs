@@ -1,0 +1,167 @@
+//! Pod labels as interned `(namespace, key, value)` ids.
+//!
+//! The per-node label index counts pods by id, so a decision resolves a selector's label
+//! to an id once and then reads each node's count with an integer probe, instead of
+//! hashing and comparing three strings per node; copying a node entry copies a table of
+//! plain integers instead of cloning three `Arc<str>` per entry.
+//!
+//! Ids are never reused: an id whose last pod is gone is forgotten, and the label gets a
+//! new id if it comes back, so a snapshot taken earlier never reads another label's
+//! counts under its ids. Snapshots keep the id table as it was (a persistent map, O(1) to
+//! clone), so their lookups agree with their node entries.
+
+use std::hash::{BuildHasher, Hash};
+
+use smallvec::SmallVec;
+
+use crate::model::{Pod, Str};
+
+pub type LabelId = u64;
+
+/// The ids of one pod's labels, in `pod.labels.iter()` order.
+pub(crate) type PodLabelIds = SmallVec<[LabelId; 8]>;
+
+/// Labels whose `(namespace, key, value)` hash to the same 64 bits (almost always one).
+type Bucket = SmallVec<[(Str, Str, Str, LabelId); 1]>;
+
+/// The read side: label → id, as of one cache revision.
+#[derive(Clone, Debug, Default)]
+pub struct LabelIds {
+    hasher: ahash::RandomState,
+    buckets: imbl::HashMap<u64, Bucket>,
+}
+
+impl LabelIds {
+    fn hash(&self, namespace: &str, key: &str, value: &str) -> u64 {
+        let mut state = self.hasher.build_hasher();
+        (namespace, key, value).hash(&mut state);
+        std::hash::Hasher::finish(&state)
+    }
+
+    /// The id of pods labelled `key=value` in `namespace`; `None` when no pod carries it.
+    pub fn get(&self, namespace: &str, key: &str, value: &str) -> Option<LabelId> {
+        self.lookup(self.hash(namespace, key, value), namespace, key, value)
+    }
+
+    fn lookup(&self, hash: u64, namespace: &str, key: &str, value: &str) -> Option<LabelId> {
+        self.buckets.get(&hash)?.iter().find_map(|(n, k, v, id)| {
+            (&**n == namespace && &**k == key && &**v == value).then_some(*id)
+        })
+    }
+}
+
+/// The write side, owned by the node table (so guarded by the writer lock): ids with the
+/// number of indexed pods carrying each.
+#[derive(Debug, Default)]
+pub(crate) struct LabelInterner {
+    ids: LabelIds,
+    /// id → (pods carrying it, its hash).
+    refs: ahash::AHashMap<LabelId, (u32, u64)>,
+    next: LabelId,
+}
+
+impl LabelInterner {
+    pub fn read(&self) -> &LabelIds {
+        &self.ids
+    }
+
+    /// Ids for the pod's labels, each counted once more (created when new).
+    pub fn acquire(&mut self, pod: &Pod) -> PodLabelIds {
+        let namespace = &pod.namespace;
+        pod.labels
+            .iter()
+            .map(|(key, value)| {
+                let hash = self.ids.hash(namespace, key, value);
+                let id = match self.ids.lookup(hash, namespace, key, value) {
+                    Some(id) => id,
+                    None => {
+                        self.next += 1;
+                        let id = self.next;
+                        self.ids.buckets.entry(hash).or_default().push((
+                            namespace.clone(),
+                            key.clone(),
+                            value.clone(),
+                            id,
+                        ));
+                        id
+                    }
+                };
+                self.refs.entry(id).or_insert((0, hash)).0 += 1;
+                id
+            })
+            .collect()
+    }
+
+    /// Ids of a pod whose labels were acquired before (`None` for a label that was not,
+    /// which the index then skips).
+    pub fn ids_of(&self, pod: &Pod) -> SmallVec<[Option<LabelId>; 8]> {
+        pod.labels
+            .iter()
+            .map(|(key, value)| self.ids.get(&pod.namespace, key, value))
+            .collect()
+    }
+
+    /// Counts the ids once less, forgetting those no pod carries any more.
+    pub fn release(&mut self, ids: impl IntoIterator<Item = LabelId>) {
+        for id in ids {
+            let Some((count, hash)) = self.refs.get_mut(&id) else {
+                continue;
+            };
+            *count -= 1;
+            if *count > 0 {
+                continue;
+            }
+            let hash = *hash;
+            self.refs.remove(&id);
+            if let Some(bucket) = self.ids.buckets.get_mut(&hash) {
+                bucket.retain(|entry| entry.3 != id);
+                if bucket.is_empty() {
+                    self.ids.buckets.remove(&hash);
+                }
+            }
+        }
+    }
+
+    /// Distinct labels currently indexed.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.refs.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(namespace: &str, labels: &[(&str, &str)]) -> Pod {
+        let mut pod = Pod::new(namespace, "p", "u");
+        pod.labels = labels.iter().copied().collect();
+        pod
+    }
+
+    #[test]
+    fn ids_are_shared_counted_and_never_reused() {
+        let mut interner = LabelInterner::default();
+        let a = interner.acquire(&pod("ns", &[("app", "web"), ("tier", "1")]));
+        let b = interner.acquire(&pod("ns", &[("app", "web")]));
+        let c = interner.acquire(&pod("other", &[("app", "web")]));
+        assert_eq!(a[0], b[0]);
+        assert_ne!(a[0], c[0], "the namespace is part of the label");
+        assert_eq!(interner.len(), 3);
+        let before = interner.read().clone();
+        interner.release(a.iter().copied());
+        assert_eq!(interner.read().get("ns", "app", "web"), Some(b[0]));
+        assert_eq!(interner.read().get("ns", "tier", "1"), None);
+        interner.release(b.iter().copied());
+        assert_eq!(interner.read().get("ns", "app", "web"), None);
+        // An older view keeps its ids; a label that comes back gets a new one.
+        assert_eq!(before.get("ns", "app", "web"), Some(a[0]));
+        let again = interner.acquire(&pod("ns", &[("app", "web")]));
+        assert!(again[0] > c[0]);
+        assert_eq!(interner.len(), 2);
+        assert_eq!(
+            interner.ids_of(&pod("ns", &[("app", "web"), ("x", "y")])).as_slice(),
+            &[Some(again[0]), None]
+        );
+    }
+}
