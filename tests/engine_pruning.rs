@@ -85,3 +85,60 @@ fn pruned_search_decides_like_the_full_search() {
         "pruning skipped nodes in only {pruned_some} decisions"
     );
 }
+
+/// A node's digest gives the same filter status as its full entry whenever the engine
+/// uses it, on clusters with taints, nominated pods and many priorities; and the digests
+/// stay in step with the entries through updates and deletions.
+#[test]
+fn node_digests_filter_like_the_full_entries() {
+    use preemptd::engine::filters::{PreFilter, static_filters};
+    let mut compared = 0;
+    let mut failing = 0;
+    for seed in 0..4 {
+        let spec = ClusterSpec {
+            nodes: 60,
+            pods_per_node: 6 + seed as usize,
+            seed,
+        };
+        let cluster = generate::generate(&spec);
+        let cache = ClusterCache::new();
+        for node in &cluster.nodes {
+            cache.upsert_node(node.clone());
+        }
+        for pod in &cluster.pods {
+            cache.upsert_pod(pod.clone()).unwrap();
+        }
+        // Churn: deletions (slots move) and pods with five more priority levels.
+        for pod in cluster.pods.iter().step_by(7) {
+            cache.delete_pod(&pod.namespace, &pod.name, None).unwrap();
+        }
+        cache.delete_node(&cluster.nodes[3].name).unwrap();
+        for (k, pod) in cluster.pods.iter().step_by(5).enumerate() {
+            let mut pod = pod.clone();
+            pod.priority = 10 + k as i32 % 5;
+            cache.upsert_pod(pod).unwrap();
+        }
+        let snapshot = cache.snapshot();
+        assert_eq!(snapshot.summaries.len(), snapshot.nodes.len());
+        for (priority, millis) in [(5, 100), (12, 2000), (5000, 6000), (200_000, 60_000)] {
+            let pod = preemptor(generate::resource_preemptor(1), priority, millis);
+            let pre = PreFilter::new(&pod, &snapshot);
+            assert!(pre.digest_suffices());
+            for (summary, info) in snapshot.summaries.iter().zip(snapshot.nodes.iter()) {
+                assert_eq!(*summary, preemptd::cache::NodeSummary::of(info));
+                if summary.needs_full_read {
+                    continue;
+                }
+                let node = info.node.as_deref().unwrap();
+                let mut full = static_filters(&pod, node);
+                if full.is_success() {
+                    full = pre.fits_with_nominated(&mut pre.scratch(info).unwrap());
+                }
+                assert_eq!(pre.filter_digest(summary), full, "node {}", info.name);
+                compared += 1;
+                failing += !full.is_success() as usize;
+            }
+        }
+    }
+    assert!(compared > 500 && failing > 100, "{compared} compared, {failing} failing");
+}
