@@ -575,6 +575,30 @@ impl ClusterCache {
         }
     }
 
+    /// Replaces `old` with `pod` where `old` is placed (the same place).
+    fn replace(table: &mut Table<'_>, old: &PodEntry, pod: &Arc<Pod>) {
+        match &old.place {
+            Place::Bound(node) => {
+                // Acquire before release: labels the pod keeps keep their ids.
+                let ids = table.labels.acquire(pod);
+                let old_ids = table.labels.ids_of(&old.pod);
+                let removed = table.edit(node, |info| {
+                    let removed = info.remove_pod(&old.pod.uid, &old_ids);
+                    info.add_pod(pod.clone(), &ids);
+                    removed
+                });
+                if removed.is_some() {
+                    table.labels.release(old_ids.into_iter().flatten());
+                }
+            }
+            Place::Nominated(node) => table.edit(node, |info| {
+                info.remove_nominated(&old.pod.uid);
+                info.nominated.push(pod.clone());
+            }),
+            Place::Pending => {}
+        }
+    }
+
     fn place(table: &mut Table<'_>, pod: &Arc<Pod>, place: &Place) {
         match place {
             Place::Bound(node) => {
@@ -614,18 +638,26 @@ impl ClusterCache {
                     revision: self.revision(),
                 });
             }
-            Self::unplace(table, old);
         }
         let rv = pod.resource_version;
         if pod.phase.is_terminal() {
-            if old.is_some() {
+            if let Some(old) = &old {
+                Self::unplace(table, old);
                 self.pods.remove(&uid);
                 self.pod_names.remove(&name_key);
             }
         } else {
             let place = Place::of(&pod);
             let pod = Arc::new(pod);
-            Self::place(table, &pod, &place);
+            match &old {
+                // An update in place (the usual case): one copy of the node entry.
+                Some(old) if old.place == place => Self::replace(table, old, &pod),
+                Some(old) => {
+                    Self::unplace(table, old);
+                    Self::place(table, &pod, &place);
+                }
+                None => Self::place(table, &pod, &place),
+            }
             self.pods.insert(uid.clone(), PodEntry { pod, place });
             self.pod_names.insert(name_key, uid);
         }

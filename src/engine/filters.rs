@@ -2,7 +2,10 @@
 //! PreFilter state (computed once per decision) and per-node checks that read a
 //! [`NodeScratch`]: the node's pods as a dry run has changed them.
 
+use std::sync::Arc;
+
 use ahash::AHashMap as HashMap;
+use rayon::prelude::*;
 
 use crate::cache::{LabelId, NodeInfo, NodeSummary, Snapshot};
 use crate::model::{
@@ -318,12 +321,15 @@ impl PairCounts {
     }
 
     fn add_pair(&mut self, key: Str, value: Str, delta: i64) {
-        let entry = self
-            .counts
-            .entry(key)
-            .or_default()
-            .entry(value)
-            .or_insert(0);
+        // Look up by reference first: most pairs exist already, so no `Arc` is cloned.
+        let values = match self.counts.get_mut(&*key) {
+            Some(values) => values,
+            None => self.counts.entry(key).or_default(),
+        };
+        let entry = match values.get_mut(&*value) {
+            Some(entry) => entry,
+            None => values.entry(value).or_insert(0),
+        };
         let before = *entry;
         *entry += delta;
         match (before != 0, *entry != 0) {
@@ -331,6 +337,15 @@ impl PairCounts {
             (true, false) => self.nonzero -= 1,
             _ => {}
         }
+    }
+
+    fn merge(mut self, other: PairCounts) -> Self {
+        for (key, values) in other.counts {
+            for (value, count) in values {
+                self.add_pair(key.clone(), value, count);
+            }
+        }
+        self
     }
 
     fn get(&self, key: &str, value: &str) -> i64 {
@@ -345,6 +360,57 @@ impl PairCounts {
         self.nonzero == 0
     }
 }
+
+/// The cluster-wide inter-pod counts, gathered over the nodes (in parallel on large
+/// clusters).
+#[derive(Default)]
+struct InterPodCounts {
+    existing_anti: PairCounts,
+    affinity: PairCounts,
+    anti: PairCounts,
+}
+
+impl InterPodCounts {
+    fn merge(self, other: InterPodCounts) -> Self {
+        InterPodCounts {
+            existing_anti: self.existing_anti.merge(other.existing_anti),
+            affinity: self.affinity.merge(other.affinity),
+            anti: self.anti.merge(other.anti),
+        }
+    }
+}
+
+/// What one pass over the nodes gathers.
+struct NodeScanCounts {
+    inter_pod: InterPodCounts,
+    /// Per hard spread constraint: matching pods per eligible domain.
+    spread: Vec<HashMap<Str, i64>>,
+}
+
+impl NodeScanCounts {
+    fn merge(mut self, other: NodeScanCounts) -> Self {
+        self.inter_pod = self.inter_pod.merge(other.inter_pod);
+        for (into, from) in self.spread.iter_mut().zip(other.spread) {
+            for (value, count) in from {
+                add_count(into, &value, count);
+            }
+        }
+        self
+    }
+}
+
+/// Adds `count` to the domain `value`, registering the domain if new.
+fn add_count(counts: &mut HashMap<Str, i64>, value: &Str, count: i64) {
+    match counts.get_mut(&**value) {
+        Some(n) => *n += count,
+        None => {
+            counts.insert(value.clone(), count);
+        }
+    }
+}
+
+/// From this many nodes on, the PreFilter scans run on the rayon pool.
+const PARALLEL_NODES: usize = 256;
 
 /// Local changes of pair counts during one node's dry run (only pairs of that node).
 #[derive(Clone, Debug, Default)]
@@ -457,12 +523,14 @@ impl<'a> PreFilter<'a> {
             inter_pod: false,
             spread: Vec::new(),
         };
-        pre.init_inter_pod(snapshot);
-        pre.init_spread(snapshot);
+        pre.scan_nodes(snapshot);
         pre
     }
 
-    fn init_inter_pod(&mut self, snapshot: &Snapshot) {
+    /// One pass over the nodes gathers what InterPodAffinity and PodTopologySpread need
+    /// (so each node's data is fetched from memory once), in parallel on large clusters.
+    fn scan_nodes(&mut self, snapshot: &Snapshot) {
+        self.build_spread(snapshot);
         let has_own_terms = !self.affinity.is_empty() || !self.anti_affinity.is_empty();
         // Terms whose label no pod carries count zero everywhere: no need to visit nodes.
         let scan_affinity = match self.affinity.as_slice() {
@@ -475,64 +543,122 @@ impl<'a> PreFilter<'a> {
             .iter()
             .filter(|t| !t.matches_nothing())
             .collect();
-        if snapshot.anti_affinity_nodes == 0 && !scan_affinity && scan_anti.is_empty() {
+        let scan_inter_pod =
+            snapshot.anti_affinity_nodes > 0 || scan_affinity || !scan_anti.is_empty();
+        if !scan_inter_pod && self.spread.is_empty() {
             self.inter_pod = has_own_terms;
             return;
         }
-        let pod = self.pod;
-        for info in &snapshot.nodes {
+        let this = &*self;
+        let pod = this.pod;
+        let visit = |mut counts: NodeScanCounts, info: &Arc<NodeInfo>| {
             let Some(node) = info.node.as_deref() else {
-                continue;
+                return counts;
             };
-            // Existing pods' anti-affinity terms that match the preemptor.
-            if info.anti_affinity_pods > 0 {
-                for existing in info.pods.iter().filter(|p| p.has_required_anti_affinity()) {
-                    for term in &existing.pod_anti_affinity {
-                        let term = AffinityTerm::new(term, &existing.namespace);
-                        if term.matches(pod) {
-                            self.existing_anti_affinity_counts
-                                .add(&term.topology_key, node, 1);
-                        }
+            if scan_inter_pod {
+                this.count_inter_pod(info, node, scan_affinity, &scan_anti, &mut counts.inter_pod);
+            }
+            if !this.spread.is_empty() && this.has_all_spread_keys(node) {
+                for (i, c) in this.spread.iter().enumerate() {
+                    if !this.spread_node_included(i, node) {
+                        continue;
+                    }
+                    let count = match c.label_id {
+                        Some(id) => id.map_or(0, |id| info.count_label(id, true) as i64),
+                        None => info
+                            .pods
+                            .iter()
+                            .filter(|p| {
+                                !p.terminating
+                                    && p.namespace == pod.namespace
+                                    && optional_matches(c.selector.as_ref(), &p.labels)
+                            })
+                            .count() as i64,
+                    };
+                    if let Some(value) = node.labels.get(&c.topology_key) {
+                        add_count(&mut counts.spread[i], value, count);
                     }
                 }
             }
-            // The preemptor's affinity: pods matching all its terms count for every term.
-            if scan_affinity {
-                let count = match self.affinity.as_slice() {
-                    [only] => only.count_on(info),
-                    terms => info
-                        .pods
-                        .iter()
-                        .filter(|p| terms.iter().all(|t| t.matches(p)))
-                        .count() as i64,
-                };
-                if count > 0 {
-                    for term in &self.affinity {
-                        self.affinity_counts.add(&term.topology_key, node, count);
+            counts
+        };
+        let empty = || NodeScanCounts {
+            inter_pod: InterPodCounts::default(),
+            spread: vec![HashMap::default(); this.spread.len()],
+        };
+        let counts = if snapshot.nodes.len() >= PARALLEL_NODES {
+            snapshot
+                .nodes
+                .par_iter()
+                .fold(empty, visit)
+                .reduce(empty, NodeScanCounts::merge)
+        } else {
+            snapshot.nodes.iter().fold(empty(), visit)
+        };
+        self.existing_anti_affinity_counts = counts.inter_pod.existing_anti;
+        self.affinity_counts = counts.inter_pod.affinity;
+        self.anti_affinity_counts = counts.inter_pod.anti;
+        self.inter_pod = has_own_terms || !self.existing_anti_affinity_counts.is_empty();
+        for (c, counts) in self.spread.iter_mut().zip(counts.spread) {
+            c.counts = counts;
+            let mut all: Vec<(Str, i64)> = c.counts.iter().map(|(v, n)| (v.clone(), *n)).collect();
+            all.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            c.smallest = [all.first().cloned(), all.get(1).cloned()];
+        }
+    }
+
+    /// One node's share of the inter-pod counts.
+    fn count_inter_pod(
+        &self,
+        info: &NodeInfo,
+        node: &Node,
+        scan_affinity: bool,
+        scan_anti: &[&AffinityTerm],
+        counts: &mut InterPodCounts,
+    ) {
+        // Existing pods' anti-affinity terms that match the preemptor.
+        if info.anti_affinity_pods > 0 {
+            for existing in info.pods.iter().filter(|p| p.has_required_anti_affinity()) {
+                for term in &existing.pod_anti_affinity {
+                    let term = AffinityTerm::new(term, &existing.namespace);
+                    if term.matches(self.pod) {
+                        counts.existing_anti.add(&term.topology_key, node, 1);
                     }
-                }
-            }
-            for term in &scan_anti {
-                let count = term.count_on(info);
-                if count > 0 {
-                    self.anti_affinity_counts
-                        .add(&term.topology_key, node, count);
                 }
             }
         }
-        self.inter_pod = has_own_terms || !self.existing_anti_affinity_counts.is_empty();
+        // The preemptor's affinity: pods matching all its terms count for every term.
+        if scan_affinity {
+            let count = match self.affinity.as_slice() {
+                [only] => only.count_on(info),
+                terms => info
+                    .pods
+                    .iter()
+                    .filter(|p| terms.iter().all(|t| t.matches(p)))
+                    .count() as i64,
+            };
+            if count > 0 {
+                for term in &self.affinity {
+                    counts.affinity.add(&term.topology_key, node, count);
+                }
+            }
+        }
+        for term in scan_anti {
+            let count = term.count_on(info);
+            if count > 0 {
+                counts.anti.add(&term.topology_key, node, count);
+            }
+        }
     }
 
-    fn init_spread(&mut self, snapshot: &Snapshot) {
+    /// The preemptor's hard spread constraints, without counts yet.
+    fn build_spread(&mut self, snapshot: &Snapshot) {
         let pod = self.pod;
         let hard: Vec<_> = pod
             .topology_spread
             .iter()
             .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
             .collect();
-        if hard.is_empty() {
-            return;
-        }
         self.spread = hard
             .iter()
             .map(|c| {
@@ -561,47 +687,6 @@ impl<'a> PreFilter<'a> {
                 }
             })
             .collect();
-        for info in &snapshot.nodes {
-            let Some(node) = info.node.as_deref() else {
-                continue;
-            };
-            if !self.has_all_spread_keys(node) {
-                continue;
-            }
-            for i in 0..self.spread.len() {
-                if !self.spread_node_included(i, node) {
-                    continue;
-                }
-                let c = &self.spread[i];
-                let count = match c.label_id {
-                    Some(id) => id.map_or(0, |id| info.count_label(id, true) as i64),
-                    None => info
-                        .pods
-                        .iter()
-                        .filter(|p| {
-                            !p.terminating
-                                && p.namespace == pod.namespace
-                                && optional_matches(c.selector.as_ref(), &p.labels)
-                        })
-                        .count() as i64,
-                };
-                let Some(value) = node.labels.get(&c.topology_key) else {
-                    continue;
-                };
-                let counts = &mut self.spread[i].counts;
-                match counts.get_mut(&**value) {
-                    Some(n) => *n += count,
-                    None => {
-                        counts.insert(value.clone(), count);
-                    }
-                }
-            }
-        }
-        for c in &mut self.spread {
-            let mut all: Vec<(Str, i64)> = c.counts.iter().map(|(v, n)| (v.clone(), *n)).collect();
-            all.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-            c.smallest = [all.first().cloned(), all.get(1).cloned()];
-        }
     }
 
     fn has_all_spread_keys(&self, node: &Node) -> bool {
@@ -631,7 +716,7 @@ impl<'a> PreFilter<'a> {
             pod_count: info.pods.len() as i64,
             requested: info.requested.clone(),
             inter_pod: InterPodDelta::default(),
-            spread_delta: vec![0; self.spread.len()],
+            spread_delta: smallvec::smallvec![0; self.spread.len()],
             spread_included,
         })
     }
@@ -797,22 +882,29 @@ impl<'a> PreFilter<'a> {
     }
 
     /// Whether a node whose digest needs no full read (no NoSchedule/NoExecute taint,
-    /// schedulable, nothing nominated) is filtered from the digest alone: the preemptor
-    /// asks for nothing but CPU, memory, ephemeral storage and a pod slot.
-    pub fn digest_suffices(&self) -> bool {
+    /// schedulable, nothing nominated) passes the node-only filters and NodePorts for
+    /// sure, and NodeResourcesFit is decided by the digest: the preemptor asks for no node,
+    /// node affinity, host port or extended resource. A resource failure is then the
+    /// node's status, as the later filters never run.
+    pub fn digest_decides_resources(&self) -> bool {
         let pod = self.pod;
         pod.node_name.as_deref().is_none_or(str::is_empty)
             && pod.node_selector.is_empty()
             && pod.required_node_affinity.is_none()
             && pod.host_ports.is_empty()
             && pod.requests.scalars.iter().all(|(_, v)| *v == 0)
-            && self.spread.is_empty()
-            && !self.inter_pod
     }
 
-    /// Every filter for a node, from its digest; only when [`Self::digest_suffices`] and the
-    /// digest does not ask for a full read. Equals `static_filters` then
-    /// `fits_with_nominated` on the node entry.
+    /// Whether such a node is filtered from its digest alone, success included: nothing
+    /// after NodeResourcesFit has anything to check.
+    pub fn digest_suffices(&self) -> bool {
+        self.digest_decides_resources() && self.spread.is_empty() && !self.inter_pod
+    }
+
+    /// The filters for a node, from its digest; only when [`Self::digest_decides_resources`]
+    /// and the digest does not ask for a full read. A failure equals `static_filters` then
+    /// `fits_with_nominated` on the node entry; so does a success when
+    /// [`Self::digest_suffices`].
     pub fn filter_digest(&self, summary: &NodeSummary) -> Status {
         let [cpu, memory, storage, slots] = summary.allocatable;
         let [used_cpu, used_memory, used_storage] = summary.requested;
@@ -999,8 +1091,8 @@ pub struct NodeScratch<'n> {
     pod_count: i64,
     requested: Resources,
     inter_pod: InterPodDelta,
-    spread_delta: Vec<i64>,
-    spread_included: Vec<bool>,
+    spread_delta: smallvec::SmallVec<[i64; 2]>,
+    spread_included: smallvec::SmallVec<[bool; 2]>,
 }
 
 impl<'n> NodeScratch<'n> {

@@ -288,17 +288,20 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     // The bound of an Unschedulable node is computed while its data is hot in the cache.
     // Nodes whose digest answers for them are never read in full.
     let want_bounds = !options.explain && nodes.len() > PRUNE_THRESHOLD;
+    let digest_decides_resources = pre.digest_decides_resources();
     let digest_suffices = pre.digest_suffices();
     let filter_one = |(summary, info): (&NodeSummary, &Arc<NodeInfo>)| {
-        if digest_suffices && !summary.needs_full_read {
+        if digest_decides_resources && !summary.needs_full_read {
             let status = pre.filter_digest(summary);
-            let bound = if want_bounds && status.code == Code::Unschedulable {
-                bounds::bound_of_summary(preemptor, summary)
-                    .unwrap_or_else(|| bounds::bound(&pre, info))
-            } else {
-                None
-            };
-            return (status, bound);
+            if digest_suffices || !status.is_success() {
+                let bound = if want_bounds && status.code == Code::Unschedulable {
+                    bounds::bound_of_summary(preemptor, summary)
+                        .unwrap_or_else(|| bounds::bound(&pre, info))
+                } else {
+                    None
+                };
+                return (status, bound);
+            }
         }
         let Some(node) = info.node.as_deref() else {
             return (Status::success(), None);
