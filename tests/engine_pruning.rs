@@ -150,5 +150,8 @@ fn node_digests_filter_like_the_full_entries() {
             }
         }
     }
-    assert!(compared > 500 && failing > 100, "{compared} compared, {failing} failing");
+    assert!(
+        compared > 500 && failing > 100,
+        "{compared} compared, {failing} failing"
+    );
 }

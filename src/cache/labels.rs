@@ -160,7 +160,9 @@ mod tests {
         assert!(again[0] > c[0]);
         assert_eq!(interner.len(), 2);
         assert_eq!(
-            interner.ids_of(&pod("ns", &[("app", "web"), ("x", "y")])).as_slice(),
+            interner
+                .ids_of(&pod("ns", &[("app", "web"), ("x", "y")]))
+                .as_slice(),
             &[Some(again[0]), None]
         );
     }

@@ -19,9 +19,9 @@ use crate::model::{Node, Pod, PodDisruptionBudget, PodRef, Resources, Str};
 mod labels;
 mod summary;
 
+use labels::LabelInterner;
 pub use labels::{LabelId, LabelIds};
 pub use summary::{INLINE_LEVELS, NodeSummary};
-use labels::LabelInterner;
 
 /// What the cache holds for one node name: the node (once it arrived), the pods bound to
 /// it and the pending pods nominated to it.
@@ -998,13 +998,20 @@ mod tests {
         };
         assert_eq!(count(false), 2);
         assert_eq!(count(true), 1);
-        assert_eq!(cache.table.lock().labels.read().get("other", "app", "web"), None);
+        assert_eq!(
+            cache.table.lock().labels.read().get("other", "app", "web"),
+            None
+        );
         cache.delete_pod("ns", "p", None).unwrap();
         assert_eq!(count(true), 0);
         assert_eq!(count(false), 1);
         cache.delete_pod("ns", "q", None).unwrap();
         let table = cache.table.lock();
-        assert_eq!(table.labels.read().get("ns", "app", "web"), None, "forgotten");
+        assert_eq!(
+            table.labels.read().get("ns", "app", "web"),
+            None,
+            "forgotten"
+        );
         assert!(table.get("n").is_none_or(|n| n.label_counts.is_empty()));
     }
 

@@ -75,7 +75,12 @@ pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
     let below = info.levels.partition_point(|l| l.priority < pod.priority);
     bound_from(
         &pod.requests,
-        [alloc.milli_cpu, alloc.memory, alloc.ephemeral_storage, alloc.pods],
+        [
+            alloc.milli_cpu,
+            alloc.memory,
+            alloc.ephemeral_storage,
+            alloc.pods,
+        ],
         used,
         pods,
         &info.levels[..below],
@@ -149,8 +154,7 @@ fn bound_from(
         }
     }
     let highest = highest?;
-    let max_of =
-        |f: fn(&PriorityLevel) -> i64| lower.iter().map(f).max().unwrap_or(0);
+    let max_of = |f: fn(&PriorityLevel) -> i64| lower.iter().map(f).max().unwrap_or(0);
     let mut count = 1.max(d_slots);
     for (deficit, largest) in [
         (d_cpu, max_of(|l| l.max_milli_cpu)),

@@ -1042,7 +1042,11 @@ fn resources_fit(
             unresolvable |= short && want > have;
             short
         };
-        let [(cpu, used_cpu), (memory, used_memory), (storage, used_storage)] = amounts;
+        let [
+            (cpu, used_cpu),
+            (memory, used_memory),
+            (storage, used_storage),
+        ] = amounts;
         if short(request.milli_cpu, cpu, used_cpu) {
             reasons.push(Reason::Borrowed("Insufficient cpu"));
         }
