@@ -551,9 +551,9 @@ impl<'a> PreFilter<'a> {
         }
         let this = &*self;
         let pod = this.pod;
-        let visit = |mut counts: NodeScanCounts, info: &Arc<NodeInfo>| {
+        let visit = |counts: &mut NodeScanCounts, info: &Arc<NodeInfo>| {
             let Some(node) = info.node.as_deref() else {
-                return counts;
+                return;
             };
             if scan_inter_pod {
                 this.count_inter_pod(info, node, scan_affinity, &scan_anti, &mut counts.inter_pod);
@@ -580,20 +580,26 @@ impl<'a> PreFilter<'a> {
                     }
                 }
             }
-            counts
         };
         let empty = || NodeScanCounts {
             inter_pod: InterPodCounts::default(),
             spread: vec![HashMap::default(); this.spread.len()],
         };
-        let counts = if snapshot.nodes.len() >= PARALLEL_NODES {
-            snapshot
-                .nodes
-                .par_iter()
-                .fold(empty, visit)
+        let scan = |range: std::ops::Range<usize>| {
+            let mut counts = empty();
+            snapshot.for_each_node_prefetched(range, |info| visit(&mut counts, info));
+            counts
+        };
+        let len = snapshot.nodes.len();
+        let counts = if len >= PARALLEL_NODES {
+            let parts = (len / PARALLEL_NODES).clamp(1, 2 * rayon::current_num_threads());
+            let per_part = len.div_ceil(parts);
+            (0..parts)
+                .into_par_iter()
+                .map(|part| scan(part * per_part..((part + 1) * per_part).min(len)))
                 .reduce(empty, NodeScanCounts::merge)
         } else {
-            snapshot.nodes.iter().fold(empty(), visit)
+            scan(0..len)
         };
         self.existing_anti_affinity_counts = counts.inter_pod.existing_anti;
         self.affinity_counts = counts.inter_pod.affinity;
@@ -906,9 +912,14 @@ impl<'a> PreFilter<'a> {
     /// `fits_with_nominated` on the node entry; so does a success when
     /// [`Self::digest_suffices`].
     pub fn filter_digest(&self, summary: &NodeSummary) -> Status {
+        fit_status(self.digest_fit_mask(summary))
+    }
+
+    /// [`Self::filter_digest`] as [`fit`] bits.
+    pub fn digest_fit_mask(&self, summary: &NodeSummary) -> u8 {
         let [cpu, memory, storage, slots] = summary.allocatable;
         let [used_cpu, used_memory, used_storage] = summary.requested;
-        resources_fit(
+        fit_mask(
             &self.pod.requests,
             slots,
             summary.pods as i64,
@@ -917,7 +928,6 @@ impl<'a> PreFilter<'a> {
                 (memory, used_memory),
                 (storage, used_storage),
             ],
-            |_| (0, 0),
         )
     }
 
@@ -1021,6 +1031,75 @@ impl<'a> PreFilter<'a> {
     }
 }
 
+/// NodeResourcesFit failures on cpu, memory, ephemeral storage and pod slots as bits, so
+/// the filter pass over many nodes tallies a byte per node instead of building statuses.
+pub mod fit {
+    pub const TOO_MANY_PODS: u8 = 1;
+    pub const CPU: u8 = 2;
+    pub const MEMORY: u8 = 4;
+    pub const EPHEMERAL_STORAGE: u8 = 8;
+    /// Some request exceeds the allocatable: UnschedulableAndUnresolvable.
+    pub const UNRESOLVABLE: u8 = 16;
+    /// Every combination of the bits above.
+    pub const MASKS: usize = 32;
+    /// The reason of each bit, in upstream's reason order.
+    pub const REASONS: [(u8, &str); 4] = [
+        (TOO_MANY_PODS, "Too many pods"),
+        (CPU, "Insufficient cpu"),
+        (MEMORY, "Insufficient memory"),
+        (EPHEMERAL_STORAGE, "Insufficient ephemeral-storage"),
+    ];
+}
+
+/// NodeResourcesFit on plain amounts, without extended resources: the [`fit`] bits of
+/// what is short (0 when the pod fits). `amounts` are `(allocatable, in use)` for CPU,
+/// memory and ephemeral storage, `pods` the pods already on the node.
+fn fit_mask(request: &Resources, pod_slots: i64, pods: i64, amounts: [(i64, i64); 3]) -> u8 {
+    let mut mask = 0;
+    if pods + 1 > pod_slots {
+        mask |= fit::TOO_MANY_PODS;
+    }
+    if !request.is_zero_request() {
+        let wants = [request.milli_cpu, request.memory, request.ephemeral_storage];
+        let bits = [fit::CPU, fit::MEMORY, fit::EPHEMERAL_STORAGE];
+        for ((want, (have, in_use)), bit) in wants.into_iter().zip(amounts).zip(bits) {
+            if want > 0 && want > have - in_use {
+                mask |= bit;
+                if want > have {
+                    mask |= fit::UNRESOLVABLE;
+                }
+            }
+        }
+    }
+    mask
+}
+
+/// The status of a [`fit_mask`] result with no extended resource short.
+pub fn fit_status(mask: u8) -> Status {
+    fit_status_with(mask, Reasons::new())
+}
+
+fn fit_status_with(mask: u8, scalar_reasons: Reasons) -> Status {
+    if mask == 0 && scalar_reasons.is_empty() {
+        return Status::success();
+    }
+    let mut reasons: Reasons = fit::REASONS
+        .iter()
+        .filter(|(bit, _)| mask & bit != 0)
+        .map(|(_, reason)| Reason::Borrowed(reason))
+        .collect();
+    reasons.extend(scalar_reasons);
+    Status {
+        code: if mask & fit::UNRESOLVABLE != 0 {
+            Code::UnschedulableAndUnresolvable
+        } else {
+            Code::Unschedulable
+        },
+        plugin: NODE_RESOURCES_FIT,
+        reasons,
+    }
+}
+
 /// NodeResourcesFit on plain amounts: `(allocatable, in use)` for CPU, memory and
 /// ephemeral storage, `scalar(name)` for the rest, `pods` already on the node.
 fn resources_fit(
@@ -1030,52 +1109,20 @@ fn resources_fit(
     amounts: [(i64, i64); 3],
     scalar: impl Fn(&str) -> (i64, i64),
 ) -> Status {
-    let mut reasons = Reasons::new();
-    let mut unresolvable = false;
-    if pods + 1 > pod_slots {
-        reasons.push(Reason::Borrowed("Too many pods"));
-    }
+    let mut mask = fit_mask(request, pod_slots, pods, amounts);
+    let mut scalar_reasons = Reasons::new();
     if !request.is_zero_request() {
-        // Whether `want` does not fit; a request above the allocatable cannot be resolved.
-        let mut short = |want: i64, have: i64, in_use: i64| {
-            let short = want > 0 && want > have - in_use;
-            unresolvable |= short && want > have;
-            short
-        };
-        let [
-            (cpu, used_cpu),
-            (memory, used_memory),
-            (storage, used_storage),
-        ] = amounts;
-        if short(request.milli_cpu, cpu, used_cpu) {
-            reasons.push(Reason::Borrowed("Insufficient cpu"));
-        }
-        if short(request.memory, memory, used_memory) {
-            reasons.push(Reason::Borrowed("Insufficient memory"));
-        }
-        if short(request.ephemeral_storage, storage, used_storage) {
-            reasons.push(Reason::Borrowed("Insufficient ephemeral-storage"));
-        }
         for (name, want) in &request.scalars {
             let (have, in_use) = scalar(name);
-            if short(*want, have, in_use) {
-                reasons.push(Reason::Owned(format!("Insufficient {name}")));
+            if *want > 0 && *want > have - in_use {
+                scalar_reasons.push(Reason::Owned(format!("Insufficient {name}")));
+                if *want > have {
+                    mask |= fit::UNRESOLVABLE;
+                }
             }
         }
     }
-    if reasons.is_empty() {
-        Status::success()
-    } else {
-        Status {
-            code: if unresolvable {
-                Code::UnschedulableAndUnresolvable
-            } else {
-                Code::Unschedulable
-            },
-            plugin: NODE_RESOURCES_FIT,
-            reasons,
-        }
-    }
+    fit_status_with(mask, scalar_reasons)
 }
 
 #[derive(Clone, Debug, Default)]

@@ -20,6 +20,9 @@ use filters::PreFilter;
 
 /// Below this many nodes a decision runs on the calling thread.
 const PARALLEL_THRESHOLD: usize = 256;
+/// The filter pass hands each parallel task at least this many nodes: fewer wake-ups and
+/// merges, which matters when several decisions run at once.
+const PARALLEL_MIN_NODES: usize = 1024;
 /// Up to this many potential nodes every one is dry-run; above, bounds prune the search.
 const PRUNE_THRESHOLD: usize = 64;
 const NOT_HELPFUL: &[filters::Reason] = &[std::borrow::Cow::Borrowed(
@@ -199,13 +202,14 @@ impl ReasonCounts {
 }
 
 /// What the filter pass keeps of the nodes.
-#[derive(Default)]
 struct FilterTally {
     reasons: ReasonCounts,
+    /// Nodes failed from their digest alone, counted by NodeResourcesFit failure bits.
+    digest_failures: [u32; filters::fit::MASKS],
     /// Nodes the preemptor fits on.
     feasible: Vec<usize>,
     /// Unschedulable nodes with their resource lower bound (when bounds are computed).
-    bounded: Vec<(bounds::Bound, usize)>,
+    bounded: Vec<Pending>,
     /// The other Unschedulable nodes: all of them when no bounds are computed, else those
     /// that cannot fit even with every lower-priority pod gone.
     unbounded: Vec<usize>,
@@ -213,14 +217,97 @@ struct FilterTally {
     statuses: Vec<(usize, Status)>,
 }
 
+impl Default for FilterTally {
+    fn default() -> Self {
+        FilterTally {
+            reasons: ReasonCounts::default(),
+            digest_failures: [0; filters::fit::MASKS],
+            feasible: Vec::new(),
+            bounded: Vec::new(),
+            unbounded: Vec::new(),
+            statuses: Vec::new(),
+        }
+    }
+}
+
 impl FilterTally {
-    fn merge(mut self, other: FilterTally) -> Self {
-        self.reasons = self.reasons.merge(other.reasons);
-        self.feasible.extend(other.feasible);
-        self.bounded.extend(other.bounded);
-        self.unbounded.extend(other.unbounded);
-        self.statuses.extend(other.statuses);
-        self
+    fn record(
+        &mut self,
+        index: usize,
+        status: Status,
+        bound: Option<bounds::Bound>,
+        explain: bool,
+    ) {
+        self.reasons.add_all(&status.reasons);
+        match status.code {
+            Code::Success => self.feasible.push(index),
+            Code::Unschedulable => match bound {
+                Some(bound) => self.bounded.push(Pending { bound, index }),
+                None => self.unbounded.push(index),
+            },
+            Code::UnschedulableAndUnresolvable => {}
+        }
+        if explain {
+            self.statuses.push((index, status));
+        }
+    }
+
+    fn with_capacity(nodes: usize) -> Self {
+        FilterTally {
+            bounded: Vec::with_capacity(nodes),
+            ..FilterTally::default()
+        }
+    }
+
+    /// The tallies of several groups of nodes as one, each list copied once.
+    fn concat(tallies: Vec<FilterTally>) -> Self {
+        let mut all = FilterTally::with_capacity(tallies.iter().map(|t| t.bounded.len()).sum());
+        for tally in tallies {
+            all.reasons = all.reasons.merge(tally.reasons);
+            for (into, from) in all.digest_failures.iter_mut().zip(tally.digest_failures) {
+                *into += from;
+            }
+            all.feasible.extend(tally.feasible);
+            all.bounded.extend(tally.bounded);
+            all.unbounded.extend(tally.unbounded);
+            all.statuses.extend(tally.statuses);
+        }
+        all
+    }
+
+    /// Every failure reason, the digest failures included.
+    fn into_reasons(mut self) -> ReasonCounts {
+        for (mask, &count) in self.digest_failures.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            for (bit, reason) in filters::fit::REASONS {
+                if mask as u8 & bit != 0 {
+                    self.reasons
+                        .add(&filters::Reason::Borrowed(reason), count as usize);
+                }
+            }
+        }
+        self.reasons
+    }
+}
+
+/// An Unschedulable node waiting to be dry-run, ordered most promising first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pending {
+    bound: bounds::Bound,
+    index: usize,
+}
+
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.bound.order(), self.index).cmp(&(other.bound.order(), other.index))
+    }
+}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -264,8 +351,14 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
         candidates = tracing::field::Empty,
         victims = tracing::field::Empty,
     );
-    let _entered = span.enter();
-    let decision = decide_phases(snapshot, preemptor, options);
+    let decision =
+        if snapshot.nodes.len() >= PARALLEL_THRESHOLD && rayon::current_thread_index().is_none() {
+            // Run on the pool: the parallel passes then split among its workers instead of
+            // each waking them from outside.
+            rayon::scope(|_| span.in_scope(|| decide_phases(snapshot, preemptor, options)))
+        } else {
+            span.in_scope(|| decide_phases(snapshot, preemptor, options))
+        };
     if !span.is_disabled() {
         span.record("outcome", decision.outcome.as_str());
         if let Some(node) = &decision.nominated_node {
@@ -319,46 +412,82 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
             .flatten();
         (status, bound)
     };
-    let filter_into = |mut tally: FilterTally, (index, pair)| {
-        let (status, bound) = filter_one(pair);
-        tally.reasons.add_all(&status.reasons);
-        match status.code {
-            Code::Success => tally.feasible.push(index),
-            Code::Unschedulable => match bound {
-                Some(bound) => tally.bounded.push((bound, index)),
-                None => tally.unbounded.push(index),
-            },
-            Code::UnschedulableAndUnresolvable => {}
+    // Nodes whose digest decides them are tallied as NodeResourcesFit bits, without a
+    // status; the rest go through `filter_one`.
+    let explain = options.explain;
+    let filter_into = |tally: &mut FilterTally, index: usize, summary: &NodeSummary| {
+        if digest_decides_resources && !summary.needs_full_read {
+            let mask = pre.digest_fit_mask(summary);
+            if mask == 0 && digest_suffices {
+                tally.feasible.push(index);
+                if explain {
+                    tally.statuses.push((index, Status::success()));
+                }
+                return;
+            }
+            if mask != 0 {
+                tally.digest_failures[mask as usize] += 1;
+                if explain {
+                    tally.statuses.push((index, filters::fit_status(mask)));
+                }
+                if mask & filters::fit::UNRESOLVABLE == 0 {
+                    let bound = if want_bounds {
+                        bounds::bound_of_summary(preemptor, summary)
+                            .unwrap_or_else(|| bounds::bound(&pre, &nodes[index]))
+                    } else {
+                        None
+                    };
+                    match bound {
+                        Some(bound) => tally.bounded.push(Pending { bound, index }),
+                        None => tally.unbounded.push(index),
+                    }
+                }
+                return;
+            }
         }
-        if options.explain {
-            tally.statuses.push((index, status));
+        let (status, bound) = filter_one((summary, &nodes[index]));
+        tally.record(index, status, bound, explain);
+    };
+    // The digests leaf by leaf of the persistent vector: contiguous slices, and tasks of
+    // at least `PARALLEL_MIN_NODES` nodes so splitting costs little next to the work.
+    let summaries = &snapshot.summaries;
+    let mut leaves: Vec<(usize, &[NodeSummary])> = Vec::new();
+    let mut start = 0;
+    for leaf in summaries.leaves() {
+        leaves.push((start, leaf));
+        start += leaf.len();
+    }
+    // A few groups of leaves, each tallied with room for all its nodes (no regrowth).
+    let filter_group = |group: &[(usize, &[NodeSummary])]| {
+        let len = group.iter().map(|(_, leaf)| leaf.len()).sum();
+        let mut tally = FilterTally::with_capacity(len);
+        for &(start, leaf) in group {
+            for (offset, summary) in leaf.iter().enumerate() {
+                filter_into(&mut tally, start + offset, summary);
+            }
         }
         tally
     };
-    let summaries = &snapshot.summaries;
-    let tally = tracing::info_span!("filter", nodes = nodes.len()).in_scope(|| {
-        if parallel {
-            summaries
-                .par_iter()
-                .zip(nodes.par_iter())
-                .enumerate()
-                .fold(FilterTally::default, filter_into)
-                .reduce(FilterTally::default, FilterTally::merge)
-        } else {
-            summaries
-                .iter()
-                .zip(nodes.iter())
-                .enumerate()
-                .fold(FilterTally::default(), filter_into)
-        }
-    });
-    let FilterTally {
-        reasons: filter_reasons,
-        feasible,
-        bounded,
-        unbounded,
-        mut statuses,
-    } = tally;
+    let tallies: Vec<FilterTally> =
+        tracing::info_span!("filter", nodes = nodes.len()).in_scope(|| {
+            let groups = if parallel {
+                (nodes.len() / PARALLEL_MIN_NODES).clamp(1, 2 * rayon::current_num_threads())
+            } else {
+                1
+            };
+            let per_group = leaves.len().div_ceil(groups).max(1);
+            if groups > 1 {
+                leaves.par_chunks(per_group).map(filter_group).collect()
+            } else {
+                leaves.chunks(per_group).map(filter_group).collect()
+            }
+        });
+    let mut tally = FilterTally::concat(tallies);
+    let feasible = std::mem::take(&mut tally.feasible);
+    let bounded = std::mem::take(&mut tally.bounded);
+    let unbounded = std::mem::take(&mut tally.unbounded);
+    let mut statuses = std::mem::take(&mut tally.statuses);
+    let filter_reasons = tally.into_reasons();
 
     let mut feasible: Vec<Str> = feasible.iter().map(|&i| nodes[i].name.clone()).collect();
     feasible.sort_unstable();
@@ -403,7 +532,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     // 3. Candidates: every Unschedulable node, dry-run.
     let mut potential: Vec<usize> = bounded
         .iter()
-        .map(|(_, i)| *i)
+        .map(|p| p.index)
         .chain(unbounded.iter().copied())
         .collect();
     potential.sort_unstable();
@@ -453,23 +582,40 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
         // with every lower-priority pod gone are dry-run only if nothing else is found,
         // for the failure message.
         let unfit = unbounded;
-        // Only the front is usually dry-run: pick it chunk by chunk, dropping every node
-        // that provably loses to the best candidate before each pick.
-        let order_key = |(b, index): &(bounds::Bound, usize)| (b.order(), *index);
-        let mut remaining = bounded;
+        // A min-heap of the bounded nodes (built in linear time): each round pops the most
+        // promising ones that can still beat the best candidate so far.
+        let mut remaining: std::collections::BinaryHeap<std::cmp::Reverse<Pending>> =
+            bounded.into_iter().map(std::cmp::Reverse).collect();
         let mut best: Option<([i64; 4], i64)> = None;
         let mut chunk_len = PRUNE_CHUNK_FIRST.max(rayon::current_num_threads());
+        let mut open: Vec<usize> = Vec::with_capacity(PRUNE_CHUNK_MAX);
         loop {
-            if let Some((key, start)) = best {
-                remaining.retain(|(b, _)| !b.loses_to(key, start, now));
+            open.clear();
+            while open.len() < chunk_len {
+                let Some(std::cmp::Reverse(next)) = remaining.pop() else {
+                    break;
+                };
+                if let Some((key, start)) = best {
+                    // Nodes come in key order, and within a key by descending latest
+                    // start (an unset start, "now", first): once one with a known start
+                    // loses, so does every node after it.
+                    if next.bound.key() > key
+                        || next.bound.latest_start != i64::MAX
+                            && next.bound.loses_to(key, start, now)
+                    {
+                        remaining.clear();
+                        break;
+                    }
+                    if next.bound.loses_to(key, start, now) {
+                        continue;
+                    }
+                }
+                open.push(next.index);
             }
-            if remaining.is_empty() {
+            if open.is_empty() {
                 break;
             }
-            let take = chunk_len.min(remaining.len());
             chunk_len = (chunk_len * 2).min(PRUNE_CHUNK_MAX);
-            select_smallest(&mut remaining, take, order_key);
-            let open: Vec<usize> = remaining.drain(..take).map(|(_, i)| i).collect();
             let before = candidates.len();
             collect(run(&open), &mut candidates);
             for c in &candidates[before..] {
@@ -543,32 +689,6 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     decision.nodes_evaluated = candidates.len() + failures.len();
     decision.candidates = candidates.len();
     decision
-}
-
-/// Moves the `k` items with the smallest keys to the front of `items`, in no particular
-/// order: one pass with a `k`-heap, as `k` is small next to the node count.
-fn select_smallest<T, K: Ord>(items: &mut [T], k: usize, key: impl Fn(&T) -> K) {
-    if k == 0 || k >= items.len() {
-        return;
-    }
-    let mut heap: std::collections::BinaryHeap<(K, usize)> = items[..k]
-        .iter()
-        .enumerate()
-        .map(|(i, item)| (key(item), i))
-        .collect();
-    for (i, item) in items.iter().enumerate().skip(k) {
-        let item_key = key(item);
-        if heap.peek().is_some_and(|(largest, _)| item_key < *largest) {
-            heap.pop();
-            heap.push((item_key, i));
-        }
-    }
-    let mut chosen: Vec<usize> = heap.into_iter().map(|(_, i)| i).collect();
-    chosen.sort_unstable();
-    // chosen[slot] >= slot, and an item moved out of a slot is never chosen again.
-    for (slot, i) in chosen.into_iter().enumerate() {
-        items.swap(slot, i);
-    }
 }
 
 /// Upstream `PodEligibleToPreemptOthers`; `Some(reason)` when not eligible.

@@ -20,6 +20,11 @@ impl Labels {
             .map(|i| &self.0[i].1)
     }
 
+    /// Where the pairs live in memory, for prefetching.
+    pub fn as_ptr(&self) -> *const (Str, Str) {
+        self.0.as_ptr()
+    }
+
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
     }

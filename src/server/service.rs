@@ -487,14 +487,22 @@ impl pb::preemption_server::Preemption for PreemptionService {
         let (dry_run, explain) = (request.dry_run, request.explain);
         let span = tracing::Span::current();
         let start = std::time::Instant::now();
-        // Deciding is CPU work (up to milliseconds): keep it off the async threads. The
-        // permit stays with the work even if the caller gives up waiting.
-        let response = tokio::task::spawn_blocking(move || {
+        // Deciding is CPU work (up to milliseconds): keep it off the async threads. It runs
+        // on the rayon pool the engine fans out on, so its parallel passes split without
+        // waking another thread pool. The permit stays with the work even if the caller
+        // gives up waiting.
+        let (done, result) = tokio::sync::oneshot::channel();
+        rayon::spawn(move || {
             let _permit = permit;
-            span.in_scope(|| state.preempt(pod, dry_run, explain))
-        })
-        .await
-        .map_err(ApiError::from)??;
+            let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                span.in_scope(|| state.preempt(pod, dry_run, explain))
+            }))
+            .unwrap_or_else(|_| Err(ApiError::Internal("preempt panicked".to_string())));
+            let _ = done.send(decided);
+        });
+        let response = result
+            .await
+            .map_err(|_| ApiError::Internal("preempt task dropped".to_string()))??;
         crate::ops::metrics::record_decision(
             outcome_label(response.outcome),
             response.victims.len(),
