@@ -543,3 +543,59 @@ fn sidecar_host_ports_count() {
         ["node(s) didn't have free ports for the requested pod ports"]
     );
 }
+
+/// Anti-affinity on a key whose values name one node each is checked per node; once two
+/// nodes share a value, a pod on either counts for both, as one topology domain.
+#[test]
+fn anti_affinity_domains_follow_shared_topology_values() {
+    const HOST: &str = "kubernetes.io/hostname";
+    let host = |name: &str, value: &str| {
+        let mut n = node(name, 1000, GI);
+        n.labels = [(HOST, value)].into_iter().collect();
+        n
+    };
+    let db = labelled(pod("db", 20, 100, 0, Some("n1")), &[("app", "db")]);
+    let cluster = Cluster::new(vec![host("n1", "n1"), host("n2", "n2")], vec![db], vec![]);
+    let p = anti_affinity(pod("p", 10, 100, 0, None), &[("app", "db")], HOST);
+    assert!(cluster.cache.snapshot().key_is_node_unique(HOST));
+    let d = cluster.decide(&p);
+    assert_eq!(d.outcome, Outcome::Fits);
+    assert_eq!(d.feasible_nodes, vec![preemptd::model::Str::from("n2")]);
+
+    // n2 now carries n1's hostname value: one domain, and the db pod is in it.
+    cluster.cache.upsert_node(host("n2", "n1"));
+    assert!(!cluster.cache.snapshot().key_is_node_unique(HOST));
+    let d = cluster.decide(&p);
+    assert_ne!(d.outcome, Outcome::Fits, "{}", d.message);
+    assert!(
+        d.message
+            .contains("2 node(s) didn't match pod anti-affinity rules"),
+        "{}",
+        d.message
+    );
+
+    // Relabelled apart again, and after a delete and re-add: per node once more.
+    cluster.cache.upsert_node(host("n2", "n2"));
+    assert!(cluster.cache.snapshot().key_is_node_unique(HOST));
+    cluster.cache.delete_node("n2").unwrap();
+    cluster.cache.upsert_node(host("n3", "n1"));
+    assert!(!cluster.cache.snapshot().key_is_node_unique(HOST));
+    cluster.cache.delete_node("n3").unwrap();
+    cluster.cache.upsert_node(host("n2", "n2"));
+    assert!(cluster.cache.snapshot().key_is_node_unique(HOST));
+    assert_eq!(cluster.decide(&p).outcome, Outcome::Fits);
+
+    // A victim removed in a dry run no longer counts on its own node: with n2 held by a
+    // pod of higher priority, evicting db is the only way in.
+    cluster
+        .cache
+        .upsert_pod(pod("filler", 40, 1000, 0, Some("n2")))
+        .unwrap();
+    let d = cluster.decide(&anti_affinity(
+        pod("q", 30, 1000, 0, None),
+        &[("app", "db")],
+        HOST,
+    ));
+    assert_eq!(d.outcome, Outcome::Preempt, "{}", d.message);
+    assert_eq!(d.nominated_node.as_deref(), Some("n1"));
+}

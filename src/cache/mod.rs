@@ -303,6 +303,9 @@ pub struct Snapshot {
     pub revision: u64,
     /// Nodes with at least one pod carrying required anti-affinity.
     pub anti_affinity_nodes: usize,
+    /// Node label keys some value of which two or more nodes carry; every other key
+    /// (typically `kubernetes.io/hostname`) names at most one node per value.
+    pub shared_label_keys: Arc<std::collections::HashSet<Str>>,
     /// Label ids of the node entries' label indexes.
     pub labels: LabelIds,
     /// `summaries[i]` digests `nodes[i]`.
@@ -311,7 +314,7 @@ pub struct Snapshot {
 
 /// Asks the CPU to start loading the cache line at `address`.
 #[inline(always)]
-fn prefetch<T>(address: *const T) {
+pub(crate) fn prefetch<T>(address: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is only a hint: it never faults and changes nothing observable,
     // whatever the address. Scans over node entries chase three pointers per node; issuing
@@ -372,6 +375,12 @@ impl Snapshot {
         self.index.get(name).and_then(|&i| self.nodes.get(i))
     }
 
+    /// Whether no two nodes carry the same value of label `key`: a topology domain of
+    /// that key is then one node.
+    pub fn key_is_node_unique(&self, key: &str) -> bool {
+        !self.shared_label_keys.contains(key)
+    }
+
     pub fn node_index(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
     }
@@ -395,6 +404,12 @@ struct NodeTable {
     pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
     /// Nodes holding a pod with required anti-affinity (lets decisions skip the scan).
     anti_affinity_nodes: usize,
+    /// How many nodes carry each label pair.
+    node_label_pairs: hashbrown::HashMap<(Str, Str), u32>,
+    /// Per label key, how many of its values two or more nodes carry.
+    shared_values: hashbrown::HashMap<Str, u32>,
+    /// The keys of `shared_values`, as snapshots see them.
+    shared_label_keys: Arc<std::collections::HashSet<Str>>,
     /// During [`ClusterCache::upsert_pods`]: the entries edited so far, filed once at the
     /// end, so a batch copies each touched entry once instead of once per change.
     staged: Option<std::collections::HashMap<Str, NodeInfo>>,
@@ -462,9 +477,64 @@ impl NodeTable {
         }
     }
 
+    /// Counts `node`'s label pairs in (`sign` 1) or out (-1), keeping the set of keys
+    /// whose values are shared between nodes.
+    fn count_node_labels(&mut self, node: &Node, sign: i32) {
+        let mut keys_changed = false;
+        for (key, value) in node.labels.iter() {
+            let count = self
+                .node_label_pairs
+                .entry((key.clone(), value.clone()))
+                .or_insert(0);
+            let before = *count;
+            *count = count.wrapping_add_signed(sign);
+            let after = *count;
+            if after == 0 {
+                self.node_label_pairs.remove(&(key.clone(), value.clone()));
+            }
+            match (before >= 2, after >= 2) {
+                (false, true) => {
+                    let shared = self.shared_values.entry(key.clone()).or_insert(0);
+                    *shared += 1;
+                    keys_changed |= *shared == 1;
+                }
+                (true, false) => {
+                    if let Some(shared) = self.shared_values.get_mut(&**key) {
+                        *shared -= 1;
+                        if *shared == 0 {
+                            self.shared_values.remove(&**key);
+                            keys_changed = true;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if keys_changed {
+            self.shared_label_keys = Arc::new(self.shared_values.keys().cloned().collect());
+        }
+    }
+
     /// Files an edited entry as a node or an orphan, dropping it once vacant.
     fn file(&mut self, name: &Str, info: NodeInfo) {
         // The slot still holds the entry as it was before the edit (or the batch).
+        let old_node = self
+            .index
+            .get(name)
+            .and_then(|&i| self.nodes[i].node.clone());
+        let same_node = match (&old_node, &info.node) {
+            (Some(old), Some(new)) => Arc::ptr_eq(old, new),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_node {
+            if let Some(old) = &old_node {
+                self.count_node_labels(old, -1);
+            }
+            if let Some(new) = &info.node {
+                self.count_node_labels(new, 1);
+            }
+        }
         let had_anti = self
             .index
             .get(name)
@@ -895,6 +965,7 @@ impl ClusterCache {
             pdbs: table.pdbs.clone(),
             revision: self.revision(),
             anti_affinity_nodes: table.anti_affinity_nodes,
+            shared_label_keys: table.shared_label_keys.clone(),
             labels: table.labels.read().clone(),
             summaries: table.summaries.clone(),
         }

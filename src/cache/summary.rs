@@ -20,9 +20,11 @@ pub struct NodeSummary {
     pub requested: [i64; 3],
     /// Bound pods.
     pub pods: u32,
-    /// The node entry needs a full read: it is unschedulable, has a NoSchedule or
-    /// NoExecute taint, or has pods nominated to it.
-    pub needs_full_read: bool,
+    /// The node is unschedulable, has a NoSchedule or NoExecute taint, or has not arrived:
+    /// the node-only filters need the node itself.
+    pub hard_taints: bool,
+    /// Pending pods nominated to the node (their requests are in the node entry).
+    pub nominated: u32,
     pub level_count: u8,
     /// The lowest `INLINE_LEVELS` priority levels of the bound pods, ascending.
     pub levels: [PriorityLevel; INLINE_LEVELS],
@@ -39,7 +41,7 @@ impl NodeSummary {
                 info.requested.ephemeral_storage,
             ],
             pods: info.pods.len() as u32,
-            needs_full_read: !info.nominated.is_empty(),
+            nominated: info.nominated.len() as u32,
             level_count: info.levels.len().min(INLINE_LEVELS) as u8,
             next_priority: info
                 .levels
@@ -54,14 +56,20 @@ impl NodeSummary {
             Some(node) => {
                 let a = &node.allocatable;
                 summary.allocatable = [a.milli_cpu, a.memory, a.ephemeral_storage, a.pods];
-                summary.needs_full_read |= node.unschedulable
+                summary.hard_taints = node.unschedulable
                     || node.taints.iter().any(|t| {
                         matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
                     });
             }
-            None => summary.needs_full_read = true,
+            None => summary.hard_taints = true,
         }
         summary
+    }
+
+    /// Whether the resource filters need more than the digest: the node itself (taints)
+    /// or its nominated pods.
+    pub fn needs_full_read(&self) -> bool {
+        self.hard_taints || self.nominated > 0
     }
 
     /// The inline levels with priority below `priority`; `None` when some level below it

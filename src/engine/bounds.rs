@@ -7,7 +7,7 @@
 //! victim priority from below. The deficit over the largest single request bounds the
 //! victim count, and both bound the shifted priority sum.
 
-use super::filters::PreFilter;
+use super::filters::{Occupied, PreFilter};
 use crate::cache::{NodeInfo, NodeSummary, PriorityLevel};
 use crate::model::{Pod, Resources};
 
@@ -87,15 +87,21 @@ pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
     )
 }
 
-/// [`bound`] from a node digest; `None` inside when the digest does not hold every level
+/// [`bound`] from a node digest and the room its nominated pods take; `None` inside when the digest does not hold every level
 /// below the preemptor (the caller then reads the node entry).
-pub(crate) fn bound_of_summary(pod: &Pod, summary: &NodeSummary) -> Option<Option<Bound>> {
+pub(crate) fn bound_of_summary(
+    pod: &Pod,
+    summary: &NodeSummary,
+    nominated: &Occupied,
+) -> Option<Option<Bound>> {
     let lower = summary.levels_below(pod.priority)?;
+    let [cpu, memory, storage] = summary.requested;
+    let [add_cpu, add_memory, add_storage] = nominated.requested;
     Some(bound_from(
         &pod.requests,
         summary.allocatable,
-        summary.requested,
-        summary.pods as i64,
+        [cpu + add_cpu, memory + add_memory, storage + add_storage],
+        summary.pods as i64 + nominated.pods,
         lower,
     ))
 }

@@ -172,6 +172,49 @@ pub fn required_node_affinity_matches(pod: &Pod, node: &Node) -> bool {
 /// The filters that depend only on the node: NodeUnschedulable, NodeName, TaintToleration,
 /// NodeAffinity — all UnschedulableAndUnresolvable.
 pub fn static_filters(pod: &Pod, node: &Node) -> Status {
+    static_failure(pod, node).map_or_else(Status::success, |f| f.status())
+}
+
+/// Which node-only filter fails first, without building its status: a filter pass over
+/// many tainted nodes counts taints and words each one's reason once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StaticFailure<'n> {
+    Unschedulable,
+    NodeName,
+    Taint(&'n Taint),
+    NodeAffinity,
+}
+
+impl StaticFailure<'_> {
+    pub fn status(&self) -> Status {
+        match self {
+            StaticFailure::Unschedulable => {
+                Status::unresolvable(NODE_UNSCHEDULABLE, "node(s) were unschedulable")
+            }
+            StaticFailure::NodeName => {
+                Status::unresolvable(NODE_NAME, "node(s) didn't match the requested node name")
+            }
+            StaticFailure::Taint(taint) => {
+                Status::unresolvable(TAINT_TOLERATION, untolerated_taint_reason(taint))
+            }
+            StaticFailure::NodeAffinity => Status::unresolvable(
+                NODE_AFFINITY,
+                "node(s) didn't match Pod's node affinity/selector",
+            ),
+        }
+    }
+}
+
+/// TaintToleration's reason for `taint`.
+pub fn untolerated_taint_reason(taint: &Taint) -> String {
+    format!(
+        "node(s) had untolerated taint {{{}: {}}}",
+        taint.key, taint.value
+    )
+}
+
+/// The first node-only filter that fails, in upstream's order.
+pub fn static_failure<'n>(pod: &Pod, node: &'n Node) -> Option<StaticFailure<'n>> {
     if node.unschedulable {
         let tolerated = pod.tolerations.iter().any(|t| {
             t.tolerates(&Taint {
@@ -181,31 +224,22 @@ pub fn static_filters(pod: &Pod, node: &Node) -> Status {
             })
         });
         if !tolerated {
-            return Status::unresolvable(NODE_UNSCHEDULABLE, "node(s) were unschedulable");
+            return Some(StaticFailure::Unschedulable);
         }
     }
     if let Some(name) = &pod.node_name
         && !name.is_empty()
         && *name != node.name
     {
-        return Status::unresolvable(NODE_NAME, "node(s) didn't match the requested node name");
+        return Some(StaticFailure::NodeName);
     }
     if let Some(taint) = untolerated_taint(&node.taints, pod) {
-        return Status::unresolvable(
-            TAINT_TOLERATION,
-            format!(
-                "node(s) had untolerated taint {{{}: {}}}",
-                taint.key, taint.value
-            ),
-        );
+        return Some(StaticFailure::Taint(taint));
     }
     if !required_node_affinity_matches(pod, node) {
-        return Status::unresolvable(
-            NODE_AFFINITY,
-            "node(s) didn't match Pod's node affinity/selector",
-        );
+        return Some(StaticFailure::NodeAffinity);
     }
-    Status::success()
+    None
 }
 
 // ---------------------------------------------------------------------------------------
@@ -222,6 +256,10 @@ pub struct AffinityTerm {
     /// For a one-label selector over listed namespaces: the label's id in each namespace
     /// where some pod carries it (see [`AffinityTerm::resolve_labels`]).
     label_ids: Option<smallvec::SmallVec<[LabelId; 2]>>,
+    /// The topology key names one node per value (see [`Snapshot::key_is_node_unique`]):
+    /// a domain's count is the node's own, read when the node is checked instead of
+    /// gathered over the cluster beforehand.
+    node_local: bool,
 }
 
 impl AffinityTerm {
@@ -240,7 +278,14 @@ impl AffinityTerm {
             namespace_selector: term.namespace_selector.clone(),
             topology_key: term.topology_key.clone(),
             label_ids: None,
+            node_local: false,
         }
+    }
+
+    /// Marks the term node-local when its topology key names one node per value.
+    fn with_locality(mut self, snapshot: &Snapshot) -> Self {
+        self.node_local = snapshot.key_is_node_unique(&self.topology_key);
+        self
     }
 
     /// Resolves a one-label selector to label ids so [`Self::count_on`] reads each node's
@@ -509,7 +554,11 @@ impl<'a> PreFilter<'a> {
         let anti_affinity: Vec<AffinityTerm> = pod
             .pod_anti_affinity
             .iter()
-            .map(|t| AffinityTerm::new(t, &pod.namespace).resolve_labels(snapshot))
+            .map(|t| {
+                AffinityTerm::new(t, &pod.namespace)
+                    .resolve_labels(snapshot)
+                    .with_locality(snapshot)
+            })
             .collect();
         let self_affine = affinity.iter().all(|t| t.matches(pod));
         let mut pre = PreFilter {
@@ -541,7 +590,7 @@ impl<'a> PreFilter<'a> {
         let scan_anti: Vec<&AffinityTerm> = self
             .anti_affinity
             .iter()
-            .filter(|t| !t.matches_nothing())
+            .filter(|t| !t.matches_nothing() && !t.node_local)
             .collect();
         let scan_inter_pod =
             snapshot.anti_affinity_nodes > 0 || scan_affinity || !scan_anti.is_empty();
@@ -917,18 +966,41 @@ impl<'a> PreFilter<'a> {
 
     /// [`Self::filter_digest`] as [`fit`] bits.
     pub fn digest_fit_mask(&self, summary: &NodeSummary) -> u8 {
+        self.digest_fit_mask_with(summary, &Occupied::default())
+    }
+
+    /// NodeResourcesFit bits from a node's digest with `nominated` (see
+    /// [`Self::nominated_occupancy`]) also in use. For a node with no hard taint and a
+    /// preemptor the digest decides resources for, these are the node's filter result
+    /// (upstream's first pass with nominated pods fails exactly when this does, and the
+    /// second pass, with fewer pods, then passes too).
+    pub fn digest_fit_mask_with(&self, summary: &NodeSummary, nominated: &Occupied) -> u8 {
         let [cpu, memory, storage, slots] = summary.allocatable;
         let [used_cpu, used_memory, used_storage] = summary.requested;
+        let [add_cpu, add_memory, add_storage] = nominated.requested;
         fit_mask(
             &self.pod.requests,
             slots,
-            summary.pods as i64,
+            summary.pods as i64 + nominated.pods,
             [
-                (cpu, used_cpu),
-                (memory, used_memory),
-                (storage, used_storage),
+                (cpu, used_cpu + add_cpu),
+                (memory, used_memory + add_memory),
+                (storage, used_storage + add_storage),
             ],
         )
+    }
+
+    /// What the pods nominated to the node that count for the preemptor occupy.
+    pub fn nominated_occupancy(&self, info: &NodeInfo) -> Occupied {
+        let mut occupied = Occupied::default();
+        for pod in self.nominated_pods(info) {
+            let r = &pod.requests;
+            occupied.requested[0] += r.milli_cpu;
+            occupied.requested[1] += r.memory;
+            occupied.requested[2] += r.ephemeral_storage;
+            occupied.pods += 1;
+        }
+        occupied
     }
 
     fn spread_fits(&self, scratch: &NodeScratch<'_>) -> Status {
@@ -1000,13 +1072,26 @@ impl<'a> PreFilter<'a> {
                 "node(s) didn't match pod affinity rules",
             );
         }
-        // Required anti-affinity of the preemptor.
+        // Required anti-affinity of the preemptor. Node-local terms count this node's
+        // pods now (every term of the same key is node-local too).
         for term in &self.anti_affinity {
-            if let Some(value) = node.labels.get(&term.topology_key)
-                && local
+            let Some(value) = node.labels.get(&term.topology_key) else {
+                continue;
+            };
+            let here: i64 = if term.node_local {
+                self.anti_affinity
+                    .iter()
+                    .filter(|t| t.topology_key == term.topology_key)
+                    .map(|t| t.count_on(scratch.info))
+                    .sum()
+            } else {
+                0
+            };
+            if here
+                + local
                     .anti
                     .count(&self.anti_affinity_counts, &term.topology_key, value)
-                    > 0
+                > 0
             {
                 return Status::unschedulable(
                     INTER_POD_AFFINITY,
@@ -1123,6 +1208,14 @@ fn resources_fit(
         }
     }
     fit_status_with(mask, scalar_reasons)
+}
+
+/// Room taken beyond a node's bound pods: milli-CPU, memory and ephemeral storage
+/// requested, and pod slots.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Occupied {
+    pub requested: [i64; 3],
+    pub pods: i64,
 }
 
 #[derive(Clone, Debug, Default)]

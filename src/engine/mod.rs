@@ -15,7 +15,7 @@ use rayon::prelude::*;
 pub use filters::{Code, Status};
 
 use crate::cache::{NodeInfo, NodeSummary, Snapshot};
-use crate::model::{Pod, PodRef, PreemptionPolicy, Str};
+use crate::model::{Pod, PodRef, PreemptionPolicy, Str, Taint};
 use filters::PreFilter;
 
 /// Below this many nodes a decision runs on the calling thread.
@@ -202,8 +202,10 @@ impl ReasonCounts {
 }
 
 /// What the filter pass keeps of the nodes.
-struct FilterTally {
+struct FilterTally<'n> {
     reasons: ReasonCounts,
+    /// Nodes failed by TaintToleration, by taint (worded once at the end).
+    taints: Vec<(&'n Taint, usize)>,
     /// Nodes failed from their digest alone, counted by NodeResourcesFit failure bits.
     digest_failures: [u32; filters::fit::MASKS],
     /// Nodes the preemptor fits on.
@@ -217,10 +219,11 @@ struct FilterTally {
     statuses: Vec<(usize, Status)>,
 }
 
-impl Default for FilterTally {
+impl Default for FilterTally<'_> {
     fn default() -> Self {
         FilterTally {
             reasons: ReasonCounts::default(),
+            taints: Vec::new(),
             digest_failures: [0; filters::fit::MASKS],
             feasible: Vec::new(),
             bounded: Vec::new(),
@@ -230,7 +233,17 @@ impl Default for FilterTally {
     }
 }
 
-impl FilterTally {
+impl<'n> FilterTally<'n> {
+    fn add_taint(&mut self, taint: &'n Taint) {
+        let same = |known: &&Taint| {
+            std::ptr::eq(*known, taint) || known.key == taint.key && known.value == taint.value
+        };
+        match self.taints.iter_mut().find(|(known, _)| same(known)) {
+            Some((_, count)) => *count += 1,
+            None => self.taints.push((taint, 1)),
+        }
+    }
+
     fn record(
         &mut self,
         index: usize,
@@ -260,10 +273,15 @@ impl FilterTally {
     }
 
     /// The tallies of several groups of nodes as one, each list copied once.
-    fn concat(tallies: Vec<FilterTally>) -> Self {
+    fn concat(tallies: Vec<FilterTally<'n>>) -> Self {
         let mut all = FilterTally::with_capacity(tallies.iter().map(|t| t.bounded.len()).sum());
         for tally in tallies {
             all.reasons = all.reasons.merge(tally.reasons);
+            for (taint, count) in tally.taints {
+                for _ in 0..count {
+                    all.add_taint(taint);
+                }
+            }
             for (into, from) in all.digest_failures.iter_mut().zip(tally.digest_failures) {
                 *into += from;
             }
@@ -277,6 +295,10 @@ impl FilterTally {
 
     /// Every failure reason, the digest failures included.
     fn into_reasons(mut self) -> ReasonCounts {
+        for (taint, count) in std::mem::take(&mut self.taints) {
+            let reason = filters::Reason::Owned(filters::untolerated_taint_reason(taint));
+            self.reasons.add(&reason, count);
+        }
         for (mask, &count) in self.digest_failures.iter().enumerate() {
             if count == 0 {
                 continue;
@@ -290,6 +312,12 @@ impl FilterTally {
         }
         self.reasons
     }
+}
+
+/// Pins the lifetime of a filter-pass closure's tally to the snapshot's (a closure's
+/// own parameter annotations would make it any lifetime).
+fn tally_with<'n, F: Fn(&mut FilterTally<'n>, usize, &NodeSummary)>(f: F) -> F {
+    f
 }
 
 /// An Unschedulable node waiting to be dry-run, ordered most promising first.
@@ -380,77 +408,98 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     // 1. The normal filter pass, every node with nominated pods.
     // The bound of an Unschedulable node is computed while its data is hot in the cache.
     // Nodes whose digest answers for them are never read in full.
+    let summaries = &snapshot.summaries;
     let want_bounds = !options.explain && nodes.len() > PRUNE_THRESHOLD;
     let digest_decides_resources = pre.digest_decides_resources();
     let digest_suffices = pre.digest_suffices();
-    let filter_one = |(summary, info): (&NodeSummary, &Arc<NodeInfo>)| {
-        if digest_decides_resources && !summary.needs_full_read {
-            let status = pre.filter_digest(summary);
-            if digest_suffices || !status.is_success() {
-                let bound = if want_bounds && status.code == Code::Unschedulable {
-                    bounds::bound_of_summary(preemptor, summary)
-                        .unwrap_or_else(|| bounds::bound(&pre, info))
-                } else {
-                    None
-                };
-                return (status, bound);
-            }
+    // The filters from the digest, when it decides them: `None` when the node must be read
+    // in full. A failure (or a success when the digest suffices) comes as fit bits, with
+    // the node's bound when it is Unschedulable.
+    let from_digest = |summary: &NodeSummary, index: usize| {
+        if !digest_decides_resources || summary.hard_taints {
+            return None;
         }
-        let Some(node) = info.node.as_deref() else {
-            return (Status::success(), None);
+        let info = || &**nodes.get(index).expect("a digest per node entry");
+        let nominated = if summary.nominated > 0 {
+            pre.nominated_occupancy(info())
+        } else {
+            filters::Occupied::default()
         };
-        let status = filters::static_filters(preemptor, node);
-        if !status.is_success() {
-            return (status, None);
+        let mask = pre.digest_fit_mask_with(summary, &nominated);
+        if mask == 0 && !digest_suffices {
+            return None;
         }
+        let bound = if want_bounds && mask != 0 && mask & filters::fit::UNRESOLVABLE == 0 {
+            bounds::bound_of_summary(preemptor, summary, &nominated)
+                .unwrap_or_else(|| bounds::bound(&pre, info()))
+        } else {
+            None
+        };
+        Some((mask, bound))
+    };
+    // Everything after the node-only filters, on the node entry.
+    let dynamic = |info: &NodeInfo| {
         let status = match pre.scratch(info) {
             Some(mut scratch) => pre.fits_with_nominated(&mut scratch),
-            None => status,
+            None => Status::success(),
         };
         let bound = (want_bounds && status.code == Code::Unschedulable)
             .then(|| bounds::bound(&pre, info))
             .flatten();
         (status, bound)
     };
-    // Nodes whose digest decides them are tallied as NodeResourcesFit bits, without a
-    // status; the rest go through `filter_one`.
+    let filter_one = |index: usize| {
+        let (summary, info) = (&summaries[index], &nodes[index]);
+        if let Some((mask, bound)) = from_digest(summary, index) {
+            return (filters::fit_status(mask), bound);
+        }
+        let Some(node) = info.node.as_deref() else {
+            return (Status::success(), None);
+        };
+        match filters::static_failure(preemptor, node) {
+            Some(failure) => (failure.status(), None),
+            None => dynamic(info),
+        }
+    };
+    // Nodes whose digest decides them are tallied as NodeResourcesFit bits and failing
+    // taints by reference, without a status each; the rest get their status.
     let explain = options.explain;
-    let filter_into = |tally: &mut FilterTally, index: usize, summary: &NodeSummary| {
-        if digest_decides_resources && !summary.needs_full_read {
-            let mask = pre.digest_fit_mask(summary);
-            if mask == 0 && digest_suffices {
+    let filter_into = tally_with(|tally, index, summary| {
+        if let Some((mask, bound)) = from_digest(summary, index) {
+            if explain {
+                tally.statuses.push((index, filters::fit_status(mask)));
+            }
+            if mask == 0 {
                 tally.feasible.push(index);
-                if explain {
-                    tally.statuses.push((index, Status::success()));
-                }
                 return;
             }
-            if mask != 0 {
-                tally.digest_failures[mask as usize] += 1;
-                if explain {
-                    tally.statuses.push((index, filters::fit_status(mask)));
+            tally.digest_failures[mask as usize] += 1;
+            if mask & filters::fit::UNRESOLVABLE == 0 {
+                match bound {
+                    Some(bound) => tally.bounded.push(Pending { bound, index }),
+                    None => tally.unbounded.push(index),
                 }
-                if mask & filters::fit::UNRESOLVABLE == 0 {
-                    let bound = if want_bounds {
-                        bounds::bound_of_summary(preemptor, summary)
-                            .unwrap_or_else(|| bounds::bound(&pre, &nodes[index]))
-                    } else {
-                        None
-                    };
-                    match bound {
-                        Some(bound) => tally.bounded.push(Pending { bound, index }),
-                        None => tally.unbounded.push(index),
-                    }
-                }
-                return;
+            }
+            return;
+        }
+        let Some(info) = nodes.get(index) else {
+            return;
+        };
+        let Some(node) = info.node.as_deref() else {
+            tally.record(index, Status::success(), None, explain);
+            return;
+        };
+        match filters::static_failure(preemptor, node) {
+            Some(filters::StaticFailure::Taint(taint)) if !explain => tally.add_taint(taint),
+            Some(failure) => tally.record(index, failure.status(), None, explain),
+            None => {
+                let (status, bound) = dynamic(info);
+                tally.record(index, status, bound, explain);
             }
         }
-        let (status, bound) = filter_one((summary, &nodes[index]));
-        tally.record(index, status, bound, explain);
-    };
+    });
     // The digests leaf by leaf of the persistent vector: contiguous slices, and tasks of
     // at least `PARALLEL_MIN_NODES` nodes so splitting costs little next to the work.
-    let summaries = &snapshot.summaries;
     let mut leaves: Vec<(usize, &[NodeSummary])> = Vec::new();
     let mut start = 0;
     for leaf in summaries.leaves() {
@@ -461,7 +510,25 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     let filter_group = |group: &[(usize, &[NodeSummary])]| {
         let len = group.iter().map(|(_, leaf)| leaf.len()).sum();
         let mut tally = FilterTally::with_capacity(len);
+        let mut full_reads: Vec<&Arc<NodeInfo>> = Vec::new();
         for &(start, leaf) in group {
+            // Node entries the digest cannot answer for are scattered in memory: ask for
+            // them while this leaf's digests are filtered, then read them.
+            full_reads.clear();
+            for (offset, summary) in leaf.iter().enumerate() {
+                if (!digest_decides_resources || summary.needs_full_read())
+                    && let Some(info) = nodes.get(start + offset)
+                {
+                    crate::cache::prefetch(&info.node);
+                    full_reads.push(info);
+                }
+            }
+            for info in &full_reads {
+                if let Some(node) = info.node.as_deref() {
+                    crate::cache::prefetch(node);
+                    crate::cache::prefetch(node.taints.as_ptr());
+                }
+            }
             for (offset, summary) in leaf.iter().enumerate() {
                 filter_into(&mut tally, start + offset, summary);
             }
@@ -515,11 +582,8 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     let filter_message = fit_error_message(nodes.len(), &filter_reasons);
 
     // 2. Eligibility.
-    let not_eligible = tracing::info_span!("eligibility").in_scope(|| {
-        not_eligible_reason(snapshot, preemptor, |index| {
-            filter_one((&summaries[index], &nodes[index])).0.code
-        })
-    });
+    let not_eligible = tracing::info_span!("eligibility")
+        .in_scope(|| not_eligible_reason(snapshot, preemptor, |index| filter_one(index).0.code));
     if let Some(reason) = not_eligible {
         let mut decision = Decision::new(
             Outcome::NotEligible,
