@@ -415,10 +415,10 @@ struct NodeTable {
     staged: Option<std::collections::HashMap<Str, NodeInfo>>,
     /// Ids of the labels of every bound pod.
     labels: LabelInterner,
-    /// Node label keys and values, shared between nodes (see [`NodeTable::share_labels`]).
-    node_strings: hashbrown::HashSet<Str>,
-    /// `node_strings.len()` after the last sweep.
-    node_strings_swept: usize,
+    /// Strings shared between nodes and pods (see [`NodeTable::share`]).
+    strings: hashbrown::HashSet<Str>,
+    /// `strings.len()` after the last sweep.
+    strings_swept: usize,
 }
 
 impl NodeTable {
@@ -582,30 +582,39 @@ impl NodeTable {
         self.index.remove(&removed.name);
     }
 
-    /// Makes equal label keys and values of different nodes one shared string: the
-    /// per-node label lookups of a decision then compare against a few hot strings
-    /// instead of missing the cache on each node's own copy.
-    fn share_labels(&mut self, node: &mut Node) {
-        if self.node_strings.len() > 2 * self.node_strings_swept + 1024 {
-            // Forget strings no node uses any more.
-            self.node_strings.retain(|s| Arc::strong_count(s) > 1);
-            self.node_strings_swept = self.node_strings.len();
+    /// Forgets shared strings nothing else holds any more, once the set has doubled since
+    /// the last sweep (so sweeping stays amortized O(1) per string).
+    fn sweep_strings(&mut self) {
+        if self.strings.len() > 2 * self.strings_swept + 4096 {
+            self.strings.retain(|s| Arc::strong_count(s) > 1);
+            self.strings_swept = self.strings.len();
         }
-        let strings = &mut self.node_strings;
-        let mut share = |s: &Str| -> Str {
-            match strings.get(&**s) {
-                Some(shared) => shared.clone(),
-                None => {
-                    strings.insert(s.clone());
-                    s.clone()
-                }
+    }
+
+    /// The shared string equal to `s`. Equal strings of different objects become one
+    /// allocation: memory per pod shrinks, and the per-node label lookups of a decision
+    /// compare against a few hot strings instead of missing the cache on each copy.
+    fn share(strings: &mut hashbrown::HashSet<Str>, s: &Str) -> Str {
+        match strings.get(&**s) {
+            Some(shared) => shared.clone(),
+            None => {
+                strings.insert(s.clone());
+                s.clone()
             }
-        };
-        node.labels = node
-            .labels
-            .iter()
-            .map(|(k, v)| (share(k), share(v)))
-            .collect();
+        }
+    }
+
+    fn share_labels(&mut self, node: &mut Node) {
+        self.sweep_strings();
+        let strings = &mut self.strings;
+        node.labels.share_strings(|s| Self::share(strings, s));
+    }
+
+    /// See [`Pod::compact`].
+    fn compact_pod(&mut self, pod: &mut Pod) {
+        self.sweep_strings();
+        let strings = &mut self.strings;
+        pod.compact(|s| Self::share(strings, s));
     }
 
     fn all(&self) -> impl Iterator<Item = &NodeInfo> {
@@ -786,7 +795,9 @@ impl ClusterCache {
 
     /// Inserts or replaces a pod. Succeeded/Failed pods are removed (the scheduler never
     /// sees them).
-    fn put_pod(&self, table: &mut Table<'_>, pod: Pod) -> Result<UpdateOutcome, CacheError> {
+    fn put_pod(&self, table: &mut Table<'_>, mut pod: Pod) -> Result<UpdateOutcome, CacheError> {
+        // First, so the indexes below hold the shared strings too.
+        table.compact_pod(&mut pod);
         let uid = pod.uid.clone();
         let name_key = (pod.namespace.clone(), pod.name.clone());
         if let Some(existing) = self.pod_names.get(&name_key)
@@ -1116,6 +1127,53 @@ mod tests {
             let expected = &all[range.start.min(end)..end];
             assert_eq!(seen, expected, "range {range:?}");
         }
+    }
+
+    /// Held pods share their common strings and keep the derived requests, not the
+    /// container specs they came from.
+    #[test]
+    fn held_pods_share_strings_and_keep_derived_requests() {
+        let cluster = crate::generate::generate(&crate::generate::ClusterSpec {
+            nodes: 2,
+            pods_per_node: 2,
+            seed: 5,
+        });
+        let cache = cluster.into_cache();
+        let fresh = |name: &str| {
+            let mut pod = Pod::new(&String::from("team-a"), name, &format!("uid-{name}"));
+            pod.labels = [("app", "web")].into_iter().collect();
+            pod.node_name = Some(String::from("node-000000").into());
+            pod.containers = vec![crate::model::Container {
+                name: "main".into(),
+                requests: crate::model::ContainerResources::new(vec![(
+                    "cpu".into(),
+                    crate::model::quantity::Quantity::parse("250m").unwrap(),
+                )]),
+                ports: Vec::new(),
+                restart_always: false,
+            }];
+            pod.finish()
+        };
+        let (a, b) = (fresh("a"), fresh("b"));
+        let requests = a.requests.clone();
+        assert!(!Arc::ptr_eq(&a.namespace, &b.namespace));
+        cache.upsert_pod(a).unwrap();
+        cache.upsert_pod(b).unwrap();
+        let (a, b) = (
+            cache.get_pod("uid-a").unwrap(),
+            cache.get_pod("uid-b").unwrap(),
+        );
+        assert!(Arc::ptr_eq(&a.namespace, &b.namespace));
+        let (ka, va) = a.labels.iter().next().unwrap();
+        let (kb, vb) = b.labels.iter().next().unwrap();
+        assert!(Arc::ptr_eq(ka, kb) && Arc::ptr_eq(va, vb));
+        assert!(Arc::ptr_eq(
+            a.node_name.as_ref().unwrap(),
+            b.node_name.as_ref().unwrap()
+        ));
+        assert!(a.containers.is_empty());
+        assert_eq!(a.requests, requests);
+        assert_eq!(a.requests.milli_cpu, 250);
     }
 
     /// A batch gives the same results and the same node entries as one call per pod,

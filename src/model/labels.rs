@@ -41,6 +41,16 @@ impl Labels {
         self.0.iter().map(|(k, v)| (k, v))
     }
 
+    /// Replaces every key and value by an equal string from `share` (interning), and
+    /// frees spare capacity.
+    pub fn share_strings(&mut self, mut share: impl FnMut(&Str) -> Str) {
+        for (key, value) in &mut self.0 {
+            *key = share(key);
+            *value = share(value);
+        }
+        self.0.shrink_to_fit();
+    }
+
     /// Every pair of `self` is present in `other` with the same value.
     pub fn is_subset_of(&self, other: &Labels) -> bool {
         self.iter().all(|(k, v)| other.get(k) == Some(v))

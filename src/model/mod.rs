@@ -396,6 +396,28 @@ impl Pod {
         self
     }
 
+    /// Readies a finished pod to be held long: strings many pods carry (namespace, node,
+    /// label keys and values, scheduler) are replaced by equal ones from `share`, and the
+    /// container specs, already folded into `requests` and `host_ports`, are dropped.
+    /// `finish` must not run again afterwards.
+    pub fn compact(&mut self, mut share: impl FnMut(&Str) -> Str) {
+        self.namespace = share(&self.namespace);
+        self.scheduler_name = share(&self.scheduler_name);
+        for name in [&mut self.node_name, &mut self.nominated_node_name]
+            .into_iter()
+            .flatten()
+        {
+            *name = share(name);
+        }
+        self.labels.share_strings(&mut share);
+        self.containers = Vec::new();
+        self.init_containers = Vec::new();
+        self.overhead = ContainerResources::default();
+        self.pod_requests = ContainerResources::default();
+        self.host_ports.shrink_to_fit();
+        self.conditions.shrink_to_fit();
+    }
+
     pub fn pod_ref(&self) -> PodRef {
         PodRef {
             namespace: self.namespace.clone(),
