@@ -210,7 +210,7 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
                     port: 9100,
                 });
             }
-            pod.containers = vec![Container {
+            pod.details_mut().containers = vec![Container {
                 name: "main".into(),
                 requests: ContainerResources::new(vec![
                     ("cpu".into(), cpu(millis)),
@@ -220,7 +220,7 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
                 restart_always: false,
             }];
             if index % 20 == 0 {
-                pod.tolerations.push(Toleration {
+                pod.details_mut().tolerations.push(Toleration {
                     key: "dedicated".into(),
                     operator: TolerationOperator::Equal,
                     value: "gpu".into(),
@@ -247,7 +247,7 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
         pod.resource_version = 1;
         pod.priority = PRIORITIES[1 + (k % 3)];
         pod.nominated_node_name = Some(node.name.clone());
-        pod.containers = vec![Container {
+        pod.details_mut().containers = vec![Container {
             name: "main".into(),
             requests: ContainerResources::new(vec![("cpu".into(), cpu(500))]),
             ports: Vec::new(),
@@ -267,7 +267,7 @@ pub fn resource_preemptor(index: u64) -> Pod {
     );
     pod.priority = 10_000;
     pod.labels = [("app", "checkout")].into_iter().collect();
-    pod.containers = vec![Container {
+    pod.details_mut().containers = vec![Container {
         name: "main".into(),
         requests: ContainerResources::new(vec![
             ("cpu".into(), cpu(6000)),
@@ -288,22 +288,24 @@ pub fn affinity_preemptor(index: u64) -> Pod {
     };
     pod.labels = [("app", "app-07")].into_iter().collect();
     pod.namespace = NAMESPACES[7 % NAMESPACES.len()].into();
-    pod.pod_anti_affinity.push(PodAffinityTerm {
+    pod.details_mut().pod_anti_affinity.push(PodAffinityTerm {
         label_selector: Some(selector.clone()),
         namespaces: Vec::new(),
         namespace_selector: None,
         topology_key: "kubernetes.io/hostname".into(),
     });
-    pod.topology_spread.push(TopologySpreadConstraint {
-        max_skew: 5,
-        topology_key: "topology.kubernetes.io/zone".into(),
-        when_unsatisfiable: WhenUnsatisfiable::DoNotSchedule,
-        label_selector: Some(selector),
-        min_domains: None,
-        match_label_keys: Vec::new(),
-        node_affinity_policy: crate::model::InclusionPolicy::Honor,
-        node_taints_policy: crate::model::InclusionPolicy::Ignore,
-    });
+    pod.details_mut()
+        .topology_spread
+        .push(TopologySpreadConstraint {
+            max_skew: 5,
+            topology_key: "topology.kubernetes.io/zone".into(),
+            when_unsatisfiable: WhenUnsatisfiable::DoNotSchedule,
+            label_selector: Some(selector),
+            min_domains: None,
+            match_label_keys: Vec::new(),
+            node_affinity_policy: crate::model::InclusionPolicy::Honor,
+            node_taints_policy: crate::model::InclusionPolicy::Ignore,
+        });
     pod
 }
 

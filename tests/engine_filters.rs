@@ -55,7 +55,7 @@ fn node_unschedulable_is_unresolvable_unless_tolerated() {
         ["node(s) were unschedulable"]
     );
     let mut tolerant = p.clone();
-    tolerant.tolerations.push(Toleration {
+    tolerant.details_mut().tolerations.push(Toleration {
         key: "node.kubernetes.io/unschedulable".into(),
         operator: TolerationOperator::Exists,
         value: "".into(),
@@ -87,7 +87,7 @@ fn tolerations_follow_upstream_matching() {
     let cluster = Cluster::new(vec![taint_node], vec![], vec![]);
     let with = |key: &str, op, value: &str| {
         let mut p = pod("p", 0, 100, 0, None);
-        p.tolerations.push(Toleration {
+        p.details_mut().tolerations.push(Toleration {
             key: key.into(),
             operator: op,
             value: value.into(),
@@ -139,7 +139,7 @@ fn node_affinity_operators() {
     let cluster = Cluster::new(vec![n], vec![], vec![]);
     let fits = |sel: NodeSelector| {
         let mut p = pod("p", 0, 100, 0, None);
-        p.required_node_affinity = Some(sel);
+        p.details_mut().required_node_affinity = Some(sel);
         cluster.decide(&p).outcome == Outcome::Fits
     };
     use NodeSelectorOperator::*;
@@ -196,7 +196,7 @@ fn node_affinity_operators() {
     assert!(fits(either));
     // nodeSelector must hold too.
     let mut p = pod("p", 0, 100, 0, None);
-    p.node_selector = [("zone", "b")].into_iter().collect();
+    p.details_mut().node_selector = [("zone", "b")].into_iter().collect();
     let d = cluster.decide(&p);
     assert_eq!(
         filter_of(&d, "n").reasons.as_slice(),
@@ -233,7 +233,7 @@ fn extended_resources_are_checked_and_missing_ones_mean_zero() {
     gpu_node.allocatable.scalars = vec![("example.com/gpu".into(), 2)];
     let cluster = Cluster::new(vec![gpu_node, node("plain", 1000, GI)], vec![], vec![]);
     let mut p = pod("p", 0, 100, 0, None);
-    p.containers[0].requests = ContainerResources::new(vec![
+    p.details_mut().containers[0].requests = ContainerResources::new(vec![
         ("cpu".into(), Quantity::from_millis(100)),
         ("example.com/gpu".into(), Quantity::from_units(1)),
     ]);
@@ -293,7 +293,9 @@ fn topology_spread_skew_and_missing_key() {
         vec![],
     );
     let mut p = labelled(pod("p", 10, 100, 0, None), &[("app", "web")]);
-    p.topology_spread.push(spread("zone", 1, "web"));
+    p.details_mut()
+        .topology_spread
+        .push(spread("zone", 1, "web"));
     let d = cluster.decide(&p);
     assert_eq!(d.feasible_nodes, vec![Str::from("b1")]);
     assert_eq!(filter_of(&d, "a1").code, Code::Unschedulable);
@@ -307,7 +309,7 @@ fn topology_spread_skew_and_missing_key() {
     );
     // ScheduleAnyway never filters.
     let mut soft = p.clone();
-    soft.topology_spread[0].when_unsatisfiable = WhenUnsatisfiable::ScheduleAnyway;
+    soft.details_mut().topology_spread[0].when_unsatisfiable = WhenUnsatisfiable::ScheduleAnyway;
     assert_eq!(cluster.decide(&soft).feasible_nodes.len(), 3);
 }
 
@@ -328,7 +330,9 @@ fn topology_spread_preempts_lower_priority_pods_in_the_crowded_domain() {
         vec![],
     );
     let mut p = labelled(pod("p", 10, 100, 0, None), &[("app", "web")]);
-    p.topology_spread.push(spread("zone", 1, "web"));
+    p.details_mut()
+        .topology_spread
+        .push(spread("zone", 1, "web"));
     let d = cluster.decide(&p);
     assert_eq!(d.outcome, Outcome::Preempt);
     assert_eq!(d.nominated_node.as_deref(), Some("a1"));
@@ -344,10 +348,12 @@ fn topology_spread_min_domains_forces_global_minimum_to_zero() {
         vec![],
     );
     let mut p = labelled(pod("p", 10, 100, 0, None), &[("app", "web")]);
-    p.topology_spread.push(spread("zone", 1, "web"));
+    p.details_mut()
+        .topology_spread
+        .push(spread("zone", 1, "web"));
     assert_eq!(cluster.decide(&p).outcome, Outcome::Fits);
     // Two domains < minDomains 3: global minimum 0, skew 1 + 1 − 0 = 2 > 1 everywhere.
-    p.topology_spread[0].min_domains = Some(3);
+    p.details_mut().topology_spread[0].min_domains = Some(3);
     assert_eq!(cluster.decide(&p).outcome, Outcome::NoCandidate);
 }
 
@@ -368,10 +374,14 @@ fn topology_spread_match_label_keys_narrow_the_selector() {
         vec![],
     );
     let mut p = labelled(pod("p", 10, 100, 0, None), &[("app", "web"), ("rev", "2")]);
-    p.topology_spread.push(spread("zone", 1, "web"));
+    p.details_mut()
+        .topology_spread
+        .push(spread("zone", 1, "web"));
     assert_eq!(cluster.decide(&p).feasible_nodes, vec![Str::from("b1")]);
     // Counting only rev=2 pods: both zones are empty, both fit.
-    p.topology_spread[0].match_label_keys.push("rev".into());
+    p.details_mut().topology_spread[0]
+        .match_label_keys
+        .push("rev".into());
     assert_eq!(cluster.decide(&p).feasible_nodes.len(), 2);
 }
 
@@ -387,12 +397,14 @@ fn topology_spread_honours_node_affinity_when_counting() {
         vec![],
     );
     let mut p = labelled(pod("p", 10, 100, 0, None), &[("app", "web")]);
-    p.node_selector = [("tier", "x")].into_iter().collect();
-    p.topology_spread.push(spread("zone", 1, "web"));
+    p.details_mut().node_selector = [("tier", "x")].into_iter().collect();
+    p.details_mut()
+        .topology_spread
+        .push(spread("zone", 1, "web"));
     // Eligible domains: only a (count 1) → min 1 → skew 1 + 1 − 1 = 1 fits.
     assert_eq!(cluster.decide(&p).feasible_nodes, vec![Str::from("a1")]);
     // Ignoring node affinity, zone c (0) counts → skew 2 → no fit on a1.
-    p.topology_spread[0].node_affinity_policy = InclusionPolicy::Ignore;
+    p.details_mut().topology_spread[0].node_affinity_policy = InclusionPolicy::Ignore;
     assert_eq!(cluster.decide(&p).outcome, Outcome::NoCandidate);
 }
 
@@ -416,7 +428,9 @@ fn pod_affinity_requires_a_matching_pod_in_the_domain() {
         vec![],
     );
     let mut p = pod("p", 10, 100, 0, None);
-    p.pod_affinity.push(pod_affinity(&[("app", "db")], "zone"));
+    p.details_mut()
+        .pod_affinity
+        .push(pod_affinity(&[("app", "db")], "zone"));
     let d = cluster.decide(&p);
     assert_eq!(d.feasible_nodes, vec![Str::from("a1")]);
     assert_eq!(filter_of(&d, "b1").code, Code::UnschedulableAndUnresolvable);
@@ -430,12 +444,14 @@ fn pod_affinity_requires_a_matching_pod_in_the_domain() {
 fn pod_affinity_first_pod_of_a_self_affine_group_is_admitted() {
     let cluster = Cluster::new(vec![zoned("a1", "a")], vec![], vec![]);
     let mut p = labelled(pod("p", 10, 100, 0, None), &[("app", "cache")]);
-    p.pod_affinity
+    p.details_mut()
+        .pod_affinity
         .push(pod_affinity(&[("app", "cache")], "zone"));
     assert_eq!(cluster.decide(&p).outcome, Outcome::Fits);
     // Not self-matching: no escape.
     let mut q = pod("q", 10, 100, 0, None);
-    q.pod_affinity
+    q.details_mut()
+        .pod_affinity
         .push(pod_affinity(&[("app", "cache")], "zone"));
     assert_eq!(cluster.decide(&q).outcome, Outcome::NoCandidate);
 }
@@ -453,7 +469,9 @@ fn pod_affinity_to_a_lower_priority_pod_is_lost_in_the_dry_run() {
         vec![],
     );
     let mut p = pod("p", 10, 500, 0, None);
-    p.pod_affinity.push(pod_affinity(&[("app", "db")], "zone"));
+    p.details_mut()
+        .pod_affinity
+        .push(pod_affinity(&[("app", "db")], "zone"));
     let d = cluster.decide(&p);
     assert_eq!(d.outcome, Outcome::NoCandidate, "{}", d.message);
 }
@@ -468,14 +486,16 @@ fn pod_anti_affinity_terms_respect_namespaces() {
     // Default: own namespace only → the db pod in "other" does not count.
     assert_eq!(cluster.decide(&p).outcome, Outcome::Fits);
     // Listing the namespace makes it count.
-    p.pod_anti_affinity[0].namespaces.push("other".into());
+    p.details_mut().pod_anti_affinity[0]
+        .namespaces
+        .push("other".into());
     assert_eq!(cluster.decide(&p).outcome, Outcome::NoCandidate);
     // An empty namespace selector selects every namespace.
-    p.pod_anti_affinity[0].namespaces.clear();
-    p.pod_anti_affinity[0].namespace_selector = Some(LabelSelector::everything());
+    p.details_mut().pod_anti_affinity[0].namespaces.clear();
+    p.details_mut().pod_anti_affinity[0].namespace_selector = Some(LabelSelector::everything());
     assert_eq!(cluster.decide(&p).outcome, Outcome::NoCandidate);
     // A selector on the automatic name label.
-    p.pod_anti_affinity[0].namespace_selector = Some(LabelSelector {
+    p.details_mut().pod_anti_affinity[0].namespace_selector = Some(LabelSelector {
         match_labels: Default::default(),
         match_expressions: vec![Requirement {
             key: "kubernetes.io/metadata.name".into(),
@@ -497,7 +517,7 @@ fn missing_and_empty_label_selectors_differ() {
         vec![],
     );
     let mut p = pod("p", 10, 100, 0, None);
-    p.pod_anti_affinity.push(PodAffinityTerm {
+    p.details_mut().pod_anti_affinity.push(PodAffinityTerm {
         label_selector: None,
         namespaces: Vec::new(),
         namespace_selector: None,
@@ -508,7 +528,7 @@ fn missing_and_empty_label_selectors_differ() {
         Outcome::Fits,
         "a missing selector matches no pod"
     );
-    p.pod_anti_affinity[0].label_selector = Some(LabelSelector::everything());
+    p.details_mut().pod_anti_affinity[0].label_selector = Some(LabelSelector::everything());
     assert_eq!(
         cluster.decide(&p).outcome,
         Outcome::NoCandidate,
@@ -519,16 +539,19 @@ fn missing_and_empty_label_selectors_differ() {
 #[test]
 fn sidecar_host_ports_count() {
     let mut holder = pod("holder", 20, 0, 0, Some("n"));
-    holder.init_containers.push(preemptd::model::Container {
-        name: "proxy".into(),
-        requests: ContainerResources::default(),
-        ports: vec![preemptd::model::HostPort {
-            ip: "0.0.0.0".into(),
-            protocol: preemptd::model::Protocol::Tcp,
-            port: 15001,
-        }],
-        restart_always: true,
-    });
+    holder
+        .details_mut()
+        .init_containers
+        .push(preemptd::model::Container {
+            name: "proxy".into(),
+            requests: ContainerResources::default(),
+            ports: vec![preemptd::model::HostPort {
+                ip: "0.0.0.0".into(),
+                protocol: preemptd::model::Protocol::Tcp,
+                port: 15001,
+            }],
+            restart_always: true,
+        });
     let holder = holder.finish();
     let cluster = Cluster::new(vec![node("n", 1000, GI)], vec![holder], vec![]);
     let p = with_host_port(

@@ -14,7 +14,7 @@ fn load(spec: &ClusterSpec) -> ClusterCache {
 fn preemptor(base: Pod, priority: i32, millis: i64) -> Pod {
     let mut pod = base;
     pod.priority = priority;
-    pod.containers[0].requests = ContainerResources::new(vec![
+    pod.details_mut().containers[0].requests = ContainerResources::new(vec![
         ("cpu".into(), Quantity::from_millis(millis)),
         ("memory".into(), Quantity::from_units(millis << 20)),
     ]);
@@ -128,7 +128,7 @@ fn node_digests_filter_like_the_full_entries() {
                 let pod = preemptor(base, priority, millis);
                 let pre = PreFilter::new(&pod, &snapshot);
                 assert!(pre.digest_decides_resources());
-                let resources_only = pod.pod_anti_affinity.is_empty();
+                let resources_only = pod.details.pod_anti_affinity.is_empty();
                 assert_eq!(pre.digest_suffices(), resources_only);
                 for (summary, info) in snapshot.summaries.iter().zip(snapshot.nodes.iter()) {
                     assert_eq!(*summary, preemptd::cache::NodeSummary::of(info));

@@ -312,7 +312,7 @@ fn terminating_victim_on_nominated_node_blocks_unless_node_is_unresolvable() {
 
     // Terminating for another reason: no block.
     let mut other = victim.clone();
-    other.conditions.clear();
+    other.details_mut().conditions.clear();
     let cluster = Cluster::new(vec![node("n", 1000, GI)], vec![other], vec![]);
     assert_eq!(cluster.decide(&p).outcome, Outcome::Preempt);
 
@@ -431,16 +431,18 @@ fn topology_spread_ignores_terminating_pods() {
         vec![],
     );
     let mut p = labelled(pod("p", 10, 100, 0, None), &[("app", "web")]);
-    p.topology_spread.push(TopologySpreadConstraint {
-        max_skew: 1,
-        topology_key: "zone".into(),
-        when_unsatisfiable: WhenUnsatisfiable::DoNotSchedule,
-        label_selector: Some(selector(&[("app", "web")])),
-        min_domains: None,
-        match_label_keys: Vec::new(),
-        node_affinity_policy: InclusionPolicy::Honor,
-        node_taints_policy: InclusionPolicy::Ignore,
-    });
+    p.details_mut()
+        .topology_spread
+        .push(TopologySpreadConstraint {
+            max_skew: 1,
+            topology_key: "zone".into(),
+            when_unsatisfiable: WhenUnsatisfiable::DoNotSchedule,
+            label_selector: Some(selector(&[("app", "web")])),
+            min_domains: None,
+            match_label_keys: Vec::new(),
+            node_affinity_policy: InclusionPolicy::Honor,
+            node_taints_policy: InclusionPolicy::Ignore,
+        });
     // Counts: a=1, b=0 (terminating ignored) → only b fits.
     let d = cluster.decide(&p);
     assert_eq!(d.outcome, Outcome::Fits);

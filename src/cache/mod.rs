@@ -14,13 +14,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use dashmap::DashMap;
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::model::{Node, Pod, PodDisruptionBudget, PodRef, Resources, Str};
+use crate::model::{Node, Pod, PodDetails, PodDisruptionBudget, PodRef, Resources, Str};
 
 mod labels;
+mod shared;
 mod summary;
 
 use labels::LabelInterner;
 pub use labels::{LabelId, LabelIds};
+use shared::Shared;
 pub use summary::{INLINE_LEVELS, NodeSummary};
 
 /// What the cache holds for one node name: the node (once it arrived), the pods bound to
@@ -415,10 +417,10 @@ struct NodeTable {
     staged: Option<std::collections::HashMap<Str, NodeInfo>>,
     /// Ids of the labels of every bound pod.
     labels: LabelInterner,
-    /// Strings shared between nodes and pods (see [`NodeTable::share`]).
-    strings: hashbrown::HashSet<Str>,
-    /// `strings.len()` after the last sweep.
-    strings_swept: usize,
+    /// Strings nodes and pods have in common.
+    strings: Shared<str>,
+    /// Pod details held pods have in common.
+    pod_details: Shared<PodDetails>,
 }
 
 impl NodeTable {
@@ -582,39 +584,19 @@ impl NodeTable {
         self.index.remove(&removed.name);
     }
 
-    /// Forgets shared strings nothing else holds any more, once the set has doubled since
-    /// the last sweep (so sweeping stays amortized O(1) per string).
-    fn sweep_strings(&mut self) {
-        if self.strings.len() > 2 * self.strings_swept + 4096 {
-            self.strings.retain(|s| Arc::strong_count(s) > 1);
-            self.strings_swept = self.strings.len();
-        }
-    }
-
-    /// The shared string equal to `s`. Equal strings of different objects become one
-    /// allocation: memory per pod shrinks, and the per-node label lookups of a decision
-    /// compare against a few hot strings instead of missing the cache on each copy.
-    fn share(strings: &mut hashbrown::HashSet<Str>, s: &Str) -> Str {
-        match strings.get(&**s) {
-            Some(shared) => shared.clone(),
-            None => {
-                strings.insert(s.clone());
-                s.clone()
-            }
-        }
-    }
-
     fn share_labels(&mut self, node: &mut Node) {
-        self.sweep_strings();
+        self.strings.sweep();
         let strings = &mut self.strings;
-        node.labels.share_strings(|s| Self::share(strings, s));
+        node.labels.share_strings(|s| strings.share(s));
     }
 
     /// See [`Pod::compact`].
     fn compact_pod(&mut self, pod: &mut Pod) {
-        self.sweep_strings();
+        self.strings.sweep();
+        self.pod_details.sweep();
         let strings = &mut self.strings;
-        pod.compact(|s| Self::share(strings, s));
+        let details = &mut self.pod_details;
+        pod.compact(|s| strings.share(s), |d| details.share(d));
     }
 
     fn all(&self) -> impl Iterator<Item = &NodeInfo> {
@@ -1041,9 +1023,10 @@ impl ClusterCache {
             }
             let mut pod = (*entry.pod).clone();
             pod.terminating = true;
-            pod.conditions
+            pod.details_mut()
+                .conditions
                 .retain(|c| &*c.type_ != crate::model::DISRUPTION_TARGET);
-            pod.conditions.insert(
+            pod.details_mut().conditions.insert(
                 0,
                 crate::model::PodCondition {
                     type_: crate::model::DISRUPTION_TARGET.into(),
@@ -1129,10 +1112,10 @@ mod tests {
         }
     }
 
-    /// Held pods share their common strings and keep the derived requests, not the
+    /// Held pods share their common strings and details and keep the derived requests, not the
     /// container specs they came from.
     #[test]
-    fn held_pods_share_strings_and_keep_derived_requests() {
+    fn held_pods_share_strings_and_details_and_keep_derived_requests() {
         let cluster = crate::generate::generate(&crate::generate::ClusterSpec {
             nodes: 2,
             pods_per_node: 2,
@@ -1143,7 +1126,13 @@ mod tests {
             let mut pod = Pod::new(&String::from("team-a"), name, &format!("uid-{name}"));
             pod.labels = [("app", "web")].into_iter().collect();
             pod.node_name = Some(String::from("node-000000").into());
-            pod.containers = vec![crate::model::Container {
+            pod.details_mut().tolerations = vec![crate::model::Toleration {
+                key: "dedicated".into(),
+                operator: crate::model::TolerationOperator::Exists,
+                value: "".into(),
+                effect: None,
+            }];
+            pod.details_mut().containers = vec![crate::model::Container {
                 name: "main".into(),
                 requests: crate::model::ContainerResources::new(vec![(
                     "cpu".into(),
@@ -1171,7 +1160,9 @@ mod tests {
             a.node_name.as_ref().unwrap(),
             b.node_name.as_ref().unwrap()
         ));
-        assert!(a.containers.is_empty());
+        assert!(a.details.containers.is_empty());
+        assert!(Arc::ptr_eq(&a.details, &b.details));
+        assert_eq!(&*a.details.tolerations[0].key, "dedicated");
         assert_eq!(a.requests, requests);
         assert_eq!(a.requests.milli_cpu, 250);
     }

@@ -92,7 +92,7 @@ fn namespace_labels(namespace: &Str) -> Labels {
 pub fn untolerated_taint<'a>(taints: &'a [Taint], pod: &Pod) -> Option<&'a Taint> {
     taints.iter().find(|t| {
         matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
-            && !pod.tolerations.iter().any(|tol| tol.tolerates(t))
+            && !pod.details.tolerations.iter().any(|tol| tol.tolerates(t))
     })
 }
 
@@ -162,8 +162,9 @@ pub fn node_selector_matches(selector: &NodeSelector, node: &Node) -> bool {
 
 /// nodeSelector and required node affinity (upstream `RequiredNodeAffinity.Match`).
 pub fn required_node_affinity_matches(pod: &Pod, node: &Node) -> bool {
-    pod.node_selector.is_subset_of(&node.labels)
+    pod.details.node_selector.is_subset_of(&node.labels)
         && pod
+            .details
             .required_node_affinity
             .as_ref()
             .is_none_or(|s| node_selector_matches(s, node))
@@ -216,7 +217,7 @@ pub fn untolerated_taint_reason(taint: &Taint) -> String {
 /// The first node-only filter that fails, in upstream's order.
 pub fn static_failure<'n>(pod: &Pod, node: &'n Node) -> Option<StaticFailure<'n>> {
     if node.unschedulable {
-        let tolerated = pod.tolerations.iter().any(|t| {
+        let tolerated = pod.details.tolerations.iter().any(|t| {
             t.tolerates(&Taint {
                 key: UNSCHEDULABLE_TAINT_KEY.into(),
                 value: "".into(),
@@ -547,11 +548,13 @@ pub struct PreFilter<'a> {
 impl<'a> PreFilter<'a> {
     pub fn new(pod: &'a Pod, snapshot: &Snapshot) -> Self {
         let affinity: Vec<AffinityTerm> = pod
+            .details
             .pod_affinity
             .iter()
             .map(|t| AffinityTerm::new(t, &pod.namespace).resolve_labels(snapshot))
             .collect();
         let anti_affinity: Vec<AffinityTerm> = pod
+            .details
             .pod_anti_affinity
             .iter()
             .map(|t| {
@@ -674,7 +677,7 @@ impl<'a> PreFilter<'a> {
         // Existing pods' anti-affinity terms that match the preemptor.
         if info.anti_affinity_pods > 0 {
             for existing in info.pods.iter().filter(|p| p.has_required_anti_affinity()) {
-                for term in &existing.pod_anti_affinity {
+                for term in &existing.details.pod_anti_affinity {
                     let term = AffinityTerm::new(term, &existing.namespace);
                     if term.matches(self.pod) {
                         counts.existing_anti.add(&term.topology_key, node, 1);
@@ -710,6 +713,7 @@ impl<'a> PreFilter<'a> {
     fn build_spread(&mut self, snapshot: &Snapshot) {
         let pod = self.pod;
         let hard: Vec<_> = pod
+            .details
             .topology_spread
             .iter()
             .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
@@ -807,7 +811,7 @@ impl<'a> PreFilter<'a> {
         l: &mut InterPodDelta,
     ) {
         let pod = self.pod;
-        for term in &other.pod_anti_affinity {
+        for term in &other.details.pod_anti_affinity {
             let term = AffinityTerm::new(term, &other.namespace);
             if term.matches(pod) {
                 l.existing_anti.add(&term.topology_key, node, multiplier);
@@ -884,7 +888,7 @@ impl<'a> PreFilter<'a> {
     /// NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity, in that order.
     pub fn dynamic_filters(&self, scratch: &NodeScratch<'_>) -> Status {
         let pod = self.pod;
-        if !pod.host_ports.is_empty() && self.ports_conflict(scratch) {
+        if !pod.details.host_ports.is_empty() && self.ports_conflict(scratch) {
             return Status::unschedulable(
                 NODE_PORTS,
                 "node(s) didn't have free ports for the requested pod ports",
@@ -912,9 +916,10 @@ impl<'a> PreFilter<'a> {
     fn ports_conflict(&self, scratch: &NodeScratch<'_>) -> bool {
         let used: Vec<&HostPort> = scratch
             .current_pods()
-            .flat_map(|p| p.host_ports.iter())
+            .flat_map(|p| p.details.host_ports.iter())
             .collect();
         self.pod
+            .details
             .host_ports
             .iter()
             .any(|want| want.port > 0 && used.iter().any(|u| want.conflicts_with(u)))
@@ -944,9 +949,9 @@ impl<'a> PreFilter<'a> {
     pub fn digest_decides_resources(&self) -> bool {
         let pod = self.pod;
         pod.node_name.as_deref().is_none_or(str::is_empty)
-            && pod.node_selector.is_empty()
-            && pod.required_node_affinity.is_none()
-            && pod.host_ports.is_empty()
+            && pod.details.node_selector.is_empty()
+            && pod.details.required_node_affinity.is_none()
+            && pod.details.host_ports.is_empty()
             && pod.requests.scalars.iter().all(|(_, v)| *v == 0)
     }
 

@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -21,9 +22,9 @@ use super::resources;
 use super::{
     BIND_ALL_IP, Container, ContainerResources, HostPort, InclusionPolicy, LabelSelector, Labels,
     Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Operator,
-    Pod, PodAffinityTerm, PodCondition, PodDisruptionBudget, PodPhase, PreemptionPolicy, Protocol,
-    Requirement, Str, Taint, TaintEffect, Toleration, TolerationOperator, TopologySpreadConstraint,
-    WhenUnsatisfiable,
+    Pod, PodAffinityTerm, PodCondition, PodDetails, PodDisruptionBudget, PodPhase,
+    PreemptionPolicy, Protocol, Requirement, Str, Taint, TaintEffect, Toleration,
+    TolerationOperator, TopologySpreadConstraint, WhenUnsatisfiable,
 };
 
 /// A decoding failure: the field path relative to the decoded value (empty for the value
@@ -641,36 +642,37 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
     )?
     .unwrap_or(PreemptionPolicy::PreemptLowerPriority);
 
+    let mut details = PodDetails::default();
     let host_network = spec.get("hostNetwork")?.bool()?;
     let containers = spec.get("containers")?;
-    pod.containers = containers
+    details.containers = containers
         .elements()?
         .map(|c| container(&c, false, host_network))
         .collect::<Result<_>>()?;
     let init_containers = spec.get("initContainers")?;
-    pod.init_containers = init_containers
+    details.init_containers = init_containers
         .elements()?
         .map(|c| container(&c, true, host_network))
         .collect::<Result<_>>()?;
-    pod.overhead = ContainerResources::new(resource_list(&spec.get("overhead")?)?);
-    pod.pod_requests = pod_level_requests(&spec.get("resources")?, &pod)?;
+    details.overhead = ContainerResources::new(resource_list(&spec.get("overhead")?)?);
+    details.pod_requests = pod_level_requests(&spec.get("resources")?, &details)?;
 
     let tolerations = spec.get("tolerations")?;
-    pod.tolerations = tolerations
+    details.tolerations = tolerations
         .elements()?
         .map(|t| toleration(&t))
         .collect::<Result<_>>()?;
-    pod.node_selector = string_map(&spec.get("nodeSelector")?)?;
+    details.node_selector = string_map(&spec.get("nodeSelector")?)?;
 
     let affinity = spec.get("affinity")?;
     let node_affinity = affinity.get("nodeAffinity")?;
     let required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")?;
-    pod.required_node_affinity = node_selector(&required)?;
-    pod.pod_affinity = pod_affinity_terms(&affinity.get("podAffinity")?)?;
-    pod.pod_anti_affinity = pod_affinity_terms(&affinity.get("podAntiAffinity")?)?;
+    details.required_node_affinity = node_selector(&required)?;
+    details.pod_affinity = pod_affinity_terms(&affinity.get("podAffinity")?)?;
+    details.pod_anti_affinity = pod_affinity_terms(&affinity.get("podAntiAffinity")?)?;
 
     let spread = spec.get("topologySpreadConstraints")?;
-    pod.topology_spread = spread
+    details.topology_spread = spread
         .elements()?
         .map(|c| spread_constraint(&c))
         .collect::<Result<_>>()?;
@@ -678,7 +680,7 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
     let status = cur.get("status")?;
     pod.start_time = timestamp(&status.get("startTime")?)?;
     let conditions = status.get("conditions")?;
-    pod.conditions = conditions
+    details.conditions = conditions
         .elements()?
         .map(|c| {
             c.require_object()?;
@@ -689,6 +691,7 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
             })
         })
         .collect::<Result<_>>()?;
+    pod.details = Arc::new(details);
     pod.nominated_node_name = status
         .get("nominatedNodeName")?
         .str()?
@@ -743,11 +746,11 @@ fn container(cur: &Cur<'_, '_>, init: bool, host_network: bool) -> Result<Contai
 /// containers' aggregate request (cpu, memory) when some container requests it, else the
 /// pod-level limit. The aggregate case is left unset here: an unset pod-level request
 /// already means the container aggregate, so the effective requests are the same.
-fn pod_level_requests(resources: &Cur<'_, '_>, pod: &Pod) -> Result<ContainerResources> {
+fn pod_level_requests(resources: &Cur<'_, '_>, details: &PodDetails) -> Result<ContainerResources> {
     Ok(resources::pod_level_requests_defaulted(
         resource_list(&resources.get("requests")?)?,
         resource_list(&resources.get("limits")?)?,
-        pod,
+        details,
     ))
 }
 
@@ -1133,7 +1136,7 @@ mod tests {
                 match object {
                     Object::Node(n) => taints += n.taints.len(),
                     Object::Pod(p) => {
-                        ports += p.host_ports.len();
+                        ports += p.details.host_ports.len();
                         terminating += usize::from(p.terminating);
                         conditions += usize::from(p.terminating_by_preemption());
                     }
@@ -1247,7 +1250,7 @@ status:
         assert_eq!(pod.requests.memory, 64 << 20);
         assert_eq!(pod.requests.scalar("nvidia.com/gpu"), 2);
         assert_eq!(
-            pod.host_ports,
+            pod.details.host_ports,
             vec![
                 HostPort {
                     ip: "0.0.0.0".into(),
@@ -1261,14 +1264,30 @@ status:
                 },
             ]
         );
-        assert_eq!(pod.tolerations.len(), 2);
-        assert_eq!(pod.tolerations[0].operator, TolerationOperator::Exists);
-        assert_eq!(pod.tolerations[0].effect, None);
-        assert_eq!(pod.tolerations[1].operator, TolerationOperator::Equal);
-        assert_eq!(&*pod.tolerations[1].value, "true");
-        assert_eq!(pod.tolerations[1].effect, Some(TaintEffect::NoSchedule));
-        assert_eq!(pod.node_selector.get("disk").map(|v| &**v), Some("ssd"));
-        let affinity = pod.required_node_affinity.as_ref().expect("node affinity");
+        assert_eq!(pod.details.tolerations.len(), 2);
+        assert_eq!(
+            pod.details.tolerations[0].operator,
+            TolerationOperator::Exists
+        );
+        assert_eq!(pod.details.tolerations[0].effect, None);
+        assert_eq!(
+            pod.details.tolerations[1].operator,
+            TolerationOperator::Equal
+        );
+        assert_eq!(&*pod.details.tolerations[1].value, "true");
+        assert_eq!(
+            pod.details.tolerations[1].effect,
+            Some(TaintEffect::NoSchedule)
+        );
+        assert_eq!(
+            pod.details.node_selector.get("disk").map(|v| &**v),
+            Some("ssd")
+        );
+        let affinity = pod
+            .details
+            .required_node_affinity
+            .as_ref()
+            .expect("node affinity");
         assert_eq!(affinity.terms.len(), 1);
         assert_eq!(
             affinity.terms[0].match_expressions[0].operator,
@@ -1276,9 +1295,9 @@ status:
         );
         assert_eq!(affinity.terms[0].match_expressions[0].values.len(), 2);
         assert_eq!(&*affinity.terms[0].match_fields[0].key, "metadata.name");
-        assert!(pod.pod_affinity.is_empty());
-        assert_eq!(pod.pod_anti_affinity.len(), 3);
-        let anti = &pod.pod_anti_affinity;
+        assert!(pod.details.pod_affinity.is_empty());
+        assert_eq!(pod.details.pod_anti_affinity.len(), 3);
+        let anti = &pod.details.pod_anti_affinity;
         assert_eq!(&*anti[0].topology_key, "kubernetes.io/hostname");
         assert!(anti[0].namespace_selector.is_none());
         assert_eq!(anti[1].label_selector, Some(LabelSelector::everything()));
@@ -1288,7 +1307,7 @@ status:
         );
         assert_eq!(anti[1].namespaces, vec![Str::from("other")]);
         assert_eq!(anti[2].label_selector, None);
-        let spread = &pod.topology_spread[0];
+        let spread = &pod.details.topology_spread[0];
         assert_eq!(spread.max_skew, 2);
         assert_eq!(spread.when_unsatisfiable, WhenUnsatisfiable::DoNotSchedule);
         assert_eq!(spread.min_domains, Some(3));
@@ -1308,7 +1327,7 @@ status:
         assert_eq!(pod.phase, PodPhase::Running);
         assert_eq!(pod.start_time, Some(1_714_557_600_500_000_000));
         assert_eq!(pod.nominated_node_name, None);
-        assert_eq!(pod.conditions.len(), 1);
+        assert_eq!(pod.details.conditions.len(), 1);
         assert!(!pod.terminating);
     }
 
@@ -1633,14 +1652,17 @@ status:
         ]})))
         .expect("pod");
         assert_eq!(
-            pod.containers[0]
+            pod.details.containers[0]
                 .requests
                 .get("cpu")
                 .map(|q| q.milli_value()),
             Some(500)
         );
         assert_eq!(
-            pod.containers[0].requests.get("memory").map(|q| q.value()),
+            pod.details.containers[0]
+                .requests
+                .get("memory")
+                .map(|q| q.value()),
             Some(1 << 30)
         );
         assert_eq!(pod.requests.milli_cpu, 500);
@@ -1659,7 +1681,7 @@ status:
         .expect("pod");
         assert_eq!(pod.requests.milli_cpu, 1000);
         assert_eq!(pod.requests.memory, 2 << 30);
-        assert_eq!(pod.pod_requests.get("example.com/x"), None);
+        assert_eq!(pod.details.pod_requests.get("example.com/x"), None);
         // Explicit pod-level requests win.
         let pod = decode_pod(&pod_with(json!({
             "resources": {"requests": {"cpu": "3"}, "limits": {"cpu": "4"}},
@@ -1680,13 +1702,13 @@ status:
             ],
         })))
         .expect("pod");
-        assert!(!pod.containers[0].restart_always);
-        assert!(pod.init_containers[0].restart_always);
-        assert!(!pod.init_containers[1].restart_always);
+        assert!(!pod.details.containers[0].restart_always);
+        assert!(pod.details.init_containers[0].restart_always);
+        assert!(!pod.details.init_containers[1].restart_always);
         assert_eq!(pod.requests.milli_cpu, 700);
-        let ports: Vec<i32> = pod.host_ports.iter().map(|p| p.port).collect();
+        let ports: Vec<i32> = pod.details.host_ports.iter().map(|p| p.port).collect();
         assert_eq!(ports, vec![80, 9000]);
-        assert_eq!(pod.host_ports[1].protocol, Protocol::Sctp);
+        assert_eq!(pod.details.host_ports[1].protocol, Protocol::Sctp);
     }
 
     #[test]
@@ -1697,6 +1719,7 @@ status:
         })))
         .expect("pod");
         let ports: Vec<(i32, Protocol)> = pod
+            .details
             .host_ports
             .iter()
             .map(|p| (p.port, p.protocol))
@@ -1714,7 +1737,7 @@ status:
         let pod = decode_pod(&value).expect("pod");
         assert!(pod.terminating);
         assert!(pod.terminating_by_preemption());
-        assert_eq!(pod.conditions.len(), 2);
+        assert_eq!(pod.details.conditions.len(), 2);
         assert_eq!(pod.priority, -5);
         assert_eq!(pod.node_name.as_deref(), Some("n1"));
         assert_eq!(pod.nominated_node_name.as_deref(), Some("n2"));

@@ -67,7 +67,7 @@ impl<K: Into<Str>, V: Into<Str>> FromIterator<(K, V)> for Labels {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Operator {
     In,
     NotIn,
@@ -96,7 +96,7 @@ impl Operator {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Requirement {
     pub key: Str,
     pub operator: Operator,
@@ -126,7 +126,7 @@ impl Requirement {
 }
 
 /// A `metav1.LabelSelector`. A missing selector is modelled by the caller as `None`.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct LabelSelector {
     pub match_labels: Labels,
     pub match_expressions: Vec<Requirement>,

@@ -52,21 +52,21 @@ impl TaintEffect {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Taint {
     pub key: Str,
     pub value: Str,
     pub effect: TaintEffect,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TolerationOperator {
     /// Also what an empty operator means.
     Equal,
     Exists,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Toleration {
     /// Empty key matches every key.
     pub key: Str,
@@ -154,7 +154,7 @@ impl HostPort {
 }
 
 /// Operators of node-selector requirements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeSelectorOperator {
     In,
     NotIn,
@@ -189,27 +189,27 @@ impl NodeSelectorOperator {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NodeSelectorRequirement {
     pub key: Str,
     pub operator: NodeSelectorOperator,
     pub values: Vec<Str>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct NodeSelectorTerm {
     pub match_expressions: Vec<NodeSelectorRequirement>,
     pub match_fields: Vec<NodeSelectorRequirement>,
 }
 
 /// `requiredDuringSchedulingIgnoredDuringExecution` of node affinity: OR over terms.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct NodeSelector {
     pub terms: Vec<NodeSelectorTerm>,
 }
 
 /// A required pod (anti-)affinity term.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PodAffinityTerm {
     /// `None` (missing) matches no pod; `Some(empty)` matches every pod.
     pub label_selector: Option<LabelSelector>,
@@ -219,19 +219,19 @@ pub struct PodAffinityTerm {
     pub topology_key: Str,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WhenUnsatisfiable {
     DoNotSchedule,
     ScheduleAnyway,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InclusionPolicy {
     Honor,
     Ignore,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TopologySpreadConstraint {
     pub max_skew: i32,
     pub topology_key: Str,
@@ -289,7 +289,7 @@ impl PodPhase {
 }
 
 /// One container's scheduling-relevant fields.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Container {
     pub name: Str,
     pub requests: ContainerResources,
@@ -299,7 +299,7 @@ pub struct Container {
 }
 
 /// A pod condition, reduced to what preemption reads.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PodCondition {
     pub type_: Str,
     pub status: Str,
@@ -321,6 +321,25 @@ pub struct Pod {
     /// `spec.priority`, 0 when unset.
     pub priority: i32,
     pub preemption_policy: PreemptionPolicy,
+    /// `status.startTime` as Unix nanoseconds; `None` means "now".
+    pub start_time: Option<i64>,
+    /// `metadata.deletionTimestamp` is set.
+    pub terminating: bool,
+    /// `status.nominatedNodeName` (only meaningful without `node_name`).
+    pub nominated_node_name: Option<Str>,
+    pub phase: PodPhase,
+    /// The rest of spec and status; change it through [`Pod::details_mut`].
+    pub details: Arc<PodDetails>,
+
+    // Derived by `finish`.
+    /// Effective requests (containers, init steps, sidecars, pod-level, overhead).
+    pub requests: Resources,
+}
+
+/// The parts of a pod that pods made from one template have in common, kept apart so
+/// held pods can share one copy (see [`Pod::compact`]) and a pod stays small.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PodDetails {
     pub containers: Vec<Container>,
     pub init_containers: Vec<Container>,
     pub overhead: ContainerResources,
@@ -332,19 +351,8 @@ pub struct Pod {
     pub pod_affinity: Vec<PodAffinityTerm>,
     pub pod_anti_affinity: Vec<PodAffinityTerm>,
     pub topology_spread: Vec<TopologySpreadConstraint>,
-    /// `status.startTime` as Unix nanoseconds; `None` means "now".
-    pub start_time: Option<i64>,
-    /// `metadata.deletionTimestamp` is set.
-    pub terminating: bool,
     pub conditions: Vec<PodCondition>,
-    /// `status.nominatedNodeName` (only meaningful without `node_name`).
-    pub nominated_node_name: Option<Str>,
-    pub phase: PodPhase,
-
-    // Derived by `finish`.
-    /// Effective requests (containers, init steps, sidecars, pod-level, overhead).
-    pub requests: Resources,
-    /// Host ports of regular and sidecar containers.
+    /// Derived by [`Pod::finish`]: host ports of regular and sidecar containers.
     pub host_ports: Vec<HostPort>,
 }
 
@@ -364,33 +372,28 @@ impl Pod {
             scheduler_name: "default-scheduler".into(),
             priority: 0,
             preemption_policy: PreemptionPolicy::PreemptLowerPriority,
-            containers: Vec::new(),
-            init_containers: Vec::new(),
-            overhead: ContainerResources::default(),
-            pod_requests: ContainerResources::default(),
-            tolerations: Vec::new(),
-            node_selector: Labels::default(),
-            required_node_affinity: None,
-            pod_affinity: Vec::new(),
-            pod_anti_affinity: Vec::new(),
-            topology_spread: Vec::new(),
             start_time: None,
             terminating: false,
-            conditions: Vec::new(),
             nominated_node_name: None,
             phase: PodPhase::Pending,
+            details: Arc::default(),
             requests: Resources::default(),
-            host_ports: Vec::new(),
         }
+    }
+
+    /// The details to change, copied first if they are shared.
+    pub fn details_mut(&mut self) -> &mut PodDetails {
+        Arc::make_mut(&mut self.details)
     }
 
     /// Recomputes the derived fields from the spec fields.
     pub fn finish(mut self) -> Self {
         self.requests = resources::effective_pod_requests(&self);
-        self.host_ports = self
+        let details = self.details_mut();
+        details.host_ports = details
             .containers
             .iter()
-            .chain(self.init_containers.iter().filter(|c| c.restart_always))
+            .chain(details.init_containers.iter().filter(|c| c.restart_always))
             .flat_map(|c| c.ports.iter().cloned())
             .collect();
         self
@@ -398,9 +401,14 @@ impl Pod {
 
     /// Readies a finished pod to be held long: strings many pods carry (namespace, node,
     /// label keys and values, scheduler) are replaced by equal ones from `share`, and the
-    /// container specs, already folded into `requests` and `host_ports`, are dropped.
-    /// `finish` must not run again afterwards.
-    pub fn compact(&mut self, mut share: impl FnMut(&Str) -> Str) {
+    /// container specs, already folded into `requests` and `host_ports`, are dropped; what
+    /// is left of the details is replaced by an equal copy from `share_details`. `finish`
+    /// must not run again afterwards.
+    pub fn compact(
+        &mut self,
+        mut share: impl FnMut(&Str) -> Str,
+        share_details: impl FnOnce(&Arc<PodDetails>) -> Arc<PodDetails>,
+    ) {
         self.namespace = share(&self.namespace);
         self.scheduler_name = share(&self.scheduler_name);
         for name in [&mut self.node_name, &mut self.nominated_node_name]
@@ -410,12 +418,21 @@ impl Pod {
             *name = share(name);
         }
         self.labels.share_strings(&mut share);
-        self.containers = Vec::new();
-        self.init_containers = Vec::new();
-        self.overhead = ContainerResources::default();
-        self.pod_requests = ContainerResources::default();
-        self.host_ports.shrink_to_fit();
-        self.conditions.shrink_to_fit();
+        let details = &self.details;
+        if !(details.containers.is_empty()
+            && details.init_containers.is_empty()
+            && details.overhead.is_empty()
+            && details.pod_requests.is_empty())
+        {
+            let details = self.details_mut();
+            details.containers = Vec::new();
+            details.init_containers = Vec::new();
+            details.overhead = ContainerResources::default();
+            details.pod_requests = ContainerResources::default();
+            details.host_ports.shrink_to_fit();
+            details.conditions.shrink_to_fit();
+        }
+        self.details = share_details(&self.details);
     }
 
     pub fn pod_ref(&self) -> PodRef {
@@ -431,6 +448,7 @@ impl Pod {
     pub fn terminating_by_preemption(&self) -> bool {
         self.terminating
             && self
+                .details
                 .conditions
                 .iter()
                 .find(|c| &*c.type_ == DISRUPTION_TARGET)
@@ -447,7 +465,7 @@ impl Pod {
     }
 
     pub fn has_required_anti_affinity(&self) -> bool {
-        !self.pod_anti_affinity.is_empty()
+        !self.details.pod_anti_affinity.is_empty()
     }
 }
 

@@ -2,7 +2,7 @@
 //! aggregate (`Resources`: cpu in millicores, bytes, integer scalars).
 
 use super::quantity::Quantity;
-use super::{Pod, Str};
+use super::{Pod, PodDetails, Str};
 
 pub const CPU: &str = "cpu";
 pub const MEMORY: &str = "memory";
@@ -22,7 +22,7 @@ pub fn is_pod_level_resource(name: &str) -> bool {
 }
 
 /// An exact resource list (`requests`, `overhead`, ...), sorted by name.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ContainerResources(Vec<(Str, Quantity)>);
 
 impl ContainerResources {
@@ -109,17 +109,17 @@ pub fn requests_defaulted_from_limits(
 pub fn pod_level_requests_defaulted(
     mut requests: Vec<(Str, Quantity)>,
     limits: Vec<(Str, Quantity)>,
-    pod: &Pod,
+    details: &PodDetails,
 ) -> ContainerResources {
     for (name, limit) in limits {
         if requests.iter().any(|(n, _)| *n == name) || !is_pod_level_resource(&name) {
             continue;
         }
         let overcommittable = &*name == CPU || &*name == MEMORY;
-        let containers_request_it = pod
+        let containers_request_it = details
             .containers
             .iter()
-            .chain(&pod.init_containers)
+            .chain(&details.init_containers)
             .any(|c| c.requests.get(&name).is_some());
         if !(overcommittable && containers_request_it) {
             requests.push((name, limit));
@@ -185,12 +185,12 @@ impl Resources {
 /// resources they set, plus overhead. No non-zero defaults.
 pub fn effective_pod_requests(pod: &Pod) -> Resources {
     let mut running = ContainerResources::default();
-    for c in &pod.containers {
+    for c in &pod.details.containers {
         running.add(&c.requests);
     }
     let mut sidecars = ContainerResources::default();
     let mut init_max = ContainerResources::default();
-    for c in &pod.init_containers {
+    for c in &pod.details.init_containers {
         if c.restart_always {
             running.add(&c.requests);
             sidecars.add(&c.requests);
@@ -203,6 +203,7 @@ pub fn effective_pod_requests(pod: &Pod) -> Resources {
     }
     running.max_with(&init_max);
     let pod_level: Vec<_> = pod
+        .details
         .pod_requests
         .iter()
         .filter(|(name, _)| is_pod_level_resource(name))
@@ -210,7 +211,7 @@ pub fn effective_pod_requests(pod: &Pod) -> Resources {
     for (name, q) in pod_level {
         running.set(name, q);
     }
-    running.add(&pod.overhead);
+    running.add(&pod.details.overhead);
     running.to_resources()
 }
 
@@ -240,9 +241,9 @@ mod tests {
     #[test]
     fn init_steps_include_earlier_sidecars() {
         let mut pod = Pod::new("ns", "p", "u");
-        pod.containers = vec![container("100m", false)];
+        pod.details_mut().containers = vec![container("100m", false)];
         // sidecar 200m, then an init container of 500m: step = 500 + 200 = 700
-        pod.init_containers = vec![container("200m", true), container("500m", false)];
+        pod.details_mut().init_containers = vec![container("200m", true), container("500m", false)];
         let pod = pod.finish();
         assert_eq!(pod.requests.milli_cpu, 700);
     }
@@ -250,8 +251,8 @@ mod tests {
     #[test]
     fn running_sum_wins_over_small_init() {
         let mut pod = Pod::new("ns", "p", "u");
-        pod.containers = vec![container("300m", false)];
-        pod.init_containers = vec![container("100m", true), container("150m", false)];
+        pod.details_mut().containers = vec![container("300m", false)];
+        pod.details_mut().init_containers = vec![container("100m", true), container("150m", false)];
         let pod = pod.finish();
         // running = 300 + 100 = 400; init step = 150 + 100 = 250
         assert_eq!(pod.requests.milli_cpu, 400);
@@ -260,9 +261,9 @@ mod tests {
     #[test]
     fn overhead_and_pod_level_requests() {
         let mut pod = Pod::new("ns", "p", "u");
-        pod.containers = vec![container("300m", false)];
-        pod.pod_requests = list(&[("cpu", "1")]);
-        pod.overhead = list(&[("cpu", "50m"), ("memory", "1Ki")]);
+        pod.details_mut().containers = vec![container("300m", false)];
+        pod.details_mut().pod_requests = list(&[("cpu", "1")]);
+        pod.details_mut().overhead = list(&[("cpu", "50m"), ("memory", "1Ki")]);
         let pod = pod.finish();
         assert_eq!(pod.requests.milli_cpu, 1050);
         assert_eq!(pod.requests.memory, 1024);

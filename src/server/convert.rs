@@ -4,6 +4,7 @@
 //! proto field path, map keys in brackets: `upsert.containers[0].requests[cpu]`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, Status as FilterStatus};
 use crate::model::quantity::Quantity;
@@ -11,9 +12,9 @@ use crate::model::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::model::{
     BIND_ALL_IP, Container, ContainerResources, HostPort, InclusionPolicy, LabelSelector, Labels,
     Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Operator,
-    Pod, PodAffinityTerm, PodCondition, PodDisruptionBudget, PodPhase, PodRef, PreemptionPolicy,
-    Protocol, Requirement, Resources, Str, Taint, TaintEffect, Toleration, TolerationOperator,
-    TopologySpreadConstraint, WhenUnsatisfiable,
+    Pod, PodAffinityTerm, PodCondition, PodDetails, PodDisruptionBudget, PodPhase, PodRef,
+    PreemptionPolicy, Protocol, Requirement, Resources, Str, Taint, TaintEffect, Toleration,
+    TolerationOperator, TopologySpreadConstraint, WhenUnsatisfiable,
 };
 use crate::nominations::{Event, EventKind};
 
@@ -317,12 +318,12 @@ fn container(path: &str, c: &pb::Container, init: bool) -> Result<Container> {
 fn pod_level_requests(
     path: &str,
     r: &pb::ResourceRequirements,
-    pod: &Pod,
+    details: &PodDetails,
 ) -> Result<ContainerResources> {
     Ok(crate::model::resources::pod_level_requests_defaulted(
         resource_list(&format!("{path}.requests"), &r.requests)?,
         resource_list(&format!("{path}.limits"), &r.limits)?,
-        pod,
+        details,
     ))
 }
 
@@ -505,48 +506,51 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
             ));
         }
     };
-    pod.containers = p
-        .containers
-        .iter()
-        .enumerate()
-        .map(|(i, c)| container(&format!("{path}.containers[{i}]"), c, false))
-        .collect::<Result<_>>()?;
-    pod.init_containers = p
+    let mut details = PodDetails {
+        containers: p
+            .containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| container(&format!("{path}.containers[{i}]"), c, false))
+            .collect::<Result<_>>()?,
+        ..PodDetails::default()
+    };
+    details.init_containers = p
         .init_containers
         .iter()
         .enumerate()
         .map(|(i, c)| container(&format!("{path}.init_containers[{i}]"), c, true))
         .collect::<Result<_>>()?;
-    pod.overhead = ContainerResources::new(resource_list(&f("overhead"), &p.overhead)?);
+    details.overhead = ContainerResources::new(resource_list(&f("overhead"), &p.overhead)?);
     if let Some(resources) = &p.resources {
-        pod.pod_requests = pod_level_requests(&f("resources"), resources, &pod)?;
+        details.pod_requests = pod_level_requests(&f("resources"), resources, &details)?;
     }
-    pod.tolerations = p
+    details.tolerations = p
         .tolerations
         .iter()
         .enumerate()
         .map(|(i, t)| toleration(&format!("{path}.tolerations[{i}]"), t))
         .collect::<Result<_>>()?;
-    pod.node_selector = labels(&p.node_selector);
+    details.node_selector = labels(&p.node_selector);
     if let Some(affinity) = &p.affinity {
         let a = f("affinity");
         if let Some(required) = affinity.node_affinity.as_ref().and_then(|n| {
             n.required_during_scheduling_ignored_during_execution
                 .as_ref()
         }) {
-            pod.required_node_affinity = Some(node_selector(
+            details.required_node_affinity = Some(node_selector(
                 &format!("{a}.node_affinity.required_during_scheduling_ignored_during_execution"),
                 required,
             )?);
         }
         if let Some(pa) = &affinity.pod_affinity {
-            pod.pod_affinity = pod_affinity_terms(
+            details.pod_affinity = pod_affinity_terms(
                 &format!("{a}.pod_affinity.required_during_scheduling_ignored_during_execution"),
                 &pa.required_during_scheduling_ignored_during_execution,
             )?;
         }
         if let Some(paa) = &affinity.pod_anti_affinity {
-            pod.pod_anti_affinity = pod_affinity_terms(
+            details.pod_anti_affinity = pod_affinity_terms(
                 &format!(
                     "{a}.pod_anti_affinity.required_during_scheduling_ignored_during_execution"
                 ),
@@ -554,7 +558,7 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
             )?;
         }
     }
-    pod.topology_spread = p
+    details.topology_spread = p
         .topology_spread_constraints
         .iter()
         .enumerate()
@@ -562,7 +566,7 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
         .collect::<Result<_>>()?;
     pod.start_time = timestamp(&f("start_time"), &p.start_time)?;
     pod.terminating = timestamp(&f("deletion_timestamp"), &p.deletion_timestamp)?.is_some();
-    pod.conditions = p
+    details.conditions = p
         .conditions
         .iter()
         .map(|c| PodCondition {
@@ -571,6 +575,7 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
             reason: c.reason.as_str().into(),
         })
         .collect();
+    pod.details = Arc::new(details);
     pod.nominated_node_name =
         (!p.nominated_node_name.is_empty()).then(|| p.nominated_node_name.as_str().into());
     pod.phase = enum_value(&f("phase"), &p.phase, PodPhase::parse, PHASES)?;
@@ -780,31 +785,37 @@ fn affinity_terms(terms: &[PodAffinityTerm]) -> Vec<pb::PodAffinityTerm> {
 }
 
 fn affinity_message(p: &Pod) -> Option<pb::Affinity> {
-    if p.required_node_affinity.is_none()
-        && p.pod_affinity.is_empty()
-        && p.pod_anti_affinity.is_empty()
+    if p.details.required_node_affinity.is_none()
+        && p.details.pod_affinity.is_empty()
+        && p.details.pod_anti_affinity.is_empty()
     {
         return None;
     }
     Some(pb::Affinity {
-        node_affinity: p.required_node_affinity.as_ref().map(|s| pb::NodeAffinity {
-            required_during_scheduling_ignored_during_execution: Some(pb::NodeSelector {
-                node_selector_terms: s
-                    .terms
-                    .iter()
-                    .map(|t| pb::NodeSelectorTerm {
-                        match_expressions: node_requirements(&t.match_expressions),
-                        match_fields: node_requirements(&t.match_fields),
-                    })
-                    .collect(),
+        node_affinity: p
+            .details
+            .required_node_affinity
+            .as_ref()
+            .map(|s| pb::NodeAffinity {
+                required_during_scheduling_ignored_during_execution: Some(pb::NodeSelector {
+                    node_selector_terms: s
+                        .terms
+                        .iter()
+                        .map(|t| pb::NodeSelectorTerm {
+                            match_expressions: node_requirements(&t.match_expressions),
+                            match_fields: node_requirements(&t.match_fields),
+                        })
+                        .collect(),
+                }),
             }),
-        }),
-        pod_affinity: (!p.pod_affinity.is_empty()).then(|| pb::PodAffinity {
-            required_during_scheduling_ignored_during_execution: affinity_terms(&p.pod_affinity),
-        }),
-        pod_anti_affinity: (!p.pod_anti_affinity.is_empty()).then(|| pb::PodAntiAffinity {
+        pod_affinity: (!p.details.pod_affinity.is_empty()).then(|| pb::PodAffinity {
             required_during_scheduling_ignored_during_execution: affinity_terms(
-                &p.pod_anti_affinity,
+                &p.details.pod_affinity,
+            ),
+        }),
+        pod_anti_affinity: (!p.details.pod_anti_affinity.is_empty()).then(|| pb::PodAntiAffinity {
+            required_during_scheduling_ignored_during_execution: affinity_terms(
+                &p.details.pod_anti_affinity,
             ),
         }),
     })
@@ -861,21 +872,24 @@ pub fn pod_message(p: &Pod) -> pb::Pod {
         }
         .to_string(),
         containers: p
+            .details
             .containers
             .iter()
             .map(|c| container_message(c, false))
             .collect(),
         init_containers: p
+            .details
             .init_containers
             .iter()
             .map(|c| container_message(c, true))
             .collect(),
-        overhead: quantity_map(&p.overhead),
-        resources: (!p.pod_requests.is_empty()).then(|| pb::ResourceRequirements {
-            requests: quantity_map(&p.pod_requests),
+        overhead: quantity_map(&p.details.overhead),
+        resources: (!p.details.pod_requests.is_empty()).then(|| pb::ResourceRequirements {
+            requests: quantity_map(&p.details.pod_requests),
             limits: HashMap::new(),
         }),
         tolerations: p
+            .details
             .tolerations
             .iter()
             .map(|t| pb::Toleration {
@@ -890,9 +904,14 @@ pub fn pod_message(p: &Pod) -> pb::Pod {
                 toleration_seconds: None,
             })
             .collect(),
-        node_selector: label_map(&p.node_selector),
+        node_selector: label_map(&p.details.node_selector),
         affinity: affinity_message(p),
-        topology_spread_constraints: p.topology_spread.iter().map(spread_message).collect(),
+        topology_spread_constraints: p
+            .details
+            .topology_spread
+            .iter()
+            .map(spread_message)
+            .collect(),
         start_time: p.start_time.map(rfc3339).unwrap_or_default(),
         deletion_timestamp: if p.terminating {
             TERMINATING_SINCE.to_string()
@@ -900,6 +919,7 @@ pub fn pod_message(p: &Pod) -> pb::Pod {
             String::new()
         },
         conditions: p
+            .details
             .conditions
             .iter()
             .map(|c| pb::PodCondition {
@@ -973,8 +993,8 @@ mod tests {
         assert_eq!(&*pod.namespace, "default");
         assert_eq!(&*pod.uid, "default/p");
         assert_eq!(pod.requests.milli_cpu, 2000);
-        assert_eq!(pod.host_ports.len(), 1);
-        assert_eq!(&*pod.host_ports[0].ip, BIND_ALL_IP);
+        assert_eq!(pod.details.host_ports.len(), 1);
+        assert_eq!(&*pod.details.host_ports[0].ip, BIND_ALL_IP);
         assert_eq!(pod.phase, PodPhase::Pending);
     }
 

@@ -60,7 +60,7 @@ pub fn pod(name: &str, priority: i32, cpu_milli: i64, memory: i64, node: Option<
     } else {
         preemptd::model::PodPhase::Pending
     };
-    p.containers = vec![Container {
+    p.details_mut().containers = vec![Container {
         name: "app".into(),
         requests: ContainerResources::new(vec![
             ("cpu".into(), Quantity::from_millis(cpu_milli)),
@@ -88,7 +88,7 @@ pub fn nominated(mut p: Pod, node: &str) -> Pod {
 }
 
 pub fn with_host_port(mut p: Pod, ip: &str, protocol: Protocol, port: i32) -> Pod {
-    p.containers[0].ports.push(HostPort {
+    p.details_mut().containers[0].ports.push(HostPort {
         ip: ip.into(),
         protocol,
         port,
@@ -98,7 +98,7 @@ pub fn with_host_port(mut p: Pod, ip: &str, protocol: Protocol, port: i32) -> Po
 
 pub fn terminating_by_preemption(mut p: Pod) -> Pod {
     p.terminating = true;
-    p.conditions.push(PodCondition {
+    p.details_mut().conditions.push(PodCondition {
         type_: "DisruptionTarget".into(),
         status: "True".into(),
         reason: "PreemptionByScheduler".into(),
@@ -114,7 +114,7 @@ pub fn selector(pairs: &[(&str, &str)]) -> LabelSelector {
 }
 
 pub fn anti_affinity(mut p: Pod, match_labels: &[(&str, &str)], topology_key: &str) -> Pod {
-    p.pod_anti_affinity.push(PodAffinityTerm {
+    p.details_mut().pod_anti_affinity.push(PodAffinityTerm {
         label_selector: Some(selector(match_labels)),
         namespaces: Vec::new(),
         namespace_selector: None,
