@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use dashmap::DashMap;
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::model::{Node, Pod, PodDetails, PodDisruptionBudget, PodRef, Resources, Str};
+use crate::model::labels::{LabelPairs, Labels};
+use crate::model::{Interner, Node, Pod, PodDetails, PodDisruptionBudget, PodRef, Resources, Str};
 
 mod labels;
 mod shared;
@@ -417,10 +418,43 @@ struct NodeTable {
     staged: Option<std::collections::HashMap<Str, NodeInfo>>,
     /// Ids of the labels of every bound pod.
     labels: LabelInterner,
-    /// Strings nodes and pods have in common.
+    /// Values nodes and pods have in common.
+    interned: Interned,
+}
+
+/// The cache's interning tables (see [`Pod::compact`]).
+#[derive(Debug, Default)]
+struct Interned {
     strings: Shared<str>,
-    /// Pod details held pods have in common.
+    label_sets: Shared<LabelPairs>,
     pod_details: Shared<PodDetails>,
+}
+
+impl Interned {
+    fn sweep(&mut self) {
+        self.strings.sweep();
+        self.label_sets.sweep();
+        self.pod_details.sweep();
+    }
+}
+
+impl Interner for Interned {
+    fn share_str(&mut self, s: &Str) -> Str {
+        self.strings.share(s)
+    }
+
+    fn share_labels(&mut self, labels: &Labels) -> Labels {
+        if let Some(shared) = self.label_sets.get(labels.pairs()) {
+            return Labels::from_pairs(shared);
+        }
+        let strings = &mut self.strings;
+        let labels = labels.with_shared_strings(|s| strings.share(s));
+        Labels::from_pairs(self.label_sets.share(labels.pairs()))
+    }
+
+    fn share_details(&mut self, details: &Arc<PodDetails>) -> Arc<PodDetails> {
+        self.pod_details.share(details)
+    }
 }
 
 impl NodeTable {
@@ -585,18 +619,15 @@ impl NodeTable {
     }
 
     fn share_labels(&mut self, node: &mut Node) {
-        self.strings.sweep();
-        let strings = &mut self.strings;
-        node.labels.share_strings(|s| strings.share(s));
+        self.interned.strings.sweep();
+        let strings = &mut self.interned.strings;
+        node.labels = node.labels.with_shared_strings(|s| strings.share(s));
     }
 
     /// See [`Pod::compact`].
     fn compact_pod(&mut self, pod: &mut Pod) {
-        self.strings.sweep();
-        self.pod_details.sweep();
-        let strings = &mut self.strings;
-        let details = &mut self.pod_details;
-        pod.compact(|s| strings.share(s), |d| details.share(d));
+        self.interned.sweep();
+        pod.compact(&mut self.interned);
     }
 
     fn all(&self) -> impl Iterator<Item = &NodeInfo> {
@@ -1153,6 +1184,7 @@ mod tests {
             cache.get_pod("uid-b").unwrap(),
         );
         assert!(Arc::ptr_eq(&a.namespace, &b.namespace));
+        assert!(Arc::ptr_eq(a.labels.pairs(), b.labels.pairs()));
         let (ka, va) = a.labels.iter().next().unwrap();
         let (kb, vb) = b.labels.iter().next().unwrap();
         assert!(Arc::ptr_eq(ka, kb) && Arc::ptr_eq(va, vb));

@@ -33,6 +33,11 @@ impl<T: ?Sized + Hash + Eq> Shared<T> {
         }
     }
 
+    /// The shared value equal to `value`, if there is one.
+    pub(crate) fn get(&self, value: &T) -> Option<Arc<T>> {
+        self.values.get(value).cloned()
+    }
+
     /// Forgets values nothing else holds any more, once the set has doubled since the
     /// last sweep (so sweeping stays amortized O(1) per value).
     pub(crate) fn sweep(&mut self) {

@@ -1,15 +1,31 @@
 //! Label sets and label selectors with Kubernetes semantics.
 
+use std::sync::Arc;
+
 use super::Str;
 
-/// A label set, kept sorted by key for binary-search lookups.
+/// The `(key, value)` pairs of a label set, sorted by key.
+pub type LabelPairs = [(Str, Str)];
+
+/// A label set, kept sorted by key for binary-search lookups. Immutable and cheap to
+/// clone, so pods with equal labels can hold one copy.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Labels(Vec<(Str, Str)>);
+pub struct Labels(Arc<LabelPairs>);
 
 impl Labels {
     pub fn new(mut pairs: Vec<(Str, Str)>) -> Self {
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
         pairs.dedup_by(|later, earlier| later.0 == earlier.0);
+        Labels(pairs.into())
+    }
+
+    /// The pairs as one shared allocation (for interning whole sets).
+    pub fn pairs(&self) -> &Arc<LabelPairs> {
+        &self.0
+    }
+
+    /// Labels over already sorted, deduplicated pairs (from [`Labels::pairs`]).
+    pub fn from_pairs(pairs: Arc<LabelPairs>) -> Self {
         Labels(pairs)
     }
 
@@ -41,14 +57,10 @@ impl Labels {
         self.0.iter().map(|(k, v)| (k, v))
     }
 
-    /// Replaces every key and value by an equal string from `share` (interning), and
-    /// frees spare capacity.
-    pub fn share_strings(&mut self, mut share: impl FnMut(&Str) -> Str) {
-        for (key, value) in &mut self.0 {
-            *key = share(key);
-            *value = share(value);
-        }
-        self.0.shrink_to_fit();
+    /// The same labels with every key and value replaced by an equal string from `share`
+    /// (interning).
+    pub fn with_shared_strings(&self, mut share: impl FnMut(&Str) -> Str) -> Labels {
+        Labels(self.0.iter().map(|(k, v)| (share(k), share(v))).collect())
     }
 
     /// Every pair of `self` is present in `other` with the same value.

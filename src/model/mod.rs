@@ -399,25 +399,20 @@ impl Pod {
         self
     }
 
-    /// Readies a finished pod to be held long: strings many pods carry (namespace, node,
-    /// label keys and values, scheduler) are replaced by equal ones from `share`, and the
-    /// container specs, already folded into `requests` and `host_ports`, are dropped; what
-    /// is left of the details is replaced by an equal copy from `share_details`. `finish`
-    /// must not run again afterwards.
-    pub fn compact(
-        &mut self,
-        mut share: impl FnMut(&Str) -> Str,
-        share_details: impl FnOnce(&Arc<PodDetails>) -> Arc<PodDetails>,
-    ) {
-        self.namespace = share(&self.namespace);
-        self.scheduler_name = share(&self.scheduler_name);
+    /// Readies a finished pod to be held long: values many pods carry (namespace, node,
+    /// labels, scheduler, details) are replaced by equal ones from `interner`, and the
+    /// container specs, already folded into `requests` and `host_ports`, are dropped.
+    /// `finish` must not run again afterwards.
+    pub fn compact(&mut self, interner: &mut impl Interner) {
+        self.namespace = interner.share_str(&self.namespace);
+        self.scheduler_name = interner.share_str(&self.scheduler_name);
         for name in [&mut self.node_name, &mut self.nominated_node_name]
             .into_iter()
             .flatten()
         {
-            *name = share(name);
+            *name = interner.share_str(name);
         }
-        self.labels.share_strings(&mut share);
+        self.labels = interner.share_labels(&self.labels);
         let details = &self.details;
         if !(details.containers.is_empty()
             && details.init_containers.is_empty()
@@ -432,7 +427,7 @@ impl Pod {
             details.host_ports.shrink_to_fit();
             details.conditions.shrink_to_fit();
         }
-        self.details = share_details(&self.details);
+        self.details = interner.share_details(&self.details);
     }
 
     pub fn pod_ref(&self) -> PodRef {
@@ -467,6 +462,14 @@ impl Pod {
     pub fn has_required_anti_affinity(&self) -> bool {
         !self.details.pod_anti_affinity.is_empty()
     }
+}
+
+/// Where held objects get one shared copy of values many of them carry.
+pub trait Interner {
+    fn share_str(&mut self, s: &Str) -> Str;
+    /// Equal label sets become one, and so do the strings in them.
+    fn share_labels(&mut self, labels: &Labels) -> Labels;
+    fn share_details(&mut self, details: &Arc<PodDetails>) -> Arc<PodDetails>;
 }
 
 /// A PodDisruptionBudget, reduced to what preemption reads.
