@@ -251,11 +251,17 @@ impl NodeInfo {
     }
 }
 
-/// Where a cached pod lives.
+/// A cached pod. Where it is placed follows from the pod itself ([`Place::of`]), so it is
+/// not stored: the index entry stays one pointer.
 #[derive(Clone, Debug)]
 struct PodEntry {
     pod: Arc<Pod>,
-    place: Place,
+}
+
+impl PodEntry {
+    fn place(&self) -> Place {
+        Place::of(&self.pod)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -756,7 +762,7 @@ impl ClusterCache {
     }
 
     fn unplace(table: &mut Table<'_>, entry: &PodEntry) {
-        match &entry.place {
+        match &entry.place() {
             Place::Bound(node) => {
                 let ids = table.labels.ids_of(&entry.pod);
                 let removed = table.edit(node, |info| info.remove_pod(&entry.pod.uid, &ids));
@@ -773,7 +779,7 @@ impl ClusterCache {
 
     /// Replaces `old` with `pod` where `old` is placed (the same place).
     fn replace(table: &mut Table<'_>, old: &PodEntry, pod: &Arc<Pod>) {
-        match &old.place {
+        match &old.place() {
             Place::Bound(node) => {
                 // Acquire before release: labels the pod keeps keep their ids.
                 let ids = table.labels.acquire(pod);
@@ -849,14 +855,14 @@ impl ClusterCache {
             let pod = Arc::new(pod);
             match &old {
                 // An update in place (the usual case): one copy of the node entry.
-                Some(old) if old.place == place => Self::replace(table, old, &pod),
+                Some(old) if old.place() == place => Self::replace(table, old, &pod),
                 Some(old) => {
                     Self::unplace(table, old);
                     Self::place(table, &pod, &place);
                 }
                 None => Self::place(table, &pod, &place),
             }
-            self.pods.insert(uid.clone(), PodEntry { pod, place });
+            self.pods.insert(uid.clone(), PodEntry { pod });
             self.pod_names.insert(name_key, uid);
         }
         Ok(UpdateOutcome {
@@ -1108,7 +1114,7 @@ impl ClusterCache {
     pub fn clear_nomination(&self, uid: &str) -> Option<(PodRef, Str)> {
         let mut table = self.table.lock();
         let entry = self.pods.get(uid).map(|e| e.clone())?;
-        let Place::Nominated(node) = entry.place.clone() else {
+        let Place::Nominated(node) = entry.place() else {
             return None;
         };
         let mut pod = (*entry.pod).clone();
