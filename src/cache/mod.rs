@@ -251,6 +251,10 @@ impl NodeInfo {
     }
 }
 
+/// Node name → position in the node vector (a persistent map, so snapshots share it).
+type NodeIndex =
+    imbl::GenericHashMap<Str, usize, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
+
 /// A cached pod. Where it is placed follows from the pod itself ([`Place::of`]), so it is
 /// not stored: the index entry stays one pointer.
 #[derive(Clone, Debug)]
@@ -307,7 +311,7 @@ pub enum CacheError {
 pub struct Snapshot {
     /// Every node that exists, in no particular order (the engine never depends on it).
     pub nodes: imbl::Vector<Arc<NodeInfo>>,
-    index: imbl::HashMap<Str, usize>,
+    index: NodeIndex,
     pub pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
     pub revision: u64,
     /// Nodes with at least one pod carrying required anti-affinity.
@@ -408,7 +412,7 @@ struct NodeTable {
     nodes: imbl::Vector<Arc<NodeInfo>>,
     /// `summaries[i]` digests `nodes[i]`.
     summaries: imbl::Vector<NodeSummary>,
-    index: imbl::HashMap<Str, usize>,
+    index: NodeIndex,
     orphans: std::collections::HashMap<Str, NodeInfo>,
     pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
     /// Nodes holding a pod with required anti-affinity (lets decisions skip the scan).
@@ -691,10 +695,10 @@ pub struct CommitConflict {
 pub struct ClusterCache {
     /// The writer lock and the node entries it guards.
     table: Mutex<NodeTable>,
-    pods: DashMap<Str, PodEntry>,
+    pods: DashMap<Str, PodEntry, ahash::RandomState>,
     /// namespace/name → uid
-    pod_names: DashMap<(Str, Str), Str>,
-    pdbs: DashMap<(Str, Str), Arc<PodDisruptionBudget>>,
+    pod_names: DashMap<(Str, Str), Str, ahash::RandomState>,
+    pdbs: DashMap<(Str, Str), Arc<PodDisruptionBudget>, ahash::RandomState>,
     revision: AtomicU64,
 }
 
