@@ -52,6 +52,8 @@ pub(crate) struct State {
     watch_permits: Arc<Semaphore>,
     preempt_limit: usize,
     watch_limit: usize,
+    /// Where decisions run (one pool per decision in progress).
+    lanes: crate::engine::DecisionLanes,
 }
 
 /// A random id per server start, so clients notice restarts (and the empty cache).
@@ -82,6 +84,7 @@ impl State {
             watch_permits: Arc::new(Semaphore::new(config.max_watchers)),
             preempt_limit: config.max_concurrent_preempts.max(1),
             watch_limit: config.max_watchers,
+            lanes: crate::engine::DecisionLanes::per_core(),
         }
     }
 
@@ -488,11 +491,12 @@ impl pb::preemption_server::Preemption for PreemptionService {
         let span = tracing::Span::current();
         let start = std::time::Instant::now();
         // Deciding is CPU work (up to milliseconds): keep it off the async threads. It runs
-        // on the rayon pool the engine fans out on, so its parallel passes split without
-        // waking another thread pool. The permit stays with the work even if the caller
-        // gives up waiting.
+        // on a decision lane, whose pool its parallel passes split over without waiting on
+        // other decisions. The permit stays with the work even if the caller gives up
+        // waiting.
         let (done, result) = tokio::sync::oneshot::channel();
-        rayon::spawn(move || {
+        let lanes = &self.state.lanes;
+        lanes.spawn(move || {
             let _permit = permit;
             let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 span.in_scope(|| state.preempt(pod, dry_run, explain))
