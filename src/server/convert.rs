@@ -23,6 +23,50 @@ use super::pb;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
+/// A field path, written out only when an error names it: formatting one for every
+/// field converted cost a tenth of a bulk load.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root(&'a str),
+    /// `parent.name`
+    Field(&'a Path<'a>, &'a str),
+    /// `parent[i]`
+    Index(&'a Path<'a>, usize),
+    /// `parent[key]`
+    Key(&'a Path<'a>, &'a str),
+}
+
+impl<'a> Path<'a> {
+    fn field(&'a self, name: &'a str) -> Path<'a> {
+        Path::Field(self, name)
+    }
+
+    fn index(&'a self, i: usize) -> Path<'a> {
+        Path::Index(self, i)
+    }
+
+    fn key(&'a self, key: &'a str) -> Path<'a> {
+        Path::Key(self, key)
+    }
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Root(name) => f.write_str(name),
+            Path::Field(parent, name) => write!(f, "{parent}.{name}"),
+            Path::Index(parent, i) => write!(f, "{parent}[{i}]"),
+            Path::Key(parent, key) => write!(f, "{parent}[{key}]"),
+        }
+    }
+}
+
+impl From<Path<'_>> for String {
+    fn from(path: Path<'_>) -> String {
+        path.to_string()
+    }
+}
+
 /// Longest quantity string accepted (real ones are a few characters long).
 const MAX_QUANTITY_LEN: usize = 256;
 /// Longest decimal exponent accepted (`1e999999`); longer ones could overflow the parser.
@@ -37,7 +81,7 @@ fn unsupported(value: &str, supported: &[&str]) -> String {
 }
 
 fn enum_value<T>(
-    path: &str,
+    path: Path<'_>,
     value: &str,
     parse: impl Fn(&str) -> Option<T>,
     supported: &[&str],
@@ -45,7 +89,7 @@ fn enum_value<T>(
     parse(value).ok_or_else(|| ApiError::invalid(path, unsupported(value, supported)))
 }
 
-fn required(path: &str, value: &str) -> Result<()> {
+fn required(path: Path<'_>, value: &str) -> Result<()> {
     if value.is_empty() {
         Err(ApiError::invalid(path, "must not be empty"))
     } else {
@@ -54,7 +98,7 @@ fn required(path: &str, value: &str) -> Result<()> {
 }
 
 /// A non-negative Kubernetes quantity.
-pub fn quantity(path: &str, text: &str) -> Result<Quantity> {
+fn quantity(path: Path<'_>, text: &str) -> Result<Quantity> {
     let invalid = || ApiError::invalid(path, format!("invalid quantity {text:?}"));
     if text.len() > MAX_QUANTITY_LEN {
         return Err(invalid());
@@ -87,26 +131,26 @@ fn sorted(map: &HashMap<String, String>) -> Vec<(&String, &String)> {
     entries
 }
 
-fn resource_list(path: &str, map: &HashMap<String, String>) -> Result<Vec<(Str, Quantity)>> {
+fn resource_list(path: Path<'_>, map: &HashMap<String, String>) -> Result<Vec<(Str, Quantity)>> {
     sorted(map)
         .into_iter()
         .map(|(name, value)| {
-            let entry = format!("{path}[{name}]");
-            required(&entry, name)?;
-            Ok((Str::from(name.as_str()), quantity(&entry, value)?))
+            let entry = path.key(name);
+            required(entry, name)?;
+            Ok((Str::from(name.as_str()), quantity(entry, value)?))
         })
         .collect()
 }
 
 /// Requests with Kubernetes' defaulting: a limit without a request becomes the request.
 fn requests_with_limits(
-    path: &str,
+    path: Path<'_>,
     requests: &HashMap<String, String>,
     limits: &HashMap<String, String>,
 ) -> Result<ContainerResources> {
     Ok(crate::model::resources::requests_defaulted_from_limits(
-        resource_list(&format!("{path}.requests"), requests)?,
-        resource_list(&format!("{path}.limits"), limits)?,
+        resource_list(path.field("requests"), requests)?,
+        resource_list(path.field("limits"), limits)?,
     ))
 }
 
@@ -119,7 +163,7 @@ fn strings(values: &[String]) -> Vec<Str> {
 }
 
 /// RFC 3339 → Unix nanoseconds; empty → `None`.
-fn timestamp(path: &str, text: &str) -> Result<Option<i64>> {
+fn timestamp(path: Path<'_>, text: &str) -> Result<Option<i64>> {
     if text.is_empty() {
         return Ok(None);
     }
@@ -154,19 +198,21 @@ fn namespace_or_default(namespace: &str) -> &str {
 
 /// A typed node; `path` is the request field (`upsert`).
 pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
-    required(&format!("{path}.name"), &n.name)?;
+    let path = Path::Root(path);
+    required(path.field("name"), &n.name)?;
     let taints = n
         .taints
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let p = format!("{path}.taints[{i}]");
-            required(&format!("{p}.key"), &t.key)?;
+            let taints = path.field("taints");
+            let p = taints.index(i);
+            required(p.field("key"), &t.key)?;
             Ok(Taint {
                 key: t.key.as_str().into(),
                 value: t.value.as_str().into(),
                 effect: enum_value(
-                    &format!("{p}.effect"),
+                    p.field("effect"),
                     &t.effect,
                     TaintEffect::parse,
                     TAINT_EFFECTS,
@@ -174,7 +220,7 @@ pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
             })
         })
         .collect::<Result<_>>()?;
-    let allocatable = resource_list(&format!("{path}.allocatable"), &n.allocatable)?;
+    let allocatable = resource_list(path.field("allocatable"), &n.allocatable)?;
     Ok(Node {
         name: n.name.as_str().into(),
         uid: if n.uid.is_empty() { &n.name } else { &n.uid }
@@ -191,12 +237,13 @@ pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
 /// A typed PodDisruptionBudget. An invalid selector (In without values, ...) is kept and
 /// makes upstream skip the budget, as for decoded JSON.
 pub fn pdb(path: &str, p: &pb::PodDisruptionBudget) -> Result<PodDisruptionBudget> {
-    required(&format!("{path}.name"), &p.name)?;
+    let path = Path::Root(path);
+    required(path.field("name"), &p.name)?;
     let namespace = namespace_or_default(&p.namespace);
     let selector = p
         .selector
         .as_ref()
-        .map(|s| label_selector(&format!("{path}.selector"), s, false))
+        .map(|s| label_selector(path.field("selector"), s, false))
         .transpose()?;
     Ok(PodDisruptionBudget {
         namespace: namespace.into(),
@@ -215,15 +262,16 @@ pub fn pdb(path: &str, p: &pb::PodDisruptionBudget) -> Result<PodDisruptionBudge
 
 /// `strict`: pods' selectors must be valid (In/NotIn need values, Exists/DoesNotExist
 /// take none), as the API server validates them.
-fn label_selector(path: &str, s: &pb::LabelSelector, strict: bool) -> Result<LabelSelector> {
+fn label_selector(path: Path<'_>, s: &pb::LabelSelector, strict: bool) -> Result<LabelSelector> {
     let match_expressions = s
         .match_expressions
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let p = format!("{path}.match_expressions[{i}]");
+            let expressions = path.field("match_expressions");
+            let p = expressions.index(i);
             let operator = enum_value(
-                &format!("{p}.operator"),
+                p.field("operator"),
                 &r.operator,
                 Operator::parse,
                 SELECTOR_OPERATORS,
@@ -232,13 +280,13 @@ fn label_selector(path: &str, s: &pb::LabelSelector, strict: bool) -> Result<Lab
                 match operator {
                     Operator::In | Operator::NotIn if r.values.is_empty() => {
                         return Err(ApiError::invalid(
-                            format!("{p}.values"),
+                            p.field("values"),
                             "must be specified when operator is In or NotIn",
                         ));
                     }
                     Operator::Exists | Operator::DoesNotExist if !r.values.is_empty() => {
                         return Err(ApiError::invalid(
-                            format!("{p}.values"),
+                            p.field("values"),
                             "may not be specified when operator is Exists or DoesNotExist",
                         ));
                     }
@@ -258,18 +306,22 @@ fn label_selector(path: &str, s: &pb::LabelSelector, strict: bool) -> Result<Lab
     })
 }
 
-fn optional_selector(path: &str, s: Option<&pb::LabelSelector>) -> Result<Option<LabelSelector>> {
+fn optional_selector(
+    path: Path<'_>,
+    s: Option<&pb::LabelSelector>,
+) -> Result<Option<LabelSelector>> {
     s.map(|s| label_selector(path, s, true)).transpose()
 }
 
-fn container(path: &str, c: &pb::Container, init: bool) -> Result<Container> {
+fn container(path: Path<'_>, c: &pb::Container, init: bool) -> Result<Container> {
     let requests = requests_with_limits(path, &c.requests, &c.limits)?;
     let mut ports = Vec::new();
     for (i, port) in c.ports.iter().enumerate() {
-        let p = format!("{path}.ports[{i}]");
+        let ports_path = path.field("ports");
+        let p = ports_path.index(i);
         if !(0..=65_535).contains(&port.host_port) {
             return Err(ApiError::invalid(
-                format!("{p}.host_port"),
+                p.field("host_port"),
                 "must be between 0 and 65535",
             ));
         }
@@ -277,7 +329,7 @@ fn container(path: &str, c: &pb::Container, init: bool) -> Result<Container> {
             Protocol::Tcp
         } else {
             enum_value(
-                &format!("{p}.protocol"),
+                p.field("protocol"),
                 &port.protocol,
                 Protocol::parse,
                 PROTOCOLS,
@@ -298,7 +350,7 @@ fn container(path: &str, c: &pb::Container, init: bool) -> Result<Container> {
     }
     if !c.restart_policy.is_empty() {
         enum_value(
-            &format!("{path}.restart_policy"),
+            path.field("restart_policy"),
             &c.restart_policy,
             |s| RESTART_POLICIES.contains(&s).then_some(()),
             RESTART_POLICIES,
@@ -316,24 +368,24 @@ fn container(path: &str, c: &pb::Container, init: bool) -> Result<Container> {
 /// resource with a pod-level limit and no request takes the limit, unless it is cpu or
 /// memory that some container requests (then the container aggregate applies).
 fn pod_level_requests(
-    path: &str,
+    path: Path<'_>,
     r: &pb::ResourceRequirements,
     details: &PodDetails,
 ) -> Result<ContainerResources> {
     Ok(crate::model::resources::pod_level_requests_defaulted(
-        resource_list(&format!("{path}.requests"), &r.requests)?,
-        resource_list(&format!("{path}.limits"), &r.limits)?,
+        resource_list(path.field("requests"), &r.requests)?,
+        resource_list(path.field("limits"), &r.limits)?,
         details,
     ))
 }
 
-fn toleration(path: &str, t: &pb::Toleration) -> Result<Toleration> {
+fn toleration(path: Path<'_>, t: &pb::Toleration) -> Result<Toleration> {
     let operator = match t.operator.as_str() {
         "" | "Equal" => TolerationOperator::Equal,
         "Exists" => TolerationOperator::Exists,
         other => {
             return Err(ApiError::invalid(
-                format!("{path}.operator"),
+                path.field("operator"),
                 unsupported(other, TOLERATION_OPERATORS),
             ));
         }
@@ -342,7 +394,7 @@ fn toleration(path: &str, t: &pb::Toleration) -> Result<Toleration> {
         None
     } else {
         Some(enum_value(
-            &format!("{path}.effect"),
+            path.field("effect"),
             &t.effect,
             TaintEffect::parse,
             TAINT_EFFECTS,
@@ -357,7 +409,7 @@ fn toleration(path: &str, t: &pb::Toleration) -> Result<Toleration> {
 }
 
 fn node_selector_requirements(
-    path: &str,
+    path: Path<'_>,
     reqs: &[pb::NodeSelectorRequirement],
 ) -> Result<Vec<NodeSelectorRequirement>> {
     reqs.iter()
@@ -366,7 +418,7 @@ fn node_selector_requirements(
             Ok(NodeSelectorRequirement {
                 key: r.key.as_str().into(),
                 operator: enum_value(
-                    &format!("{path}[{i}].operator"),
+                    path.index(i).field("operator"),
                     &r.operator,
                     NodeSelectorOperator::parse,
                     NODE_SELECTOR_OPERATORS,
@@ -377,20 +429,21 @@ fn node_selector_requirements(
         .collect()
 }
 
-fn node_selector(path: &str, s: &pb::NodeSelector) -> Result<NodeSelector> {
+fn node_selector(path: Path<'_>, s: &pb::NodeSelector) -> Result<NodeSelector> {
     let terms = s
         .node_selector_terms
         .iter()
         .enumerate()
         .map(|(i, term)| {
-            let p = format!("{path}.node_selector_terms[{i}]");
+            let terms = path.field("node_selector_terms");
+            let p = terms.index(i);
             Ok(NodeSelectorTerm {
                 match_expressions: node_selector_requirements(
-                    &format!("{p}.match_expressions"),
+                    p.field("match_expressions"),
                     &term.match_expressions,
                 )?,
                 match_fields: node_selector_requirements(
-                    &format!("{p}.match_fields"),
+                    p.field("match_fields"),
                     &term.match_fields,
                 )?,
             })
@@ -399,21 +452,24 @@ fn node_selector(path: &str, s: &pb::NodeSelector) -> Result<NodeSelector> {
     Ok(NodeSelector { terms })
 }
 
-fn pod_affinity_terms(path: &str, terms: &[pb::PodAffinityTerm]) -> Result<Vec<PodAffinityTerm>> {
+fn pod_affinity_terms(
+    path: Path<'_>,
+    terms: &[pb::PodAffinityTerm],
+) -> Result<Vec<PodAffinityTerm>> {
     terms
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let p = format!("{path}[{i}]");
-            required(&format!("{p}.topology_key"), &t.topology_key)?;
+            let p = path.index(i);
+            required(p.field("topology_key"), &t.topology_key)?;
             Ok(PodAffinityTerm {
                 label_selector: optional_selector(
-                    &format!("{p}.label_selector"),
+                    p.field("label_selector"),
                     t.label_selector.as_ref(),
                 )?,
                 namespaces: strings(&t.namespaces),
                 namespace_selector: optional_selector(
-                    &format!("{p}.namespace_selector"),
+                    p.field("namespace_selector"),
                     t.namespace_selector.as_ref(),
                 )?,
                 topology_key: t.topology_key.as_str().into(),
@@ -422,7 +478,11 @@ fn pod_affinity_terms(path: &str, terms: &[pb::PodAffinityTerm]) -> Result<Vec<P
         .collect()
 }
 
-fn inclusion_policy(path: &str, value: &str, default: InclusionPolicy) -> Result<InclusionPolicy> {
+fn inclusion_policy(
+    path: Path<'_>,
+    value: &str,
+    default: InclusionPolicy,
+) -> Result<InclusionPolicy> {
     match value {
         "" => Ok(default),
         "Honor" => Ok(InclusionPolicy::Honor),
@@ -435,18 +495,18 @@ fn inclusion_policy(path: &str, value: &str, default: InclusionPolicy) -> Result
 }
 
 fn spread_constraint(
-    path: &str,
+    path: Path<'_>,
     c: &pb::TopologySpreadConstraint,
 ) -> Result<TopologySpreadConstraint> {
     if c.max_skew < 1 {
         return Err(ApiError::invalid(
-            format!("{path}.max_skew"),
+            path.field("max_skew"),
             "must be greater than zero",
         ));
     }
-    required(&format!("{path}.topology_key"), &c.topology_key)?;
+    required(path.field("topology_key"), &c.topology_key)?;
     let when_unsatisfiable = enum_value(
-        &format!("{path}.when_unsatisfiable"),
+        path.field("when_unsatisfiable"),
         &c.when_unsatisfiable,
         |s| match s {
             "DoNotSchedule" => Some(WhenUnsatisfiable::DoNotSchedule),
@@ -459,19 +519,16 @@ fn spread_constraint(
         max_skew: c.max_skew,
         topology_key: c.topology_key.as_str().into(),
         when_unsatisfiable,
-        label_selector: optional_selector(
-            &format!("{path}.label_selector"),
-            c.label_selector.as_ref(),
-        )?,
+        label_selector: optional_selector(path.field("label_selector"), c.label_selector.as_ref())?,
         min_domains: c.min_domains,
         match_label_keys: strings(&c.match_label_keys),
         node_affinity_policy: inclusion_policy(
-            &format!("{path}.node_affinity_policy"),
+            path.field("node_affinity_policy"),
             &c.node_affinity_policy,
             InclusionPolicy::Honor,
         )?,
         node_taints_policy: inclusion_policy(
-            &format!("{path}.node_taints_policy"),
+            path.field("node_taints_policy"),
             &c.node_taints_policy,
             InclusionPolicy::Ignore,
         )?,
@@ -480,8 +537,8 @@ fn spread_constraint(
 
 /// A typed pod; `path` is the request field (`upsert`, `pod`).
 pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
-    let f = |field: &str| format!("{path}.{field}");
-    required(&f("name"), &p.name)?;
+    let path = Path::Root(path);
+    required(path.field("name"), &p.name)?;
     let namespace = namespace_or_default(&p.namespace);
     let uid = if p.uid.is_empty() {
         format!("{namespace}/{}", p.name)
@@ -501,7 +558,7 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
         "Never" => PreemptionPolicy::Never,
         other => {
             return Err(ApiError::invalid(
-                f("preemption_policy"),
+                path.field("preemption_policy"),
                 unsupported(other, PREEMPTION_POLICIES),
             ));
         }
@@ -511,7 +568,7 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
             .containers
             .iter()
             .enumerate()
-            .map(|(i, c)| container(&format!("{path}.containers[{i}]"), c, false))
+            .map(|(i, c)| container(path.field("containers").index(i), c, false))
             .collect::<Result<_>>()?,
         ..PodDetails::default()
     };
@@ -519,41 +576,39 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
         .init_containers
         .iter()
         .enumerate()
-        .map(|(i, c)| container(&format!("{path}.init_containers[{i}]"), c, true))
+        .map(|(i, c)| container(path.field("init_containers").index(i), c, true))
         .collect::<Result<_>>()?;
-    details.overhead = ContainerResources::new(resource_list(&f("overhead"), &p.overhead)?);
+    details.overhead = ContainerResources::new(resource_list(path.field("overhead"), &p.overhead)?);
     if let Some(resources) = &p.resources {
-        details.pod_requests = pod_level_requests(&f("resources"), resources, &details)?;
+        details.pod_requests = pod_level_requests(path.field("resources"), resources, &details)?;
     }
     details.tolerations = p
         .tolerations
         .iter()
         .enumerate()
-        .map(|(i, t)| toleration(&format!("{path}.tolerations[{i}]"), t))
+        .map(|(i, t)| toleration(path.field("tolerations").index(i), t))
         .collect::<Result<_>>()?;
     details.node_selector = labels(&p.node_selector);
     if let Some(affinity) = &p.affinity {
-        let a = f("affinity");
+        let a = path.field("affinity");
         if let Some(required) = affinity.node_affinity.as_ref().and_then(|n| {
             n.required_during_scheduling_ignored_during_execution
                 .as_ref()
         }) {
             details.required_node_affinity = Some(node_selector(
-                &format!("{a}.node_affinity.required_during_scheduling_ignored_during_execution"),
+                a.field("node_affinity.required_during_scheduling_ignored_during_execution"),
                 required,
             )?);
         }
         if let Some(pa) = &affinity.pod_affinity {
             details.pod_affinity = pod_affinity_terms(
-                &format!("{a}.pod_affinity.required_during_scheduling_ignored_during_execution"),
+                a.field("pod_affinity.required_during_scheduling_ignored_during_execution"),
                 &pa.required_during_scheduling_ignored_during_execution,
             )?;
         }
         if let Some(paa) = &affinity.pod_anti_affinity {
             details.pod_anti_affinity = pod_affinity_terms(
-                &format!(
-                    "{a}.pod_anti_affinity.required_during_scheduling_ignored_during_execution"
-                ),
+                a.field("pod_anti_affinity.required_during_scheduling_ignored_during_execution"),
                 &paa.required_during_scheduling_ignored_during_execution,
             )?;
         }
@@ -562,10 +617,10 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
         .topology_spread_constraints
         .iter()
         .enumerate()
-        .map(|(i, c)| spread_constraint(&format!("{path}.topology_spread_constraints[{i}]"), c))
+        .map(|(i, c)| spread_constraint(path.field("topology_spread_constraints").index(i), c))
         .collect::<Result<_>>()?;
-    pod.start_time = timestamp(&f("start_time"), &p.start_time)?;
-    pod.terminating = timestamp(&f("deletion_timestamp"), &p.deletion_timestamp)?.is_some();
+    pod.start_time = timestamp(path.field("start_time"), &p.start_time)?;
+    pod.terminating = timestamp(path.field("deletion_timestamp"), &p.deletion_timestamp)?.is_some();
     details.conditions = p
         .conditions
         .iter()
@@ -578,7 +633,7 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
     pod.details = Arc::new(details);
     pod.nominated_node_name =
         (!p.nominated_node_name.is_empty()).then(|| p.nominated_node_name.as_str().into());
-    pod.phase = enum_value(&f("phase"), &p.phase, PodPhase::parse, PHASES)?;
+    pod.phase = enum_value(path.field("phase"), &p.phase, PodPhase::parse, PHASES)?;
     Ok(pod.finish())
 }
 
@@ -969,9 +1024,25 @@ mod tests {
             message(node("upsert", &n).unwrap_err()),
             "upsert.allocatable[cpu]: invalid quantity \"lots\""
         );
-        assert!(quantity("q", "1e9999999999").is_err());
-        assert!(quantity("q", "-1").is_err());
-        assert_eq!(quantity("q", "500m").unwrap(), Quantity::from_millis(500));
+        assert!(quantity(Path::Root("q"), "1e9999999999").is_err());
+        assert!(quantity(Path::Root("q"), "-1").is_err());
+        assert_eq!(
+            quantity(Path::Root("q"), "500m").unwrap(),
+            Quantity::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn paths_are_written_out_as_fields_indexes_and_keys() {
+        let root = Path::Root("upsert");
+        let containers = root.field("containers");
+        let container = containers.index(2);
+        let requests = container.field("requests");
+        assert_eq!(
+            requests.key("example.com/gpu").to_string(),
+            "upsert.containers[2].requests[example.com/gpu]"
+        );
+        assert_eq!(String::from(root.index(0)), "upsert[0]");
     }
 
     #[test]
