@@ -117,16 +117,20 @@ impl Quantity {
             }
         };
         // mantissa * 10^(exp10 - frac_len + 9) * 2^exp2 nanos.
-        let all_digits = format!("{int_digits}{frac_digits}");
-        let trimmed = all_digits.trim_start_matches('0');
-        if trimmed.len() > 36 {
-            return Err(err());
+        // All the digits as one integer (no allocation: this runs for every quantity of
+        // a bulk load); more than 36 significant digits are refused.
+        let mut mantissa: i128 = 0;
+        let mut significant = 0;
+        for digit in int_digits.bytes().chain(frac_digits.bytes()) {
+            if significant == 0 && digit == b'0' {
+                continue;
+            }
+            significant += 1;
+            if significant > 36 {
+                return Err(err());
+            }
+            mantissa = mantissa * 10 + i128::from(digit - b'0');
         }
-        let mantissa: i128 = if trimmed.is_empty() {
-            0
-        } else {
-            trimmed.parse().map_err(|_| err())?
-        };
         let scale = exp10 - frac_digits.len() as i32 + 9;
         let mut nanos = mantissa.checked_mul(1i128 << exp2).ok_or_else(err)?;
         if scale >= 0 {
@@ -255,6 +259,10 @@ mod tests {
         assert_eq!(milli("1e-12"), 1);
         assert_eq!(milli("1e-2147483647"), 1);
         assert_eq!(milli("0e99999"), 0);
+        // Leading zeros are not significant digits; 36 significant digits are the most.
+        assert_eq!(milli(&format!("0.{}1", "0".repeat(40))), 1);
+        assert_eq!(milli(&format!("0.{}", "9".repeat(36))), 1000);
+        assert!(Quantity::parse(&format!("0.{}", "9".repeat(37))).is_err());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! take Kubernetes' defaults, unknown ones are rejected), and every error names the
 //! proto field path, map keys in brackets: `upsert.containers[0].requests[cpu]`.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, Status as FilterStatus};
@@ -124,16 +124,9 @@ fn quantity(path: Path<'_>, text: &str) -> Result<Quantity> {
     Ok(q)
 }
 
-/// Sorted so that the first bad entry reported does not depend on hash order.
-fn sorted(map: &HashMap<String, String>) -> Vec<(&String, &String)> {
-    let mut entries: Vec<_> = map.iter().collect();
-    entries.sort();
-    entries
-}
-
-fn resource_list(path: Path<'_>, map: &HashMap<String, String>) -> Result<Vec<(Str, Quantity)>> {
-    sorted(map)
-        .into_iter()
+fn resource_list(path: Path<'_>, map: &BTreeMap<String, String>) -> Result<Vec<(Str, Quantity)>> {
+    // In key order, so the first bad entry reported is always the same one.
+    map.iter()
         .map(|(name, value)| {
             let entry = path.key(name);
             required(entry, name)?;
@@ -145,8 +138,8 @@ fn resource_list(path: Path<'_>, map: &HashMap<String, String>) -> Result<Vec<(S
 /// Requests with Kubernetes' defaulting: a limit without a request becomes the request.
 fn requests_with_limits(
     path: Path<'_>,
-    requests: &HashMap<String, String>,
-    limits: &HashMap<String, String>,
+    requests: &BTreeMap<String, String>,
+    limits: &BTreeMap<String, String>,
 ) -> Result<ContainerResources> {
     Ok(crate::model::resources::requests_defaulted_from_limits(
         resource_list(path.field("requests"), requests)?,
@@ -154,7 +147,7 @@ fn requests_with_limits(
     ))
 }
 
-fn labels(map: &HashMap<String, String>) -> Labels {
+fn labels(map: &BTreeMap<String, String>) -> Labels {
     map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
@@ -739,21 +732,21 @@ pub fn node_message(n: &Node) -> pb::Node {
     }
 }
 
-fn label_map(labels: &Labels) -> HashMap<String, String> {
+fn label_map(labels: &Labels) -> BTreeMap<String, String> {
     labels
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
-fn quantity_map(list: &ContainerResources) -> HashMap<String, String> {
+fn quantity_map(list: &ContainerResources) -> BTreeMap<String, String> {
     list.iter()
         .map(|(k, q)| (k.to_string(), q.to_string()))
         .collect()
 }
 
-fn allocatable_map(r: &Resources) -> HashMap<String, String> {
-    let mut out = HashMap::new();
+fn allocatable_map(r: &Resources) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
     let mut put = |name: &str, value: String| {
         out.insert(name.to_string(), value);
     };
@@ -798,7 +791,7 @@ fn container_message(c: &Container, init: bool) -> pb::Container {
     pb::Container {
         name: c.name.to_string(),
         requests: quantity_map(&c.requests),
-        limits: HashMap::new(),
+        limits: BTreeMap::new(),
         ports: c
             .ports
             .iter()
@@ -941,7 +934,7 @@ pub fn pod_message(p: &Pod) -> pb::Pod {
         overhead: quantity_map(&p.details.overhead),
         resources: (!p.details.pod_requests.is_empty()).then(|| pb::ResourceRequirements {
             requests: quantity_map(&p.details.pod_requests),
-            limits: HashMap::new(),
+            limits: BTreeMap::new(),
         }),
         tolerations: p
             .details

@@ -2,7 +2,7 @@
 //! build typed objects. Everything goes over real loopback gRPC.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use preemptd::server::pb;
@@ -54,7 +54,7 @@ pub async fn start() -> (RunningServer, Client) {
     start_with(loopback_config()).await
 }
 
-pub fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+pub fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
