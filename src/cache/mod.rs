@@ -18,6 +18,7 @@ use crate::model::labels::{LabelPairs, Labels};
 use crate::model::{Interner, Node, Pod, PodDetails, PodDisruptionBudget, PodRef, Resources, Str};
 
 mod labels;
+mod pod_index;
 mod shared;
 mod summary;
 
@@ -254,19 +255,6 @@ impl NodeInfo {
 /// Node name → position in the node vector (a persistent map, so snapshots share it).
 type NodeIndex =
     imbl::GenericHashMap<Str, usize, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
-
-/// A cached pod. Where it is placed follows from the pod itself ([`Place::of`]), so it is
-/// not stored: the index entry stays one pointer.
-#[derive(Clone, Debug)]
-struct PodEntry {
-    pod: Arc<Pod>,
-}
-
-impl PodEntry {
-    fn place(&self) -> Place {
-        Place::of(&self.pod)
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Place {
@@ -695,9 +683,9 @@ pub struct CommitConflict {
 pub struct ClusterCache {
     /// The writer lock and the node entries it guards.
     table: Mutex<NodeTable>,
-    pods: DashMap<Str, PodEntry, ahash::RandomState>,
-    /// namespace/name → uid
-    pod_names: DashMap<(Str, Str), Str, ahash::RandomState>,
+    /// Held pods by uid and by namespace/name. Where a pod is placed follows from the pod
+    /// itself ([`Place::of`]), so nothing else is stored with it.
+    pods: pod_index::PodIndex,
     pdbs: DashMap<(Str, Str), Arc<PodDisruptionBudget>, ahash::RandomState>,
     revision: AtomicU64,
 }
@@ -765,31 +753,31 @@ impl ClusterCache {
         })
     }
 
-    fn unplace(table: &mut Table<'_>, entry: &PodEntry) {
-        match &entry.place() {
+    fn unplace(table: &mut Table<'_>, pod: &Pod) {
+        match &Place::of(pod) {
             Place::Bound(node) => {
-                let ids = table.labels.ids_of(&entry.pod);
-                let removed = table.edit(node, |info| info.remove_pod(&entry.pod.uid, &ids));
+                let ids = table.labels.ids_of(pod);
+                let removed = table.edit(node, |info| info.remove_pod(&pod.uid, &ids));
                 if removed.is_some() {
                     table.labels.release(ids.into_iter().flatten());
                 }
             }
             Place::Nominated(node) => {
-                table.edit(node, |info| info.remove_nominated(&entry.pod.uid));
+                table.edit(node, |info| info.remove_nominated(&pod.uid));
             }
             Place::Pending => {}
         }
     }
 
     /// Replaces `old` with `pod` where `old` is placed (the same place).
-    fn replace(table: &mut Table<'_>, old: &PodEntry, pod: &Arc<Pod>) {
-        match &old.place() {
+    fn replace(table: &mut Table<'_>, old: &Pod, pod: &Arc<Pod>) {
+        match &Place::of(old) {
             Place::Bound(node) => {
                 // Acquire before release: labels the pod keeps keep their ids.
                 let ids = table.labels.acquire(pod);
-                let old_ids = table.labels.ids_of(&old.pod);
+                let old_ids = table.labels.ids_of(old);
                 let removed = table.edit(node, |info| {
-                    let removed = info.remove_pod(&old.pod.uid, &old_ids);
+                    let removed = info.remove_pod(&old.uid, &old_ids);
                     info.add_pod(pod.clone(), &ids);
                     removed
                 });
@@ -798,7 +786,7 @@ impl ClusterCache {
                 }
             }
             Place::Nominated(node) => table.edit(node, |info| {
-                info.remove_nominated(&old.pod.uid);
+                info.remove_nominated(&old.uid);
                 info.nominated.push(pod.clone());
             }),
             Place::Pending => {}
@@ -821,28 +809,26 @@ impl ClusterCache {
     fn put_pod(&self, table: &mut Table<'_>, mut pod: Pod) -> Result<UpdateOutcome, CacheError> {
         // First, so the indexes below hold the shared strings too.
         table.compact_pod(&mut pod);
-        let uid = pod.uid.clone();
-        let name_key = (pod.namespace.clone(), pod.name.clone());
-        if let Some(existing) = self.pod_names.get(&name_key)
-            && *existing != uid
+        if let Some(existing) = self.pods.get_by_name(&pod.namespace, &pod.name)
+            && existing.uid != pod.uid
         {
             return Err(CacheError::NameConflict {
                 name: format!("{}/{}", pod.namespace, pod.name),
-                existing: existing.to_string(),
+                existing: existing.uid.to_string(),
             });
         }
-        let old = self.pods.get(&uid).map(|e| e.clone());
+        let old = self.pods.get(&pod.uid);
         if let Some(old) = &old {
-            if (old.pod.namespace.clone(), old.pod.name.clone()) != name_key {
+            if (&old.namespace, &old.name) != (&pod.namespace, &pod.name) {
                 return Err(CacheError::UidConflict {
-                    uid: uid.to_string(),
-                    existing: format!("{}/{}", old.pod.namespace, old.pod.name),
+                    uid: pod.uid.to_string(),
+                    existing: format!("{}/{}", old.namespace, old.name),
                 });
             }
-            if is_stale(pod.resource_version, old.pod.resource_version) {
+            if is_stale(pod.resource_version, old.resource_version) {
                 return Ok(UpdateOutcome {
                     applied: false,
-                    resource_version: old.pod.resource_version,
+                    resource_version: old.resource_version,
                     revision: self.revision(),
                 });
             }
@@ -851,23 +837,21 @@ impl ClusterCache {
         if pod.phase.is_terminal() {
             if let Some(old) = &old {
                 Self::unplace(table, old);
-                self.pods.remove(&uid);
-                self.pod_names.remove(&name_key);
+                self.pods.remove(old);
             }
         } else {
             let place = Place::of(&pod);
             let pod = Arc::new(pod);
             match &old {
                 // An update in place (the usual case): one copy of the node entry.
-                Some(old) if old.place() == place => Self::replace(table, old, &pod),
+                Some(old) if Place::of(old) == place => Self::replace(table, old, &pod),
                 Some(old) => {
                     Self::unplace(table, old);
                     Self::place(table, &pod, &place);
                 }
                 None => Self::place(table, &pod, &place),
             }
-            self.pods.insert(uid.clone(), PodEntry { pod });
-            self.pod_names.insert(name_key, uid);
+            self.pods.insert(pod);
         }
         Ok(UpdateOutcome {
             applied: true,
@@ -910,18 +894,15 @@ impl ClusterCache {
             kind: "pod",
             name: format!("{namespace}/{name}"),
         };
-        let key: (Str, Str) = (namespace.into(), name.into());
-        let held_uid = self
-            .pod_names
-            .get(&key)
-            .map(|u| u.clone())
+        let held = self
+            .pods
+            .get_by_name(namespace, name)
             .ok_or_else(not_found)?;
-        if uid.is_some_and(|u| !u.is_empty() && u != &*held_uid) {
+        if uid.is_some_and(|u| !u.is_empty() && u != &*held.uid) {
             return Err(not_found());
         }
-        let (_, entry) = self.pods.remove(&held_uid).ok_or_else(not_found)?;
-        self.pod_names.remove(&key);
-        Self::unplace(&mut table, &entry);
+        self.pods.remove(&held);
+        Self::unplace(&mut table, &held);
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
@@ -975,15 +956,11 @@ impl ClusterCache {
     }
 
     pub fn get_pod(&self, uid: &str) -> Option<Arc<Pod>> {
-        self.pods.get(uid).map(|e| e.pod.clone())
+        self.pods.get(uid)
     }
 
     pub fn get_pod_by_name(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
-        let uid = self
-            .pod_names
-            .get(&(namespace.into(), name.into()))?
-            .clone();
-        self.get_pod(&uid)
+        self.pods.get_by_name(namespace, name)
     }
 
     pub fn get_node(&self, name: &str) -> Option<Arc<Node>> {
@@ -1041,12 +1018,9 @@ impl ClusterCache {
         let mut table = self.table.lock();
         let current = table.get(&commit.node).map(|n| n.generation);
         let name_taken = self
-            .pod_names
-            .get(&(
-                commit.preemptor.namespace.clone(),
-                commit.preemptor.name.clone(),
-            ))
-            .is_some_and(|uid| *uid != commit.preemptor.uid);
+            .pods
+            .get_by_name(&commit.preemptor.namespace, &commit.preemptor.name)
+            .is_some_and(|held| held.uid != commit.preemptor.uid);
         // A name taken by another uid since the decision: nothing is changed, and the
         // caller's re-check reports it.
         if current != Some(commit.node_generation) || name_taken {
@@ -1056,13 +1030,13 @@ impl ClusterCache {
         }
         let mut changes = Vec::new();
         for victim in &commit.victims {
-            let Some(entry) = self.pods.get(&victim.uid).map(|e| e.clone()) else {
+            let Some(held) = self.pods.get(&victim.uid) else {
                 continue;
             };
-            if entry.pod.terminating {
+            if held.terminating {
                 continue;
             }
-            let mut pod = (*entry.pod).clone();
+            let mut pod = (*held).clone();
             pod.terminating = true;
             pod.details_mut()
                 .conditions
@@ -1084,10 +1058,10 @@ impl ClusterCache {
             }
         }
         for cleared in &commit.nominations_to_clear {
-            let Some(entry) = self.pods.get(&cleared.uid).map(|e| e.clone()) else {
+            let Some(held) = self.pods.get(&cleared.uid) else {
                 continue;
             };
-            let mut pod = (*entry.pod).clone();
+            let mut pod = (*held).clone();
             pod.nominated_node_name = None;
             if self.put_pod(&mut table, pod).is_ok() {
                 changes.push(CommitChange::NominationCleared {
@@ -1100,7 +1074,7 @@ impl ClusterCache {
         preemptor.node_name = None;
         preemptor.nominated_node_name = Some(commit.node.clone());
         if let Some(held) = self.pods.get(&preemptor.uid) {
-            preemptor.resource_version = held.pod.resource_version;
+            preemptor.resource_version = held.resource_version;
         }
         let nomination = Nomination {
             pod: preemptor.pod_ref(),
@@ -1117,14 +1091,14 @@ impl ClusterCache {
     /// was nominated to, if it was.
     pub fn clear_nomination(&self, uid: &str) -> Option<(PodRef, Str)> {
         let mut table = self.table.lock();
-        let entry = self.pods.get(uid).map(|e| e.clone())?;
-        let Place::Nominated(node) = entry.place() else {
+        let held = self.pods.get(uid)?;
+        let Place::Nominated(node) = Place::of(&held) else {
             return None;
         };
-        let mut pod = (*entry.pod).clone();
+        let mut pod = (*held).clone();
         pod.nominated_node_name = None;
         self.put_pod(&mut table, pod).ok()?;
-        Some((entry.pod.pod_ref(), node))
+        Some((held.pod_ref(), node))
     }
 }
 
