@@ -158,7 +158,7 @@ pub struct ServeArgs {
     /// limit how long a WatchNominations stream lives. "off" disables it.
     #[arg(long, env = "PREEMPTD_RPC_TIMEOUT", default_value = "10s", value_parser = parse_optional_duration)]
     pub rpc_timeout: OptionalDuration,
-    /// Preempt calls decided at once; more are refused at once with RESOURCE_EXHAUSTED.
+    /// Preempt calls admitted at once (one decision per core runs, the rest wait in arrival order); more are refused at once with RESOURCE_EXHAUSTED.
     #[arg(long, env = "PREEMPTD_MAX_CONCURRENT_PREEMPTS", default_value_t = server::default_max_concurrent_preempts(), value_parser = positive)]
     pub max_concurrent_preempts: usize,
     /// Open WatchNominations streams; more are refused with RESOURCE_EXHAUSTED.

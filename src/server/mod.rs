@@ -60,8 +60,9 @@ pub struct ServeConfig {
     /// Longest wait for a call's response head (a client's shorter `grpc-timeout` wins);
     /// does not bound how long a `WatchNominations` stream lives. `None`: no limit.
     pub rpc_timeout: Option<Duration>,
-    /// `Preempt` calls decided at once; more are refused with RESOURCE_EXHAUSTED at once
-    /// (load shedding) rather than queued behind minutes of work.
+    /// `Preempt` calls admitted at once (one decision per core runs, the rest wait in
+    /// arrival order); more are refused with RESOURCE_EXHAUSTED at once (load shedding)
+    /// rather than queued behind minutes of work.
     pub max_concurrent_preempts: usize,
     /// Open `WatchNominations` streams; more are refused with RESOURCE_EXHAUSTED.
     pub max_watchers: usize,
