@@ -627,9 +627,11 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
         .str()?
         .filter(|n| !n.is_empty())
         .map(Str::from);
-    if let Some(name) = spec.get("schedulerName")?.str()?.filter(|n| !n.is_empty()) {
-        pod.scheduler_name = name.into();
-    }
+    let scheduler_name = spec
+        .get("schedulerName")?
+        .str()?
+        .filter(|n| !n.is_empty() && *n != crate::model::DEFAULT_SCHEDULER)
+        .map(Str::from);
     pod.priority = spec.get("priority")?.int32()?.unwrap_or(0);
     pod.preemption_policy = enum_field(
         &spec.get("preemptionPolicy")?,
@@ -642,7 +644,10 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
     )?
     .unwrap_or(PreemptionPolicy::PreemptLowerPriority);
 
-    let mut details = PodDetails::default();
+    let mut details = PodDetails {
+        scheduler_name,
+        ..PodDetails::default()
+    };
     let host_network = spec.get("hostNetwork")?.bool()?;
     let containers = spec.get("containers")?;
     details.containers = containers
@@ -1245,7 +1250,7 @@ status:
         assert_eq!(pod.labels.get("tier").map(|v| &**v), Some("frontend"));
         assert_eq!(pod.priority, 1000);
         assert_eq!(pod.preemption_policy, PreemptionPolicy::Never);
-        assert_eq!(&*pod.scheduler_name, "custom");
+        assert_eq!(pod.scheduler_name(), "custom");
         assert_eq!(pod.requests.milli_cpu, 250);
         assert_eq!(pod.requests.memory, 64 << 20);
         assert_eq!(pod.requests.scalar("nvidia.com/gpu"), 2);

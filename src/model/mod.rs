@@ -317,7 +317,6 @@ pub struct Pod {
     pub labels: Labels,
     /// `spec.nodeName`; `None` for pending pods.
     pub node_name: Option<Str>,
-    pub scheduler_name: Str,
     /// `spec.priority`, 0 when unset.
     pub priority: i32,
     pub preemption_policy: PreemptionPolicy,
@@ -340,6 +339,10 @@ pub struct Pod {
 /// held pods can share one copy (see [`Pod::compact`]) and a pod stays small.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PodDetails {
+    /// `spec.schedulerName` when set to other than the default (see
+    /// [`Pod::scheduler_name`]); kept here rather than in every pod, as pods of one
+    /// template share it.
+    pub scheduler_name: Option<Str>,
     pub containers: Vec<Container>,
     pub init_containers: Vec<Container>,
     pub overhead: ContainerResources,
@@ -358,6 +361,7 @@ pub struct PodDetails {
 
 pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
 pub const PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
+pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
 
 impl Pod {
     /// A pod with only identity set; fill the rest and call [`Pod::finish`].
@@ -369,7 +373,6 @@ impl Pod {
             resource_version: 0,
             labels: Labels::default(),
             node_name: None,
-            scheduler_name: "default-scheduler".into(),
             priority: 0,
             preemption_policy: PreemptionPolicy::PreemptLowerPriority,
             start_time: None,
@@ -379,6 +382,14 @@ impl Pod {
             details: Arc::default(),
             requests: Resources::default(),
         }
+    }
+
+    /// `spec.schedulerName`, defaulted as the API server does.
+    pub fn scheduler_name(&self) -> &str {
+        self.details
+            .scheduler_name
+            .as_deref()
+            .unwrap_or(DEFAULT_SCHEDULER)
     }
 
     /// The details to change, copied first if they are shared.
@@ -405,7 +416,6 @@ impl Pod {
     /// `finish` must not run again afterwards.
     pub fn compact(&mut self, interner: &mut impl Interner) {
         self.namespace = interner.share_str(&self.namespace);
-        self.scheduler_name = interner.share_str(&self.scheduler_name);
         for name in [&mut self.node_name, &mut self.nominated_node_name]
             .into_iter()
             .flatten()

@@ -542,9 +542,6 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
     pod.resource_version = p.resource_version;
     pod.labels = labels(&p.labels);
     pod.node_name = (!p.node_name.is_empty()).then(|| p.node_name.as_str().into());
-    if !p.scheduler_name.is_empty() {
-        pod.scheduler_name = p.scheduler_name.as_str().into();
-    }
     pod.priority = p.priority.unwrap_or(0);
     pod.preemption_policy = match p.preemption_policy.as_str() {
         "" | "PreemptLowerPriority" => PreemptionPolicy::PreemptLowerPriority,
@@ -557,6 +554,9 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
         }
     };
     let mut details = PodDetails {
+        scheduler_name: (!p.scheduler_name.is_empty()
+            && p.scheduler_name != crate::model::DEFAULT_SCHEDULER)
+            .then(|| p.scheduler_name.as_str().into()),
         containers: p
             .containers
             .iter()
@@ -912,7 +912,7 @@ pub fn pod_message(p: &Pod) -> pb::Pod {
         resource_version: p.resource_version,
         labels: label_map(&p.labels),
         node_name: p.node_name.as_deref().unwrap_or_default().to_string(),
-        scheduler_name: p.scheduler_name.to_string(),
+        scheduler_name: p.scheduler_name().to_string(),
         priority: Some(p.priority),
         preemption_policy: match p.preemption_policy {
             PreemptionPolicy::PreemptLowerPriority => "PreemptLowerPriority",
@@ -1078,6 +1078,35 @@ mod tests {
             "{err}"
         );
     }
+    #[test]
+    fn scheduler_name_defaults_and_round_trips() {
+        let unset = pod(
+            "p",
+            &pb::Pod {
+                name: "a".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(unset.scheduler_name(), "default-scheduler");
+        assert_eq!(pod_message(&unset).scheduler_name, "default-scheduler");
+        let explicit = pb::Pod {
+            name: "a".into(),
+            scheduler_name: "default-scheduler".into(),
+            ..Default::default()
+        };
+        // Spelled out or not, the default is the same pod (and shares its details).
+        assert_eq!(pod("p", &explicit).unwrap(), unset);
+        let custom = pb::Pod {
+            name: "b".into(),
+            scheduler_name: "batch".into(),
+            ..Default::default()
+        };
+        let custom = pod("p", &custom).unwrap();
+        assert_eq!(custom.scheduler_name(), "batch");
+        assert_eq!(pod_message(&custom).scheduler_name, "batch");
+    }
+
     #[test]
     fn model_to_proto_round_trips() {
         use crate::generate::{self, ClusterSpec};
