@@ -132,7 +132,7 @@ fn node_digests_filter_like_the_full_entries() {
                 assert_eq!(pre.digest_suffices(), resources_only);
                 for (summary, info) in snapshot.summaries.iter().zip(snapshot.nodes.iter()) {
                     assert_eq!(*summary, preemptd::cache::NodeSummary::of(info));
-                    if summary.needs_full_read() {
+                    if summary.needs_full_read(pod.priority) {
                         continue;
                     }
                     let node = info.node.as_deref().unwrap();

@@ -25,7 +25,7 @@ mod summary;
 use labels::LabelInterner;
 pub use labels::{LabelId, LabelIds};
 use shared::Shared;
-pub use summary::{INLINE_LEVELS, NodeSummary};
+pub use summary::{INLINE_LEVELS, LevelDigest, LevelTotals, NodeSummary};
 
 /// What the cache holds for one node name: the node (once it arrived), the pods bound to
 /// it and the pending pods nominated to it.

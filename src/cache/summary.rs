@@ -23,13 +23,153 @@ pub struct NodeSummary {
     /// The node is unschedulable, has a NoSchedule or NoExecute taint, or has not arrived:
     /// the node-only filters need the node itself.
     pub hard_taints: bool,
-    /// Pending pods nominated to the node (their requests are in the node entry).
-    pub nominated: u32,
+    /// Highest priority of the pending pods nominated to the node (`i32::MIN` when none;
+    /// their requests are in the node entry): only nominated pods of at least the
+    /// preemptor's priority take room, so below it the node entry need not be read.
+    pub nominated_priority: i32,
     pub level_count: u8,
-    /// The lowest `INLINE_LEVELS` priority levels of the bound pods, ascending.
-    pub levels: [PriorityLevel; INLINE_LEVELS],
-    /// The priority of the first level not held inline (`i32::MAX` when all are).
+    /// The lowest `INLINE_LEVELS` priority levels of the bound pods, ascending, in the
+    /// digest's compact form (a decision reads every node's digest: its size decides how
+    /// much of the array stays in cache).
+    pub levels: [LevelDigest; INLINE_LEVELS],
+    /// The priority of the first level not held inline (`i32::MAX` when all are;
+    /// `i32::MIN` when some inline level has a value the compact form cannot hold).
     pub next_priority: i32,
+}
+
+/// What a candidate bound reads of one priority level, from the node entry's exact
+/// [`PriorityLevel`] or the digest's [`LevelDigest`]: amounts never below the true ones,
+/// and a latest start never before the true one.
+pub trait LevelTotals {
+    fn priority(&self) -> i32;
+    fn pods(&self) -> i64;
+    /// Summed milli-CPU, memory and ephemeral storage requests.
+    fn requested(&self) -> [i64; 3];
+    /// The largest single pod's milli-CPU, memory and ephemeral storage requests.
+    fn largest(&self) -> [i64; 3];
+    /// Latest `startTime` in Unix nanoseconds (`i64::MAX`: some pod has none, "now").
+    fn latest_start(&self) -> i64;
+}
+
+impl LevelTotals for PriorityLevel {
+    #[inline(always)]
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+    #[inline(always)]
+    fn pods(&self) -> i64 {
+        self.pods
+    }
+    #[inline(always)]
+    fn requested(&self) -> [i64; 3] {
+        [self.milli_cpu, self.memory, self.ephemeral_storage]
+    }
+    #[inline(always)]
+    fn largest(&self) -> [i64; 3] {
+        [
+            self.max_milli_cpu,
+            self.max_memory,
+            self.max_ephemeral_storage,
+        ]
+    }
+    #[inline(always)]
+    fn latest_start(&self) -> i64 {
+        self.latest_start
+    }
+}
+
+/// A priority level in 36 bytes instead of 72: amounts as `f32` rounded up, the latest
+/// start in whole seconds rounded up. It only feeds lower bounds on a node's pick score,
+/// which stay valid when amounts are overstated and the latest start is later; the
+/// resource filters themselves read the digest's exact totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LevelDigest {
+    pub priority: i32,
+    pub pods: u32,
+    pub requested: [f32; 3],
+    pub largest: [f32; 3],
+    /// Seconds since [`START_EPOCH_SECONDS`], rounded up; `u32::MAX` for "now".
+    pub latest_start: u32,
+}
+
+// Values are finite, non-negative or rounded-up integers: equality is total.
+impl Eq for LevelDigest {}
+
+/// Origin of [`LevelDigest::latest_start`]: 2000-01-01T00:00:00Z (earlier starts are
+/// stored as this, later than the truth, which keeps the bound valid).
+pub const START_EPOCH_SECONDS: i64 = 946_684_800;
+
+impl LevelDigest {
+    /// The compact copy of `level`; `None` when a value does not fit (the bound then
+    /// reads the node entry).
+    pub fn of(level: &PriorityLevel) -> Option<Self> {
+        let latest_start = if level.latest_start == i64::MAX {
+            u32::MAX
+        } else {
+            let since = level.latest_start.div_euclid(1_000_000_000) - START_EPOCH_SECONDS
+                + i64::from(level.latest_start.rem_euclid(1_000_000_000) != 0);
+            u32::try_from(since.max(0))
+                .ok()
+                .filter(|&s| s != u32::MAX)?
+        };
+        Some(LevelDigest {
+            priority: level.priority,
+            pods: u32::try_from(level.pods).ok()?,
+            requested: [level.milli_cpu, level.memory, level.ephemeral_storage].map(ceil_f32),
+            largest: [
+                level.max_milli_cpu,
+                level.max_memory,
+                level.max_ephemeral_storage,
+            ]
+            .map(ceil_f32),
+            latest_start,
+        })
+    }
+}
+
+/// The least `f32` not below `value`.
+fn ceil_f32(value: i64) -> f32 {
+    let rounded = value as f32;
+    // Every f32 of magnitude ≥ 2^24 is an integer and smaller integers convert exactly,
+    // so the comparison is exact in i128.
+    if (rounded as i128) < i128::from(value) {
+        rounded.next_up()
+    } else {
+        rounded
+    }
+}
+
+/// An `f32` amount back as an integer, saturating (the value is an integer already).
+#[inline(always)]
+fn amount(value: f32) -> i64 {
+    value as i64
+}
+
+impl LevelTotals for LevelDigest {
+    #[inline(always)]
+    fn priority(&self) -> i32 {
+        self.priority
+    }
+    #[inline(always)]
+    fn pods(&self) -> i64 {
+        i64::from(self.pods)
+    }
+    #[inline(always)]
+    fn requested(&self) -> [i64; 3] {
+        self.requested.map(amount)
+    }
+    #[inline(always)]
+    fn largest(&self) -> [i64; 3] {
+        self.largest.map(amount)
+    }
+    #[inline(always)]
+    fn latest_start(&self) -> i64 {
+        if self.latest_start == u32::MAX {
+            i64::MAX
+        } else {
+            (START_EPOCH_SECONDS + i64::from(self.latest_start)) * 1_000_000_000
+        }
+    }
 }
 
 impl NodeSummary {
@@ -41,7 +181,12 @@ impl NodeSummary {
                 info.requested.ephemeral_storage,
             ],
             pods: info.pods.len() as u32,
-            nominated: info.nominated.len() as u32,
+            nominated_priority: info
+                .nominated
+                .iter()
+                .map(|p| p.priority)
+                .max()
+                .unwrap_or(i32::MIN),
             level_count: info.levels.len().min(INLINE_LEVELS) as u8,
             next_priority: info
                 .levels
@@ -50,7 +195,10 @@ impl NodeSummary {
             ..NodeSummary::default()
         };
         for (slot, level) in summary.levels.iter_mut().zip(&info.levels) {
-            *slot = *level;
+            match LevelDigest::of(level) {
+                Some(digest) => *slot = digest,
+                None => summary.next_priority = i32::MIN,
+            }
         }
         match info.node.as_deref() {
             Some(node) => {
@@ -66,15 +214,20 @@ impl NodeSummary {
         summary
     }
 
-    /// Whether the resource filters need more than the digest: the node itself (taints)
-    /// or its nominated pods.
-    pub fn needs_full_read(&self) -> bool {
-        self.hard_taints || self.nominated > 0
+    /// Whether the resource filters for a preemptor of `priority` need more than the
+    /// digest: the node itself (taints) or nominated pods that count for it.
+    pub fn needs_full_read(&self, priority: i32) -> bool {
+        self.hard_taints || self.counts_nominated(priority)
+    }
+
+    /// Whether some pod nominated to the node takes room from a preemptor of `priority`.
+    pub fn counts_nominated(&self, priority: i32) -> bool {
+        self.nominated_priority >= priority
     }
 
     /// The inline levels with priority below `priority`; `None` when some level below it
     /// is not held inline.
-    pub fn levels_below(&self, priority: i32) -> Option<&[PriorityLevel]> {
+    pub fn levels_below(&self, priority: i32) -> Option<&[LevelDigest]> {
         if self.next_priority < priority {
             return None;
         }

@@ -8,7 +8,7 @@
 //! victim count, and both bound the shifted priority sum.
 
 use super::filters::{Occupied, PreFilter};
-use crate::cache::{NodeInfo, NodeSummary, PriorityLevel};
+use crate::cache::{LevelTotals, NodeInfo, NodeSummary};
 use crate::model::{Pod, Resources};
 
 /// Component-wise lower bounds of (highest victim priority, shifted sum, victim count).
@@ -50,8 +50,13 @@ impl Bound {
 
 const SHIFT: i64 = i32::MAX as i64 + 1;
 
+/// `a / b` rounded up, for `a ≥ 0` (without the overflow of `(a + b - 1) / b`).
 fn ceil_div(a: i64, b: i64) -> i64 {
-    if b <= 0 { i64::MAX } else { (a + b - 1) / b }
+    if b <= 0 {
+        i64::MAX
+    } else {
+        a / b + i64::from(a % b != 0)
+    }
 }
 
 /// `None` when the preemptor cannot fit on the node even with every lower-priority pod
@@ -111,25 +116,27 @@ pub(crate) fn bound_of_summary(
 
 /// The bound for a preemptor requesting `want` on a node with `allocatable` (milli-CPU,
 /// memory, ephemeral storage, pod slots), `used` by `pods` pods (bound and nominated), whose
-/// lower-priority pods' requests are `lower` (ascending by priority).
+/// lower-priority pods' requests are `lower` (ascending by priority; amounts may be
+/// overstated, which only weakens the bound).
 #[inline(always)]
-fn bound_from(
+fn bound_from<L: LevelTotals>(
     want: &Resources,
     allocatable: [i64; 4],
     used: [i64; 3],
     pods: i64,
-    lower: &[PriorityLevel],
+    lower: &[L],
 ) -> Option<Bound> {
-    let cpu = used[0] + want.milli_cpu;
-    let memory = used[1] + want.memory;
-    let storage = used[2] + want.ephemeral_storage;
+    // Saturating: clients may send amounts near the i64 limit.
+    let cpu = used[0].saturating_add(want.milli_cpu);
+    let memory = used[1].saturating_add(want.memory);
+    let storage = used[2].saturating_add(want.ephemeral_storage);
     let slots = pods + 1;
     // Only resources the preemptor requests are checked (and none when it requests
     // nothing but a pod slot).
     let checked = !want.is_zero_request();
     let deficit = |used: i64, have: i64, requested: i64| {
         if checked && requested > 0 {
-            (used - have).max(0)
+            used.saturating_sub(have).max(0)
         } else {
             0
         }
@@ -139,36 +146,38 @@ fn bound_from(
     let d_storage = deficit(storage, allocatable[2], want.ephemeral_storage);
     let d_slots = (slots - allocatable[3]).max(0);
 
-    let lowest = lower.first()?.priority as i64;
+    let lowest = lower.first()?.priority() as i64;
     if d_cpu == 0 && d_memory == 0 && d_storage == 0 && d_slots == 0 {
         // Resources fit already; some other filter needs at least one victim.
         return Some(Bound {
             highest: lowest,
             sum: lowest + SHIFT,
             count: 1,
-            latest_start: lower[0].latest_start,
+            latest_start: lower[0].latest_start(),
         });
     }
-    let (mut f_cpu, mut f_memory, mut f_storage, mut f_slots) = (0, 0, 0, 0);
+    let (mut f_cpu, mut f_memory, mut f_storage, mut f_slots) = (0i64, 0i64, 0i64, 0);
     let mut highest = None;
     let mut latest_start = i64::MAX;
     // The largest single request below the preemptor, and (in the same pass) the
     // smallest level whose removal with every level under it frees the deficit.
     let (mut max_cpu, mut max_memory, mut max_storage) = (0, 0, 0);
     for level in lower {
-        max_cpu = max_cpu.max(level.max_milli_cpu);
-        max_memory = max_memory.max(level.max_memory);
-        max_storage = max_storage.max(level.max_ephemeral_storage);
+        let [largest_cpu, largest_memory, largest_storage] = level.largest();
+        max_cpu = max_cpu.max(largest_cpu);
+        max_memory = max_memory.max(largest_memory);
+        max_storage = max_storage.max(largest_storage);
         if highest.is_some() {
             continue;
         }
-        f_cpu += level.milli_cpu;
-        f_memory += level.memory;
-        f_storage += level.ephemeral_storage;
-        f_slots += level.pods;
+        let [cpu, memory, storage] = level.requested();
+        f_cpu = f_cpu.saturating_add(cpu);
+        f_memory = f_memory.saturating_add(memory);
+        f_storage = f_storage.saturating_add(storage);
+        f_slots += level.pods();
         if f_cpu >= d_cpu && f_memory >= d_memory && f_storage >= d_storage && f_slots >= d_slots {
-            highest = Some(level.priority as i64);
-            latest_start = level.latest_start;
+            highest = Some(level.priority() as i64);
+            latest_start = level.latest_start();
         }
     }
     let highest = highest?;
@@ -184,8 +193,167 @@ fn bound_from(
     }
     Some(Bound {
         highest,
-        sum: (highest + SHIFT) + (count - 1) * (lowest + SHIFT),
+        sum: (highest + SHIFT).saturating_add((count - 1).saturating_mul(lowest + SHIFT)),
         count,
         latest_start,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{LevelDigest, PriorityLevel};
+    use crate::generate::Rng;
+
+    /// An amount that is often not a power-of-two multiple (so `f32` must round).
+    fn amount(rng: &mut Rng, scale: i64) -> i64 {
+        match rng.below(4) {
+            0 => 0,
+            1 => rng.below(scale as u64) as i64,
+            2 => (rng.below(1 << 20) as i64) << 20,
+            _ => rng.below(1 << 62) as i64,
+        }
+    }
+
+    fn level(rng: &mut Rng, priority: i32) -> PriorityLevel {
+        let scale = 1 + rng.below(1 << 40) as i64;
+        let (cpu, memory, storage) = (amount(rng, scale), amount(rng, scale), amount(rng, scale));
+        let part = |rng: &mut Rng, total: i64| {
+            if total == 0 {
+                0
+            } else {
+                1 + rng.below(total as u64) as i64
+            }
+        };
+        PriorityLevel {
+            priority,
+            pods: 1 + rng.below(50) as i64,
+            milli_cpu: cpu,
+            memory,
+            ephemeral_storage: storage,
+            max_milli_cpu: part(rng, cpu),
+            max_memory: part(rng, memory),
+            max_ephemeral_storage: part(rng, storage),
+            latest_start: match rng.below(3) {
+                0 => i64::MAX,
+                1 => 1_700_000_000_000_000_000 + rng.below(1 << 40) as i64,
+                _ => rng.below(1 << 60) as i64 - (1 << 59),
+            },
+        }
+    }
+
+    /// The digest's rounded levels give a bound no stronger than the exact levels', so
+    /// pruning with it never drops a node the exact bound would keep.
+    #[test]
+    fn digest_levels_bound_no_higher_than_exact_levels() {
+        let mut rng = Rng::new(7);
+        let (mut compared, mut rounded) = (0, 0);
+        for _ in 0..20_000 {
+            let count = 1 + rng.below(4) as usize;
+            let exact: Vec<PriorityLevel> = (0..count)
+                .map(|i| level(&mut rng, i as i32 * 100 - 50))
+                .collect();
+            let digest: Vec<LevelDigest> = exact
+                .iter()
+                .map(|l| LevelDigest::of(l).expect("in range"))
+                .collect();
+            rounded += exact
+                .iter()
+                .zip(&digest)
+                .filter(|(e, d)| e.memory != d.requested()[1] || e.milli_cpu != d.requested()[0])
+                .count();
+            let used: [i64; 3] = [0, 1, 2].map(|r| {
+                exact
+                    .iter()
+                    .map(|l| l.requested()[r] / 2)
+                    .fold(0i64, i64::saturating_add)
+            });
+            let want = Resources {
+                milli_cpu: 1 + rng.below(1 << 30) as i64,
+                memory: 1 + rng.below(1 << 30) as i64,
+                ephemeral_storage: 1 + rng.below(1 << 30) as i64,
+                ..Resources::default()
+            };
+            // Deficits on the edges rounding could cross: exactly the sum of the first
+            // levels, or a whole number of the largest single request.
+            let edge = |r: usize, rng: &mut Rng| -> i64 {
+                match rng.below(3) {
+                    0 => exact[..1 + rng.below(count as u64) as usize]
+                        .iter()
+                        .map(|l| l.requested()[r])
+                        .fold(0i64, i64::saturating_add),
+                    1 => exact
+                        .iter()
+                        .map(|l| l.largest()[r])
+                        .max()
+                        .unwrap_or(0)
+                        .saturating_mul(1 + rng.below(4) as i64),
+                    _ => amount(rng, 1 << 30),
+                }
+            };
+            let want_total = [want.milli_cpu, want.memory, want.ephemeral_storage];
+            let allocatable: Vec<i64> = (0..3)
+                .map(|r| {
+                    let deficit = edge(r, &mut rng);
+                    used[r]
+                        .saturating_add(want_total[r])
+                        .saturating_sub(deficit)
+                })
+                .chain([110])
+                .collect();
+            let allocatable: [i64; 4] = allocatable.try_into().expect("four");
+            let total = used;
+            let pods = rng.below(115) as i64;
+            let full = bound_from(&want, allocatable, total, pods, &exact);
+            let compact = bound_from(&want, allocatable, total, pods, &digest);
+            match (full, compact) {
+                (Some(full), Some(compact)) => {
+                    compared += 1;
+                    assert!(compact.key() <= full.key(), "{compact:?} > {full:?}");
+                    if compact.key() == full.key() {
+                        assert!(compact.latest_start >= full.latest_start);
+                    }
+                }
+                (Some(full), None) => panic!("the digest lost the bound {full:?}"),
+                (None, _) => {}
+            }
+        }
+        assert!(
+            compared > 5_000 && rounded > 1_000,
+            "{compared} / {rounded}"
+        );
+    }
+
+    #[test]
+    fn digest_levels_round_up_and_refuse_what_they_cannot_hold() {
+        let mut rng = Rng::new(11);
+        for _ in 0..10_000 {
+            let exact = level(&mut rng, 0);
+            let digest = LevelDigest::of(&exact).expect("in range");
+            for (d, e) in digest.requested().into_iter().zip(exact.requested()) {
+                assert!(
+                    d >= e && (d - e) as f64 <= e as f64 * 1.2e-7 + 1.0,
+                    "{d} {e}"
+                );
+            }
+            for (d, e) in digest.largest().into_iter().zip(exact.largest()) {
+                assert!(
+                    d >= e && (d - e) as f64 <= e as f64 * 1.2e-7 + 1.0,
+                    "{d} {e}"
+                );
+            }
+            let (d, e) = (digest.latest_start(), exact.latest_start);
+            assert!(d >= e, "{d} < {e}");
+            if e == i64::MAX {
+                assert_eq!(d, i64::MAX);
+            } else if e > 946_684_800_000_000_000 {
+                assert!(d - e < 1_000_000_000);
+            }
+        }
+        let year_2200 = PriorityLevel {
+            latest_start: 7_258_118_400_000_000_000,
+            ..PriorityLevel::default()
+        };
+        assert_eq!(LevelDigest::of(&year_2200), None);
+    }
 }

@@ -484,7 +484,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
         if !digest_decides_resources || summary.hard_taints {
             return None;
         }
-        let nominated = if summary.nominated > 0 {
+        let nominated = if summary.counts_nominated(preemptor.priority) {
             pre.nominated_occupancy(node_at(index))
         } else {
             filters::Occupied::default()
@@ -582,7 +582,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
             // them while this leaf's digests are filtered, then read them.
             full_reads.clear();
             for (offset, summary) in leaf.iter().enumerate() {
-                if (!digest_decides_resources || summary.needs_full_read())
+                if (!digest_decides_resources || summary.needs_full_read(preemptor.priority))
                     && let Some(info) = nodes.get(start + offset)
                 {
                     crate::cache::prefetch(&info.node);
