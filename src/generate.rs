@@ -201,7 +201,8 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
             pod.priority = priority;
             pod.phase = PodPhase::Running;
             pod.start_time =
-                Some(1_700_000_000_000_000_000 + rng.below(10_000_000) as i64 * 1_000_000_000);
+                Some(1_700_000_000_000_000_000 + rng.below(10_000_000) as i64 * 1_000_000_000)
+                    .into();
             let mut ports = Vec::new();
             if rng.chance(3) {
                 ports.push(HostPort {

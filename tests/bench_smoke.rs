@@ -72,7 +72,7 @@ fn tiny_bench_prints_the_figures_as_json_on_the_last_line() {
             "{key} in {last}"
         );
     }
-    assert_eq!(json["rss_source"], "in-process");
+    assert_eq!(json["rss_source"], "process");
     assert!(json["rss_after_load_bytes"].as_u64().unwrap_or(0) > 0);
     let chart = std::fs::read_to_string(svg.path()).expect("chart written");
     assert!(chart.starts_with("<svg") && chart.contains("<polyline"));

@@ -1,4 +1,5 @@
-//! The measurements of one cluster size, against an in-process server or `--target`.
+//! The measurements of one cluster size, against a server process of its own, an
+//! in-process server (`--in-process`) or `--target`.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
@@ -38,9 +39,10 @@ const WARMUP_CALLS: u64 = 5;
 
 pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<SizeReport> {
     let started = Instant::now();
+    let mut child = None;
     let (server, addr) = match args.target {
         Some(addr) => (None, addr),
-        None => {
+        None if args.in_process => {
             let server = server::start(ServeConfig {
                 listen: SocketAddr::from(([127, 0, 0, 1], 0)),
                 ..ServeConfig::default()
@@ -50,10 +52,16 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
             let addr = server.local_addr();
             (Some(server), addr)
         }
+        None => {
+            let started = ChildServer::start().await?;
+            let addr = started.addr;
+            child = Some(started);
+            (None, addr)
+        }
     };
     let rss = RssProbe {
         in_process: server.is_some(),
-        pid: args.server_pid,
+        pid: child.as_ref().map(|c| c.process.id()).or(args.server_pid),
     };
     let channel = connect(addr).await?;
     let mut client = PreemptionClient::new(channel.clone());
@@ -154,6 +162,7 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
     if let Some(server) = server {
         server.shutdown().await?;
     }
+    drop(child);
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -618,6 +627,66 @@ fn watch_pod(uid: &str, node: &str) -> pb::Pod {
     }
 }
 
+/// `preemptd serve` in a process of its own, so its RSS is the server's alone (no client
+/// data, no allocator shared with the client); killed when dropped.
+struct ChildServer {
+    process: std::process::Child,
+    addr: SocketAddr,
+}
+
+impl ChildServer {
+    /// How long the child may take to accept connections.
+    const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+    async fn start() -> anyhow::Result<Self> {
+        // A port the OS just handed out is free; nothing else on loopback races for it
+        // in the moment before the child binds it.
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|l| l.local_addr())
+            .context("find a free loopback port")?
+            .port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let exe = std::env::current_exe().context("locate the preemptd binary")?;
+        let process = std::process::Command::new(exe)
+            .args([
+                "serve",
+                "--listen",
+                &addr.to_string(),
+                "--metrics-listen",
+                "off",
+            ])
+            .env("RUST_LOG", "warn")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .context("start the server process (preemptd serve)")?;
+        let mut child = ChildServer { process, addr };
+        let deadline = Instant::now() + Self::START_TIMEOUT;
+        loop {
+            if let Some(status) = child.process.try_wait()? {
+                bail!("the server process exited at start ({status})");
+            }
+            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                return Ok(child);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "the server process did not listen on {addr} within {:?}",
+                    Self::START_TIMEOUT
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
 /// Reads the server's resident set size.
 struct RssProbe {
     in_process: bool,
@@ -629,7 +698,7 @@ impl RssProbe {
         if self.in_process {
             "in-process"
         } else if self.pid.is_some() {
-            "pid"
+            "process"
         } else {
             "none"
         }
@@ -646,7 +715,7 @@ impl RssProbe {
         let in_process = self.in_process;
         tokio::task::spawn_blocking(move || {
             if in_process {
-                trim_heap();
+                crate::ops::memory::release_free_memory();
             }
             vm_rss(&std::fs::read_to_string(path).ok()?)
         })
@@ -655,17 +724,6 @@ impl RssProbe {
         .flatten()
     }
 }
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn trim_heap() {
-    // SAFETY: malloc_trim only releases free memory back to the OS; it is thread-safe.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn trim_heap() {}
 
 /// `VmRSS:   123456 kB` → bytes.
 fn vm_rss(status: &str) -> Option<u64> {

@@ -66,13 +66,16 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Sweep over sizes instead of --nodes/--pods-per-node, e.g. 5000x30,50000x20
-    /// (each size gets a fresh in-process server).
+    /// (each size gets a fresh server).
     #[arg(long, value_delimiter = ',', value_name = "NODESxPODS,...")]
     pub sizes: Vec<Size>,
     /// Use an already running, empty server at this loopback address instead of starting
-    /// one in-process.
-    #[arg(long, value_name = "ADDR")]
+    /// one (`preemptd serve` in a process of its own, so RSS is the server's alone).
+    #[arg(long, value_name = "ADDR", conflicts_with = "in_process")]
     pub target: Option<SocketAddr>,
+    /// Run the server inside the bench process instead (RSS then also counts the client).
+    #[arg(long)]
+    pub in_process: bool,
     /// Pid of the --target server, to read its RSS from /proc/PID/status.
     #[arg(long, requires = "target")]
     pub server_pid: Option<u32>,

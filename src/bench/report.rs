@@ -62,7 +62,8 @@ pub struct SizeReport {
     pub watch_stalled: Latency,
     /// Events some subscriber never received (should be 0).
     pub watch_missed: u64,
-    /// Where RSS was read: "in-process", "pid", or "none".
+    /// Where RSS was read: "process" (the server process, by pid), "in-process" (the
+    /// bench process with its server), or "none".
     pub rss_source: &'static str,
     pub rss_bytes_per_pod: f64,
     pub rss_bytes_per_node: f64,

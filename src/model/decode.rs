@@ -683,7 +683,7 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
         .collect::<Result<_>>()?;
 
     let status = cur.get("status")?;
-    pod.start_time = timestamp(&status.get("startTime")?)?;
+    pod.start_time = timestamp(&status.get("startTime")?)?.into();
     let conditions = status.get("conditions")?;
     details.conditions = conditions
         .elements()?
@@ -1123,7 +1123,7 @@ mod tests {
         let preemptor = decode_pod(&doc["preemptor"]).expect("preemptor");
         assert_eq!(preemptor.priority, 1000);
         assert_eq!(preemptor.node_name, None);
-        assert_eq!(preemptor.start_time, None);
+        assert_eq!(preemptor.start_time.get(), None);
         assert_eq!(
             preemptor.preemption_policy,
             PreemptionPolicy::PreemptLowerPriority
@@ -1330,7 +1330,7 @@ status:
             Some(1)
         );
         assert_eq!(pod.phase, PodPhase::Running);
-        assert_eq!(pod.start_time, Some(1_714_557_600_500_000_000));
+        assert_eq!(pod.start_time.get(), Some(1_714_557_600_500_000_000));
         assert_eq!(pod.nominated_node_name, None);
         assert_eq!(pod.details.conditions.len(), 1);
         assert!(!pod.terminating);
@@ -1754,7 +1754,7 @@ status:
         assert_eq!(&*pod.uid, "default/v");
         assert_eq!(&*pod.namespace, "default");
         assert_eq!(pod.phase, PodPhase::Pending);
-        assert_eq!(pod.start_time, None);
+        assert_eq!(pod.start_time.get(), None);
     }
 
     #[test]
@@ -1763,7 +1763,7 @@ status:
             decode_pod(
                 &json!({"kind": "Pod", "metadata": {"name": "p"}, "status": {"startTime": t}}),
             )
-            .map(|p| p.start_time)
+            .map(|p| p.start_time.get())
         };
         assert_eq!(at("1970-01-01T00:00:01Z"), Ok(Some(1_000_000_000)));
         assert_eq!(at("1970-01-01T01:00:00+01:00"), Ok(Some(0)));

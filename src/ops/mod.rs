@@ -3,5 +3,6 @@
 //! recorder), so they are installed once per process by the binary — or by a test
 //! binary — and the server works without either.
 
+pub mod memory;
 pub mod metrics;
 pub mod telemetry;

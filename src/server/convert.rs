@@ -612,7 +612,7 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
         .enumerate()
         .map(|(i, c)| spread_constraint(path.field("topology_spread_constraints").index(i), c))
         .collect::<Result<_>>()?;
-    pod.start_time = timestamp(path.field("start_time"), &p.start_time)?;
+    pod.start_time = timestamp(path.field("start_time"), &p.start_time)?.into();
     pod.terminating = timestamp(path.field("deletion_timestamp"), &p.deletion_timestamp)?.is_some();
     details.conditions = p
         .conditions
@@ -960,7 +960,7 @@ pub fn pod_message(p: &Pod) -> pb::Pod {
             .iter()
             .map(spread_message)
             .collect(),
-        start_time: p.start_time.map(rfc3339).unwrap_or_default(),
+        start_time: p.start_time.get().map(rfc3339).unwrap_or_default(),
         deletion_timestamp: if p.terminating {
             TERMINATING_SINCE.to_string()
         } else {

@@ -78,7 +78,7 @@ pub fn labelled(mut p: Pod, pairs: &[(&str, &str)]) -> Pod {
 }
 
 pub fn started(mut p: Pod, seconds: i64) -> Pod {
-    p.start_time = Some(seconds * 1_000_000_000);
+    p.start_time = Some(seconds * 1_000_000_000).into();
     p
 }
 

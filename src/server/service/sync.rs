@@ -34,6 +34,9 @@ use std::sync::Arc;
 const CHUNK_ITEMS: usize = 2048;
 /// Longest time spent receiving (and so decoding) one chunk on an async thread.
 const CHUNK_TIME: Duration = Duration::from_micros(250);
+/// Streams of at least this many items are bulk loads: once applied, the memory their
+/// decoding used is handed back to the OS.
+const BULK_ITEMS: u64 = 1_000;
 /// Rejections listed in the response; the rest are only counted.
 pub(crate) const MAX_REJECTIONS: usize = 100;
 
@@ -151,6 +154,18 @@ pub(super) async fn run(
         rejected = tally.rejected,
         "sync stream applied"
     );
+    if tally.next_index >= BULK_ITEMS {
+        // Awaited (a few milliseconds after a load of seconds), so the memory a client
+        // reads once the answer is in is what the cache holds.
+        let started = Instant::now();
+        tokio::task::spawn_blocking(crate::ops::memory::release_free_memory)
+            .await
+            .map_err(ApiError::from)?;
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+            "freed memory released after a bulk load"
+        );
+    }
     Ok(pb::SyncResponse {
         applied: Some(tally.applied),
         stale: Some(tally.stale),
