@@ -59,9 +59,8 @@ fn upsert_pod_into_5k_cluster(bencher: divan::Bencher) {
     .into_iter()
     .map(|mut p| {
         p.node_name = Some("node-000001".into());
-        p.uid = format!("bench-{}", p.uid).into();
-        p.name = format!("bench-{}", p.name).into();
-        p
+        let (name, uid) = (format!("bench-{}", p.name()), format!("bench-{}", p.uid()));
+        p.renamed(&name, &uid)
     })
     .collect();
     let mut i = 0;

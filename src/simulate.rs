@@ -70,7 +70,7 @@ pub fn load_cluster(objects: Vec<Object>) -> Result<ClusterCache, DecodeError> {
 pub fn resolve_preemptor(cache: &ClusterCache, mut pod: Pod) -> Pod {
     if pod.nomination().is_none()
         && pod.node_name.is_none()
-        && let Some(cached) = cache.get_pod(&pod.uid)
+        && let Some(cached) = cache.get_pod(pod.uid())
         && let Some(node) = cached.nomination()
     {
         pod.nominated_node_name = Some(node.clone());

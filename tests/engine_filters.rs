@@ -480,7 +480,8 @@ fn pod_affinity_to_a_lower_priority_pod_is_lost_in_the_dry_run() {
 fn pod_anti_affinity_terms_respect_namespaces() {
     let mut other_ns = labelled(pod("db", 20, 100, 0, Some("a1")), &[("app", "db")]);
     other_ns.namespace = "other".into();
-    other_ns.uid = "other-db".into();
+    let name = other_ns.name().to_owned();
+    let other_ns = other_ns.renamed(&name, "other-db");
     let cluster = Cluster::new(vec![zoned("a1", "a")], vec![other_ns], vec![]);
     let mut p = anti_affinity(pod("p", 10, 100, 0, None), &[("app", "db")], "zone");
     // Default: own namespace only → the db pod in "other" does not count.

@@ -108,19 +108,19 @@ proptest! {
         let node = d.nominated_node.clone().unwrap();
         prop_assert!(!d.victims.is_empty(), "never PREEMPT with zero victims");
         for v in &d.victims {
-            let victim = s.pods.iter().find(|p| p.uid == v.uid).unwrap();
+            let victim = s.pods.iter().find(|p| p.uid() == &*v.uid).unwrap();
             prop_assert!(victim.priority < s.preemptor.priority, "victim {} not lower priority", v.name);
             prop_assert_eq!(victim.node_name.as_deref(), Some(&*node));
         }
         // With the victims gone the preemptor fits on the chosen node.
-        let remaining: Vec<Pod> = s.pods.iter().filter(|p| !d.victims.iter().any(|v| v.uid == p.uid)).cloned().collect();
+        let remaining: Vec<Pod> = s.pods.iter().filter(|p| !d.victims.iter().any(|v| &*v.uid == p.uid())).cloned().collect();
         let after = cluster(&s, &remaining).decide(&s.preemptor);
         prop_assert_eq!(after.outcome, Outcome::Fits);
         prop_assert!(after.feasible_nodes.contains(&node));
         // No victim could have been kept: putting any one back makes the pod not fit there.
         for v in &d.victims {
             let mut with_one_back = remaining.clone();
-            with_one_back.push(s.pods.iter().find(|p| p.uid == v.uid).unwrap().clone());
+            with_one_back.push(s.pods.iter().find(|p| p.uid() == &*v.uid).unwrap().clone());
             let again = cluster(&s, &with_one_back).decide(&s.preemptor);
             prop_assert!(!again.feasible_nodes.contains(&node), "victim {} could have been reprieved", v.name);
         }

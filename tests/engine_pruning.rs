@@ -110,7 +110,7 @@ fn node_digests_filter_like_the_full_entries() {
         }
         // Churn: deletions (slots move) and pods with five more priority levels.
         for pod in cluster.pods.iter().step_by(7) {
-            cache.delete_pod(&pod.namespace, &pod.name, None).unwrap();
+            cache.delete_pod(&pod.namespace, pod.name(), None).unwrap();
         }
         cache.delete_node(&cluster.nodes[3].name).unwrap();
         for (k, pod) in cluster.pods.iter().step_by(5).enumerate() {

@@ -53,7 +53,7 @@ pub struct NodeInfo {
 
 impl PriorityLevel {
     fn add(&mut self, pod: &Pod) {
-        let r = &pod.requests;
+        let r = pod.requests();
         self.pods += 1;
         self.milli_cpu += r.milli_cpu;
         self.memory += r.memory;
@@ -227,7 +227,7 @@ impl NodeInfo {
     fn add_pod(&mut self, pod: Arc<Pod>, label_ids: &[LabelId]) {
         self.add_to_level(&pod);
         self.index_labels(&pod, label_ids.iter().copied(), 1);
-        self.requested.add(&pod.requests);
+        self.requested.add(pod.requests());
         if pod.has_required_anti_affinity() {
             self.anti_affinity_pods += 1;
         }
@@ -235,11 +235,11 @@ impl NodeInfo {
     }
 
     fn remove_pod(&mut self, uid: &str, label_ids: &[Option<LabelId>]) -> Option<Arc<Pod>> {
-        let index = self.pods.iter().position(|p| &*p.uid == uid)?;
+        let index = self.pods.iter().position(|p| p.uid() == uid)?;
         let pod = self.pods.swap_remove(index);
         self.rebuild_level(pod.priority);
         self.index_labels(&pod, label_ids.iter().flatten().copied(), -1);
-        self.requested.sub(&pod.requests);
+        self.requested.sub(pod.requests());
         if pod.has_required_anti_affinity() {
             self.anti_affinity_pods -= 1;
         }
@@ -247,7 +247,7 @@ impl NodeInfo {
     }
 
     fn remove_nominated(&mut self, uid: &str) -> Option<Arc<Pod>> {
-        let index = self.nominated.iter().position(|p| &*p.uid == uid)?;
+        let index = self.nominated.iter().position(|p| p.uid() == uid)?;
         Some(self.nominated.swap_remove(index))
     }
 }
@@ -757,13 +757,13 @@ impl ClusterCache {
         match &Place::of(pod) {
             Place::Bound(node) => {
                 let ids = table.labels.ids_of(pod);
-                let removed = table.edit(node, |info| info.remove_pod(&pod.uid, &ids));
+                let removed = table.edit(node, |info| info.remove_pod(pod.uid(), &ids));
                 if removed.is_some() {
                     table.labels.release(ids.into_iter().flatten());
                 }
             }
             Place::Nominated(node) => {
-                table.edit(node, |info| info.remove_nominated(&pod.uid));
+                table.edit(node, |info| info.remove_nominated(pod.uid()));
             }
             Place::Pending => {}
         }
@@ -777,7 +777,7 @@ impl ClusterCache {
                 let ids = table.labels.acquire(pod);
                 let old_ids = table.labels.ids_of(old);
                 let removed = table.edit(node, |info| {
-                    let removed = info.remove_pod(&old.uid, &old_ids);
+                    let removed = info.remove_pod(old.uid(), &old_ids);
                     info.add_pod(pod.clone(), &ids);
                     removed
                 });
@@ -786,7 +786,7 @@ impl ClusterCache {
                 }
             }
             Place::Nominated(node) => table.edit(node, |info| {
-                info.remove_nominated(&old.uid);
+                info.remove_nominated(old.uid());
                 info.nominated.push(pod.clone());
             }),
             Place::Pending => {}
@@ -809,20 +809,20 @@ impl ClusterCache {
     fn put_pod(&self, table: &mut Table<'_>, mut pod: Pod) -> Result<UpdateOutcome, CacheError> {
         // First, so the indexes below hold the shared strings too.
         table.compact_pod(&mut pod);
-        if let Some(existing) = self.pods.get_by_name(&pod.namespace, &pod.name)
-            && existing.uid != pod.uid
+        if let Some(existing) = self.pods.get_by_name(&pod.namespace, pod.name())
+            && existing.uid() != pod.uid()
         {
             return Err(CacheError::NameConflict {
-                name: format!("{}/{}", pod.namespace, pod.name),
-                existing: existing.uid.to_string(),
+                name: format!("{}/{}", pod.namespace, pod.name()),
+                existing: existing.uid().to_string(),
             });
         }
-        let old = self.pods.get(&pod.uid);
+        let old = self.pods.get(pod.uid());
         if let Some(old) = &old {
-            if (&old.namespace, &old.name) != (&pod.namespace, &pod.name) {
+            if (&old.namespace, &old.name()) != (&pod.namespace, &pod.name()) {
                 return Err(CacheError::UidConflict {
-                    uid: pod.uid.to_string(),
-                    existing: format!("{}/{}", old.namespace, old.name),
+                    uid: pod.uid().to_string(),
+                    existing: format!("{}/{}", old.namespace, old.name()),
                 });
             }
             if is_stale(pod.resource_version, old.resource_version) {
@@ -898,7 +898,7 @@ impl ClusterCache {
             .pods
             .get_by_name(namespace, name)
             .ok_or_else(not_found)?;
-        if uid.is_some_and(|u| !u.is_empty() && u != &*held.uid) {
+        if uid.is_some_and(|u| !u.is_empty() && u != held.uid()) {
             return Err(not_found());
         }
         self.pods.remove(&held);
@@ -1019,8 +1019,8 @@ impl ClusterCache {
         let current = table.get(&commit.node).map(|n| n.generation);
         let name_taken = self
             .pods
-            .get_by_name(&commit.preemptor.namespace, &commit.preemptor.name)
-            .is_some_and(|held| held.uid != commit.preemptor.uid);
+            .get_by_name(&commit.preemptor.namespace, commit.preemptor.name())
+            .is_some_and(|held| held.uid() != commit.preemptor.uid());
         // A name taken by another uid since the decision: nothing is changed, and the
         // caller's re-check reports it.
         if current != Some(commit.node_generation) || name_taken {
@@ -1073,7 +1073,7 @@ impl ClusterCache {
         let mut preemptor = commit.preemptor.clone();
         preemptor.node_name = None;
         preemptor.nominated_node_name = Some(commit.node.clone());
-        if let Some(held) = self.pods.get(&preemptor.uid) {
+        if let Some(held) = self.pods.get(preemptor.uid()) {
             preemptor.resource_version = held.resource_version;
         }
         let nomination = Nomination {
@@ -1159,7 +1159,7 @@ mod tests {
             pod.finish()
         };
         let (a, b) = (fresh("a"), fresh("b"));
-        let requests = a.requests.clone();
+        let requests = a.requests().clone();
         assert!(!Arc::ptr_eq(&a.namespace, &b.namespace));
         cache.upsert_pod(a).unwrap();
         cache.upsert_pod(b).unwrap();
@@ -1179,8 +1179,8 @@ mod tests {
         assert!(a.details.containers.is_empty());
         assert!(Arc::ptr_eq(&a.details, &b.details));
         assert_eq!(&*a.details.tolerations[0].key, "dedicated");
-        assert_eq!(a.requests, requests);
-        assert_eq!(a.requests.milli_cpu, 250);
+        assert_eq!(a.requests(), &requests);
+        assert_eq!(a.requests().milli_cpu, 250);
     }
 
     /// A batch gives the same results and the same node entries as one call per pod,
@@ -1223,7 +1223,7 @@ mod tests {
         for node in &a.nodes {
             let other = b.node(&node.name).expect("same nodes");
             let uids = |n: &NodeInfo| {
-                let mut v: Vec<Str> = n.pods.iter().map(|p| p.uid.clone()).collect();
+                let mut v: Vec<Str> = n.pods.iter().map(|p| Str::from(p.uid())).collect();
                 v.sort();
                 v
             };

@@ -17,13 +17,13 @@ struct ByUid(Arc<Pod>);
 
 impl Hash for ByUid {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.uid.as_ref().hash(state)
+        self.0.uid().hash(state)
     }
 }
 
 impl PartialEq for ByUid {
     fn eq(&self, other: &Self) -> bool {
-        self.0.uid == other.0.uid
+        self.0.uid() == other.0.uid()
     }
 }
 
@@ -31,7 +31,7 @@ impl Eq for ByUid {}
 
 impl Borrow<str> for ByUid {
     fn borrow(&self) -> &str {
-        &self.0.uid
+        self.0.uid()
     }
 }
 
@@ -66,7 +66,7 @@ struct ByName(Arc<Pod>);
 
 impl NamespacedName for ByName {
     fn key(&self) -> (&str, &str) {
-        (&self.0.namespace, &self.0.name)
+        (&self.0.namespace, self.0.name())
     }
 }
 
@@ -130,8 +130,8 @@ impl PodIndex {
 
     /// Drops `pod` (held under its uid and name) from both indexes.
     pub fn remove(&self, pod: &Pod) {
-        self.by_uid.remove(&*pod.uid);
-        let key: &dyn NamespacedName = &(&*pod.namespace, &*pod.name);
+        self.by_uid.remove(pod.uid());
+        let key: &dyn NamespacedName = &(&*pod.namespace, pod.name());
         self.by_name.remove(key);
     }
 
@@ -161,14 +161,14 @@ mod tests {
         assert_eq!(index.len(), 3);
         assert_eq!(index.get("uid-a").unwrap().resource_version, 2);
         assert_eq!(index.get_by_name("ns", "a").unwrap().resource_version, 2);
-        assert_eq!(&*index.get_by_name("other", "a").unwrap().uid, "uid-c");
+        assert_eq!(index.get_by_name("other", "a").unwrap().uid(), "uid-c");
         assert!(index.get_by_name("ns", "c").is_none());
         assert!(index.get("uid-x").is_none());
 
         index.remove(&index.get("uid-a").unwrap());
         assert!(index.get("uid-a").is_none());
         assert!(index.get_by_name("ns", "a").is_none());
-        assert_eq!(&*index.get_by_name("ns", "b").unwrap().uid, "uid-b");
+        assert_eq!(index.get_by_name("ns", "b").unwrap().uid(), "uid-b");
         assert_eq!(index.len(), 2);
     }
 }

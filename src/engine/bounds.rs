@@ -72,14 +72,14 @@ pub(crate) fn bound(pre: &PreFilter<'_>, info: &NodeInfo) -> Option<Bound> {
     ];
     let mut pods = info.pods.len() as i64;
     for n in pre.nominated_pods(info) {
-        used[0] += n.requests.milli_cpu;
-        used[1] += n.requests.memory;
-        used[2] += n.requests.ephemeral_storage;
+        used[0] += n.requests().milli_cpu;
+        used[1] += n.requests().memory;
+        used[2] += n.requests().ephemeral_storage;
         pods += 1;
     }
     let below = info.levels.partition_point(|l| l.priority < pod.priority);
     bound_from(
-        &pod.requests,
+        pod.requests(),
         [
             alloc.milli_cpu,
             alloc.memory,
@@ -106,7 +106,7 @@ pub(crate) fn bound_of_summary(
     let [cpu, memory, storage] = summary.requested;
     let [add_cpu, add_memory, add_storage] = nominated.requested;
     Some(bound_from(
-        &pod.requests,
+        pod.requests(),
         summary.allocatable,
         [cpu + add_cpu, memory + add_memory, storage + add_storage],
         summary.pods as i64 + nominated.pods,

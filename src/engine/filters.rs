@@ -784,9 +784,9 @@ impl<'a> PreFilter<'a> {
     /// the affinity/spread state as upstream's PreFilter AddPod/RemovePod extensions do.
     fn apply(&self, scratch: &mut NodeScratch<'_>, pod: &Pod, sign: i64) {
         if sign > 0 {
-            scratch.requested.add(&pod.requests);
+            scratch.requested.add(pod.requests());
         } else {
-            scratch.requested.sub(&pod.requests);
+            scratch.requested.sub(pod.requests());
         }
         scratch.pod_count += sign;
         if self.inter_pod {
@@ -857,7 +857,7 @@ impl<'a> PreFilter<'a> {
         info.nominated
             .iter()
             .map(|p| &**p)
-            .filter(move |p| p.priority >= pod.priority && p.uid != pod.uid)
+            .filter(move |p| p.priority >= pod.priority && p.uid() != pod.uid())
     }
 
     /// Upstream `RunFilterPluginsWithNominatedPods` for the pod-dependent filters: first
@@ -929,7 +929,7 @@ impl<'a> PreFilter<'a> {
         let alloc = &scratch.node.allocatable;
         let used = &scratch.requested;
         resources_fit(
-            &self.pod.requests,
+            self.pod.requests(),
             alloc.pods,
             scratch.pod_count,
             [
@@ -952,7 +952,7 @@ impl<'a> PreFilter<'a> {
             && pod.details.node_selector.is_empty()
             && pod.details.required_node_affinity.is_none()
             && pod.details.host_ports.is_empty()
-            && pod.requests.scalars.iter().all(|(_, v)| *v == 0)
+            && pod.requests().scalars.iter().all(|(_, v)| *v == 0)
     }
 
     /// Whether such a node is filtered from its digest alone, success included: nothing
@@ -984,7 +984,7 @@ impl<'a> PreFilter<'a> {
         let [used_cpu, used_memory, used_storage] = summary.requested;
         let [add_cpu, add_memory, add_storage] = nominated.requested;
         fit_mask(
-            &self.pod.requests,
+            self.pod.requests(),
             slots,
             summary.pods as i64 + nominated.pods,
             [
@@ -999,7 +999,7 @@ impl<'a> PreFilter<'a> {
     pub fn nominated_occupancy(&self, info: &NodeInfo) -> Occupied {
         let mut occupied = Occupied::default();
         for pod in self.nominated_pods(info) {
-            let r = &pod.requests;
+            let r = pod.requests();
             occupied.requested[0] += r.milli_cpu;
             occupied.requested[1] += r.memory;
             occupied.requested[2] += r.ephemeral_storage;

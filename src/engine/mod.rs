@@ -145,8 +145,8 @@ pub(crate) fn importance(a: &Pod, b: &Pod, now: i64) -> Ordering {
                 .cmp(&b.start_time.unwrap_or(now))
         })
         .then_with(|| a.namespace.cmp(&b.namespace))
-        .then_with(|| a.name.cmp(&b.name))
-        .then_with(|| a.uid.cmp(&b.uid))
+        .then_with(|| a.name().cmp(b.name()))
+        .then_with(|| a.uid().cmp(b.uid()))
 }
 
 fn now_nanos() -> i64 {
@@ -431,7 +431,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
     let span = tracing::info_span!(
         "decide",
         preemptor.namespace = %preemptor.namespace,
-        preemptor.name = %preemptor.name,
+        preemptor.name = %preemptor.name(),
         preemptor.priority = preemptor.priority,
         nodes = snapshot.nodes.len(),
         revision = snapshot.revision,
@@ -806,7 +806,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     let mut to_clear: Vec<&Arc<Pod>> = info
         .nominated
         .iter()
-        .filter(|p| p.priority < preemptor.priority && p.uid != preemptor.uid)
+        .filter(|p| p.priority < preemptor.priority && p.uid() != preemptor.uid())
         .collect();
     to_clear.sort_by(|a, b| importance(a, b, now));
     let mut decision = Decision::new(Outcome::Preempt, filter_message);

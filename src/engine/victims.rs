@@ -47,7 +47,7 @@ impl<'a> PdbIndex<'a> {
                     }
                     // Already being disrupted through the API: not a violation, and the
                     // budget was already charged for it.
-                    if pdb.disrupted_pods.iter().any(|n| *n == pod.name) {
+                    if pdb.disrupted_pods.iter().any(|n| **n == *pod.name()) {
                         continue;
                     }
                     let slot = match remaining.iter().position(|(i, _)| i == index) {

@@ -1065,7 +1065,7 @@ mod tests {
             let cluster = decode_list(&doc["cluster"]).unwrap_or_else(|e| panic!("{file:?}: {e}"));
             let preemptor =
                 decode_pod(&doc["preemptor"]).unwrap_or_else(|e| panic!("{file:?}: {e}"));
-            assert!(!preemptor.name.is_empty());
+            assert!(!preemptor.name().is_empty());
             assert_eq!(
                 cluster.len(),
                 doc["cluster"]["items"].as_array().map_or(0, Vec::len)
@@ -1112,14 +1112,14 @@ mod tests {
             panic!("third item is a pod")
         };
         assert_eq!(
-            (&*p1.namespace, &*p1.name, &*p1.uid),
+            (&*p1.namespace, p1.name(), p1.uid()),
             ("default", "p1", "p1")
         );
         assert_eq!(p1.node_name.as_deref(), Some("node1"));
         assert_eq!(p1.priority, 100);
         assert_eq!(p1.phase, PodPhase::Running);
-        assert_eq!(p1.requests.milli_cpu, 300);
-        assert_eq!(p1.requests.memory, 300);
+        assert_eq!(p1.requests().milli_cpu, 300);
+        assert_eq!(p1.requests().memory, 300);
         let preemptor = decode_pod(&doc["preemptor"]).expect("preemptor");
         assert_eq!(preemptor.priority, 1000);
         assert_eq!(preemptor.node_name, None);
@@ -1243,7 +1243,7 @@ status:
         let value = parse_document(YAML_POD).expect("yaml");
         let pod = decode_pod(&value).expect("pod");
         assert_eq!(
-            (&*pod.namespace, &*pod.name, &*pod.uid),
+            (&*pod.namespace, pod.name(), pod.uid()),
             ("shop", "web-0", "shop/web-0")
         );
         assert_eq!(pod.resource_version, 42);
@@ -1251,9 +1251,9 @@ status:
         assert_eq!(pod.priority, 1000);
         assert_eq!(pod.preemption_policy, PreemptionPolicy::Never);
         assert_eq!(pod.scheduler_name(), "custom");
-        assert_eq!(pod.requests.milli_cpu, 250);
-        assert_eq!(pod.requests.memory, 64 << 20);
-        assert_eq!(pod.requests.scalar("nvidia.com/gpu"), 2);
+        assert_eq!(pod.requests().milli_cpu, 250);
+        assert_eq!(pod.requests().memory, 64 << 20);
+        assert_eq!(pod.requests().scalar("nvidia.com/gpu"), 2);
         assert_eq!(
             pod.details.host_ports,
             vec![
@@ -1626,7 +1626,7 @@ status:
         let objects = decode_list(&typed).expect("pod list");
         assert_eq!(objects.len(), 2);
         match &objects[1] {
-            Object::Pod(p) => assert_eq!((&*p.namespace, &*p.uid), ("x", "u-b")),
+            Object::Pod(p) => assert_eq!((&*p.namespace, p.uid()), ("x", "u-b")),
             other => panic!("unexpected {other:?}"),
         }
         let nodes = json!({"kind": "NodeList", "items": [{"metadata": {"name": "n"}}]});
@@ -1670,9 +1670,9 @@ status:
                 .map(|q| q.value()),
             Some(1 << 30)
         );
-        assert_eq!(pod.requests.milli_cpu, 500);
-        assert_eq!(pod.requests.memory, 1 << 30);
-        assert_eq!(pod.requests.scalar("example.com/dongle"), 1);
+        assert_eq!(pod.requests().milli_cpu, 500);
+        assert_eq!(pod.requests().memory, 1 << 30);
+        assert_eq!(pod.requests().scalar("example.com/dongle"), 1);
     }
 
     #[test]
@@ -1684,8 +1684,8 @@ status:
             "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
         })))
         .expect("pod");
-        assert_eq!(pod.requests.milli_cpu, 1000);
-        assert_eq!(pod.requests.memory, 2 << 30);
+        assert_eq!(pod.requests().milli_cpu, 1000);
+        assert_eq!(pod.requests().memory, 2 << 30);
         assert_eq!(pod.details.pod_requests.get("example.com/x"), None);
         // Explicit pod-level requests win.
         let pod = decode_pod(&pod_with(json!({
@@ -1694,7 +1694,7 @@ status:
             "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
         })))
         .expect("pod");
-        assert_eq!(pod.requests.milli_cpu, 3100);
+        assert_eq!(pod.requests().milli_cpu, 3100);
     }
 
     #[test]
@@ -1710,7 +1710,7 @@ status:
         assert!(!pod.details.containers[0].restart_always);
         assert!(pod.details.init_containers[0].restart_always);
         assert!(!pod.details.init_containers[1].restart_always);
-        assert_eq!(pod.requests.milli_cpu, 700);
+        assert_eq!(pod.requests().milli_cpu, 700);
         let ports: Vec<i32> = pod.details.host_ports.iter().map(|p| p.port).collect();
         assert_eq!(ports, vec![80, 9000]);
         assert_eq!(pod.details.host_ports[1].protocol, Protocol::Sctp);
@@ -1751,7 +1751,7 @@ status:
         let pod = decode_pod(&value).expect("pod");
         assert!(!pod.terminating);
         assert_eq!(pod.node_name, None);
-        assert_eq!(&*pod.uid, "default/v");
+        assert_eq!(pod.uid(), "default/v");
         assert_eq!(&*pod.namespace, "default");
         assert_eq!(pod.phase, PodPhase::Pending);
         assert_eq!(pod.start_time.get(), None);

@@ -350,9 +350,12 @@ impl std::fmt::Debug for StartTime {
 /// fields (`requests`, `host_ports`) agree with the spec fields.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pod {
-    pub uid: Str,
+    /// Name then uid in one string: one allocation a pod instead of two (see
+    /// [`Pod::name`], [`Pod::uid`]).
+    identity: Str,
+    /// Bytes of `identity` that are the name.
+    name_len: usize,
     pub namespace: Str,
-    pub name: Str,
     pub resource_version: u64,
     pub labels: Labels,
     /// `spec.nodeName`; `None` for pending pods.
@@ -369,10 +372,6 @@ pub struct Pod {
     pub phase: PodPhase,
     /// The rest of spec and status; change it through [`Pod::details_mut`].
     pub details: Arc<PodDetails>,
-
-    // Derived by `finish`.
-    /// Effective requests (containers, init steps, sidecars, pod-level, overhead).
-    pub requests: Resources,
 }
 
 /// The parts of a pod that pods made from one template have in common, kept apart so
@@ -397,6 +396,10 @@ pub struct PodDetails {
     pub conditions: Vec<PodCondition>,
     /// Derived by [`Pod::finish`]: host ports of regular and sidecar containers.
     pub host_ports: Vec<HostPort>,
+    /// Derived by [`Pod::finish`]: effective requests (containers, init steps, sidecars,
+    /// pod-level, overhead). Kept here, not in every pod: they follow from the spec
+    /// above, so pods of one template share them (56 bytes a pod).
+    pub requests: Resources,
 }
 
 pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
@@ -407,9 +410,9 @@ impl Pod {
     /// A pod with only identity set; fill the rest and call [`Pod::finish`].
     pub fn new(namespace: &str, name: &str, uid: &str) -> Self {
         Pod {
-            uid: uid.into(),
+            identity: [name, uid].concat().into(),
+            name_len: name.len(),
             namespace: namespace.into(),
-            name: name.into(),
             resource_version: 0,
             labels: Labels::default(),
             node_name: None,
@@ -420,8 +423,24 @@ impl Pod {
             nominated_node_name: None,
             phase: PodPhase::Pending,
             details: Arc::default(),
-            requests: Resources::default(),
         }
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.identity[..self.name_len]
+    }
+
+    /// `metadata.uid`.
+    pub fn uid(&self) -> &str {
+        &self.identity[self.name_len..]
+    }
+
+    /// The same pod under another name and uid.
+    pub fn renamed(mut self, name: &str, uid: &str) -> Self {
+        self.identity = [name, uid].concat().into();
+        self.name_len = name.len();
+        self
     }
 
     /// `spec.schedulerName`, defaulted as the API server does.
@@ -433,14 +452,20 @@ impl Pod {
     }
 
     /// The details to change, copied first if they are shared.
+    /// Effective requests (set by [`Pod::finish`]).
+    pub fn requests(&self) -> &Resources {
+        &self.details.requests
+    }
+
     pub fn details_mut(&mut self) -> &mut PodDetails {
         Arc::make_mut(&mut self.details)
     }
 
     /// Recomputes the derived fields from the spec fields.
     pub fn finish(mut self) -> Self {
-        self.requests = resources::effective_pod_requests(&self);
+        let requests = resources::effective_pod_requests(&self);
         let details = self.details_mut();
+        details.requests = requests;
         details.host_ports = details
             .containers
             .iter()
@@ -483,8 +508,8 @@ impl Pod {
     pub fn pod_ref(&self) -> PodRef {
         PodRef {
             namespace: self.namespace.clone(),
-            name: self.name.clone(),
-            uid: self.uid.clone(),
+            name: self.name().into(),
+            uid: self.uid().into(),
         }
     }
 
@@ -549,5 +574,47 @@ impl PodDisruptionBudget {
             }
             None => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_and_uid_share_one_string() {
+        let pod = Pod::new("ns", "wëb-0", "3f1c-ü");
+        assert_eq!((pod.name(), pod.uid()), ("wëb-0", "3f1c-ü"));
+        let empty = Pod::new("ns", "", "");
+        assert_eq!((empty.name(), empty.uid()), ("", ""));
+        let renamed = pod.renamed("db", "u-2");
+        assert_eq!((renamed.name(), renamed.uid()), ("db", "u-2"));
+        let r = renamed.pod_ref();
+        assert_eq!((&*r.namespace, &*r.name, &*r.uid), ("ns", "db", "u-2"));
+    }
+
+    #[test]
+    fn start_time_keeps_unset_apart_from_every_time() {
+        assert_eq!(StartTime::default().get(), None);
+        assert_eq!(StartTime::from(None).unwrap_or(7), 7);
+        assert_eq!(StartTime::from(Some(0)).get(), Some(0));
+        assert_eq!(StartTime::from(Some(-5)).unwrap_or(7), -5);
+        assert_eq!(StartTime::from(Some(i64::MIN)).get(), Some(i64::MIN + 1));
+    }
+
+    #[test]
+    fn requests_follow_the_spec_and_are_shared_with_the_details() {
+        let mut pod = Pod::new("ns", "a", "u");
+        pod.details_mut().containers = vec![Container {
+            requests: ContainerResources::new(vec![(
+                "cpu".into(),
+                quantity::Quantity::from_millis(250),
+            )]),
+            ..Container::default()
+        }];
+        let pod = pod.finish();
+        assert_eq!(pod.requests().milli_cpu, 250);
+        let twin = pod.clone().renamed("b", "v");
+        assert!(std::ptr::eq(pod.requests(), twin.requests()));
     }
 }

@@ -129,7 +129,7 @@ pub fn pod_level_requests_defaulted(
 }
 
 /// The scheduler's integer resource vector.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Resources {
     pub milli_cpu: i64,
     pub memory: i64,
@@ -245,7 +245,7 @@ mod tests {
         // sidecar 200m, then an init container of 500m: step = 500 + 200 = 700
         pod.details_mut().init_containers = vec![container("200m", true), container("500m", false)];
         let pod = pod.finish();
-        assert_eq!(pod.requests.milli_cpu, 700);
+        assert_eq!(pod.requests().milli_cpu, 700);
     }
 
     #[test]
@@ -255,7 +255,7 @@ mod tests {
         pod.details_mut().init_containers = vec![container("100m", true), container("150m", false)];
         let pod = pod.finish();
         // running = 300 + 100 = 400; init step = 150 + 100 = 250
-        assert_eq!(pod.requests.milli_cpu, 400);
+        assert_eq!(pod.requests().milli_cpu, 400);
     }
 
     #[test]
@@ -265,8 +265,8 @@ mod tests {
         pod.details_mut().pod_requests = list(&[("cpu", "1")]);
         pod.details_mut().overhead = list(&[("cpu", "50m"), ("memory", "1Ki")]);
         let pod = pod.finish();
-        assert_eq!(pod.requests.milli_cpu, 1050);
-        assert_eq!(pod.requests.memory, 1024);
+        assert_eq!(pod.requests().milli_cpu, 1050);
+        assert_eq!(pod.requests().memory, 1024);
     }
 
     #[test]

@@ -907,8 +907,8 @@ const TERMINATING_SINCE: &str = "1970-01-01T00:00:00Z";
 pub fn pod_message(p: &Pod) -> pb::Pod {
     pb::Pod {
         namespace: p.namespace.to_string(),
-        name: p.name.to_string(),
-        uid: p.uid.to_string(),
+        name: p.name().to_string(),
+        uid: p.uid().to_string(),
         resource_version: p.resource_version,
         labels: label_map(&p.labels),
         node_name: p.node_name.as_deref().unwrap_or_default().to_string(),
@@ -1055,8 +1055,8 @@ mod tests {
         };
         let pod = pod("upsert", &p).unwrap();
         assert_eq!(&*pod.namespace, "default");
-        assert_eq!(&*pod.uid, "default/p");
-        assert_eq!(pod.requests.milli_cpu, 2000);
+        assert_eq!(pod.uid(), "default/p");
+        assert_eq!(pod.requests().milli_cpu, 2000);
         assert_eq!(pod.details.host_ports.len(), 1);
         assert_eq!(&*pod.details.host_ports[0].ip, BIND_ALL_IP);
         assert_eq!(pod.phase, PodPhase::Pending);

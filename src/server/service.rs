@@ -103,7 +103,7 @@ impl State {
 
     /// Upserts a pod and records how its nomination moved.
     fn upsert_pod(&self, pod: Pod) -> Result<UpdateOutcome, ApiError> {
-        let uid = pod.uid.clone();
+        let uid = pod.uid().to_owned();
         let _sync = self.sync.lock();
         let before = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
         let outcome = self.cache.upsert_pod(pod)?;
@@ -141,13 +141,13 @@ impl State {
             let _gate =
                 (!dry_run && attempt > OPTIMISTIC_ATTEMPTS).then(|| self.preempt_gate.lock());
             if !dry_run
-                && let Some(existing) = self.cache.get_pod_by_name(&pod.namespace, &pod.name)
-                && existing.uid != pod.uid
+                && let Some(existing) = self.cache.get_pod_by_name(&pod.namespace, pod.name())
+                && existing.uid() != pod.uid()
             {
                 // The commit would record the preemptor under a name another uid holds.
                 return Err(crate::cache::CacheError::NameConflict {
-                    name: format!("{}/{}", pod.namespace, pod.name),
-                    existing: existing.uid.to_string(),
+                    name: format!("{}/{}", pod.namespace, pod.name()),
+                    existing: existing.uid().to_string(),
                 }
                 .into());
             }
@@ -160,7 +160,7 @@ impl State {
                 // As upstream re-reads the pod: the nomination the cache holds applies.
                 preemptor.nominated_node_name = self
                     .cache
-                    .get_pod(&preemptor.uid)
+                    .get_pod(preemptor.uid())
                     .and_then(|held| held.nomination().cloned());
             }
             let snapshot = self.cache.snapshot();
@@ -203,7 +203,7 @@ impl State {
                             response.nominations_revision =
                                 self.log.publish(changes.into_iter().map(change_event));
                             tracing::debug!(
-                                pod = %commit.preemptor.name,
+                                pod = %commit.preemptor.name(),
                                 namespace = %commit.preemptor.namespace,
                                 node = %node,
                                 victims = commit.victims.len(),
@@ -221,7 +221,7 @@ impl State {
                 }
                 Outcome::NoCandidate => {
                     let _sync = self.sync.lock();
-                    let cleared = self.cache.clear_nomination(&preemptor.uid);
+                    let cleared = self.cache.clear_nomination(preemptor.uid());
                     if cleared.is_some() {
                         response.revision = self.cache.revision();
                     }
@@ -239,7 +239,7 @@ impl State {
         }
         let node = last_conflict.as_deref().unwrap_or("?").to_string();
         tracing::warn!(
-            pod = %pod.name,
+            pod = %pod.name(),
             namespace = %pod.namespace,
             node = %node,
             attempts = self.commit_attempts,
@@ -247,7 +247,9 @@ impl State {
         );
         Err(ApiError::Aborted(format!(
             "node {node} kept changing concurrently: preemption for pod {}/{} not committed after {} attempts; retry",
-            pod.namespace, pod.name, self.commit_attempts
+            pod.namespace,
+            pod.name(),
+            self.commit_attempts
         )))
     }
 

@@ -295,7 +295,7 @@ impl State {
         pod.nomination().is_none()
             && self
                 .cache
-                .get_pod(&pod.uid)
+                .get_pod(pod.uid())
                 .is_none_or(|held| held.nomination().is_none())
     }
 
@@ -348,7 +348,7 @@ impl State {
                 outcome
             }
             Change::Upsert(pod) => {
-                let uid = pod.uid.clone();
+                let uid = pod.uid().to_owned();
                 let before = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
                 let outcome = self.cache.upsert_pod(pod)?;
                 let after = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
