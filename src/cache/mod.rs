@@ -8,13 +8,13 @@
 //! nodes) are atomic for other writers and for snapshots. Pods are looked up by uid in a
 //! sharded map (dashmap) without taking the mutex.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use triomphe::Arc;
 
 use dashmap::DashMap;
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::model::labels::{LabelPairs, Labels};
+use crate::model::labels::Labels;
 use crate::model::{Interner, Node, Pod, PodDetails, PodDisruptionBudget, PodRef, Resources, Str};
 
 mod labels;
@@ -423,9 +423,9 @@ struct NodeTable {
 /// The cache's interning tables (see [`Pod::compact`]).
 #[derive(Debug, Default)]
 struct Interned {
-    strings: Shared<str>,
-    label_sets: Shared<LabelPairs>,
-    pod_details: Shared<PodDetails>,
+    strings: Shared<Str>,
+    label_sets: Shared<Labels>,
+    pod_details: Shared<Arc<PodDetails>>,
 }
 
 impl Interned {
@@ -442,12 +442,12 @@ impl Interner for Interned {
     }
 
     fn share_labels(&mut self, labels: &Labels) -> Labels {
-        if let Some(shared) = self.label_sets.get(labels.pairs()) {
-            return Labels::from_pairs(shared);
+        if let Some(shared) = self.label_sets.get(labels) {
+            return shared;
         }
         let strings = &mut self.strings;
         let labels = labels.with_shared_strings(|s| strings.share(s));
-        Labels::from_pairs(self.label_sets.share(labels.pairs()))
+        self.label_sets.share(&labels)
     }
 
     fn share_details(&mut self, details: &Arc<PodDetails>) -> Arc<PodDetails> {
@@ -1049,7 +1049,7 @@ impl ClusterCache {
                     reason: crate::model::PREEMPTION_BY_SCHEDULER.into(),
                 },
             );
-            let node = pod.node_name.clone().unwrap_or_default();
+            let node = pod.node_name.clone().unwrap_or_else(|| Str::from(""));
             if self.put_pod(&mut table, pod).is_ok() {
                 changes.push(CommitChange::VictimMarked {
                     pod: victim.clone(),
@@ -1168,7 +1168,7 @@ mod tests {
             cache.get_pod("uid-b").unwrap(),
         );
         assert!(Arc::ptr_eq(&a.namespace, &b.namespace));
-        assert!(Arc::ptr_eq(a.labels.pairs(), b.labels.pairs()));
+        assert!(a.labels.ptr_eq(&b.labels));
         let (ka, va) = a.labels.iter().next().unwrap();
         let (kb, vb) = b.labels.iter().next().unwrap();
         assert!(Arc::ptr_eq(ka, kb) && Arc::ptr_eq(va, vb));

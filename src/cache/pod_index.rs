@@ -4,7 +4,7 @@
 
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use triomphe::Arc;
 
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;

@@ -1,18 +1,39 @@
 //! One copy of values many held objects have in common.
 
+use std::borrow::Borrow;
 use std::hash::Hash;
-use std::sync::Arc;
+
+use triomphe::Arc;
+
+use crate::model::labels::Labels;
+
+/// A shared handle that knows how many holders it has.
+pub(crate) trait Handle: Clone + Hash + Eq {
+    fn holders(&self) -> usize;
+}
+
+impl<T: ?Sized + Hash + Eq> Handle for Arc<T> {
+    fn holders(&self) -> usize {
+        Arc::count(self)
+    }
+}
+
+impl Handle for Labels {
+    fn holders(&self) -> usize {
+        Labels::holders(self)
+    }
+}
 
 /// Equal values of different objects become one allocation: memory per pod shrinks, and
 /// hot values (label strings compared per node in a decision) stay in cache.
 #[derive(Debug)]
-pub(crate) struct Shared<T: ?Sized> {
-    values: hashbrown::HashSet<Arc<T>>,
+pub(crate) struct Shared<H> {
+    values: hashbrown::HashSet<H>,
     /// `values.len()` after the last sweep.
     swept: usize,
 }
 
-impl<T: ?Sized> Default for Shared<T> {
+impl<H> Default for Shared<H> {
     fn default() -> Self {
         Self {
             values: hashbrown::HashSet::new(),
@@ -21,10 +42,10 @@ impl<T: ?Sized> Default for Shared<T> {
     }
 }
 
-impl<T: ?Sized + Hash + Eq> Shared<T> {
+impl<H: Handle> Shared<H> {
     /// The shared value equal to `value`, which becomes the shared one if none is.
-    pub(crate) fn share(&mut self, value: &Arc<T>) -> Arc<T> {
-        match self.values.get(&**value) {
+    pub(crate) fn share(&mut self, value: &H) -> H {
+        match self.values.get(value) {
             Some(shared) => shared.clone(),
             None => {
                 self.values.insert(value.clone());
@@ -34,7 +55,10 @@ impl<T: ?Sized + Hash + Eq> Shared<T> {
     }
 
     /// The shared value equal to `value`, if there is one.
-    pub(crate) fn get(&self, value: &T) -> Option<Arc<T>> {
+    pub(crate) fn get<Q: ?Sized + Hash + Eq>(&self, value: &Q) -> Option<H>
+    where
+        H: Borrow<Q>,
+    {
         self.values.get(value).cloned()
     }
 
@@ -42,7 +66,7 @@ impl<T: ?Sized + Hash + Eq> Shared<T> {
     /// last sweep (so sweeping stays amortized O(1) per value).
     pub(crate) fn sweep(&mut self) {
         if self.values.len() > 2 * self.swept + 4096 {
-            self.values.retain(|v| Arc::strong_count(v) > 1);
+            self.values.retain(|v| v.holders() > 1);
             self.swept = self.values.len();
         }
     }
@@ -59,7 +83,7 @@ mod tests {
 
     #[test]
     fn equal_values_share_one_allocation_until_swept() {
-        let mut shared = Shared::<str>::default();
+        let mut shared = Shared::<Arc<str>>::default();
         let first: Arc<str> = "zone-a".into();
         let second: Arc<str> = "zone-a".into();
         assert!(Arc::ptr_eq(&shared.share(&first), &first));

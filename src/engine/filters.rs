@@ -2,7 +2,7 @@
 //! PreFilter state (computed once per decision) and per-node checks that read a
 //! [`NodeScratch`]: the node's pods as a dry run has changed them.
 
-use std::sync::Arc;
+use triomphe::Arc;
 
 use ahash::AHashMap as HashMap;
 use rayon::prelude::*;

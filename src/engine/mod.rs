@@ -9,7 +9,7 @@ mod victims;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use triomphe::Arc;
 
 use rayon::prelude::*;
 

@@ -2,7 +2,7 @@
 //! consumption (`filterPodsWithPDBViolation`).
 
 use ahash::AHashMap as HashMap;
-use std::sync::Arc;
+use triomphe::Arc;
 
 use super::filters::{Code, PreFilter, Status};
 use super::importance;

@@ -13,7 +13,7 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::sync::Arc;
+use triomphe::Arc;
 
 use serde_json::{Map, Value};
 

@@ -1,6 +1,9 @@
 //! Label sets and label selectors with Kubernetes semantics.
 
-use std::sync::Arc;
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
+
+use triomphe::ThinArc;
 
 use super::Str;
 
@@ -8,37 +11,82 @@ use super::Str;
 pub type LabelPairs = [(Str, Str)];
 
 /// A label set, kept sorted by key for binary-search lookups. Immutable and cheap to
-/// clone, so pods with equal labels can hold one copy.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Labels(Arc<LabelPairs>);
+/// clone, so pods with equal labels can hold one copy. One pointer wide (the length
+/// lives beside the pairs): every held pod has one.
+#[derive(Clone)]
+pub struct Labels(ThinArc<(), (Str, Str)>);
+
+impl Default for Labels {
+    fn default() -> Self {
+        Labels::from_sorted(&[])
+    }
+}
+
+impl std::fmt::Debug for Labels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// Equality and hashing are those of the pairs, so a set of `Labels` can be searched
+/// by `&LabelPairs` (interning).
+impl PartialEq for Labels {
+    fn eq(&self, other: &Self) -> bool {
+        self.pairs() == other.pairs()
+    }
+}
+
+impl Eq for Labels {}
+
+impl Hash for Labels {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.pairs().hash(state);
+    }
+}
+
+impl Borrow<LabelPairs> for Labels {
+    fn borrow(&self) -> &LabelPairs {
+        self.pairs()
+    }
+}
 
 impl Labels {
     pub fn new(mut pairs: Vec<(Str, Str)>) -> Self {
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
         pairs.dedup_by(|later, earlier| later.0 == earlier.0);
-        Labels(pairs.into())
+        Labels::from_sorted(&pairs)
     }
 
-    /// The pairs as one shared allocation (for interning whole sets).
-    pub fn pairs(&self) -> &Arc<LabelPairs> {
-        &self.0
+    fn from_sorted(pairs: &LabelPairs) -> Self {
+        Labels(ThinArc::from_header_and_iter((), pairs.iter().cloned()))
     }
 
-    /// Labels over already sorted, deduplicated pairs (from [`Labels::pairs`]).
-    pub fn from_pairs(pairs: Arc<LabelPairs>) -> Self {
-        Labels(pairs)
+    /// The pairs, sorted by key.
+    pub fn pairs(&self) -> &LabelPairs {
+        &self.0.slice
+    }
+
+    /// Both hold one allocation (interning shared them).
+    pub fn ptr_eq(&self, other: &Labels) -> bool {
+        self.0.ptr() == other.0.ptr()
+    }
+
+    /// How many holders share this set.
+    pub fn holders(&self) -> usize {
+        ThinArc::strong_count(&self.0)
     }
 
     pub fn get(&self, key: &str) -> Option<&Str> {
-        self.0
+        let pairs = self.pairs();
+        pairs
             .binary_search_by(|(k, _)| (**k).cmp(key))
             .ok()
-            .map(|i| &self.0[i].1)
+            .map(|i| &pairs[i].1)
     }
 
     /// Where the pairs live in memory, for prefetching.
     pub fn as_ptr(&self) -> *const (Str, Str) {
-        self.0.as_ptr()
+        self.pairs().as_ptr()
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
@@ -46,21 +94,22 @@ impl Labels {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.pairs().is_empty()
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.pairs().len()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&Str, &Str)> {
-        self.0.iter().map(|(k, v)| (k, v))
+        self.pairs().iter().map(|(k, v)| (k, v))
     }
 
     /// The same labels with every key and value replaced by an equal string from `share`
     /// (interning).
     pub fn with_shared_strings(&self, mut share: impl FnMut(&Str) -> Str) -> Labels {
-        Labels(self.0.iter().map(|(k, v)| (share(k), share(v))).collect())
+        let pairs = self.pairs().iter().map(|(k, v)| (share(k), share(v)));
+        Labels(ThinArc::from_header_and_iter((), pairs))
     }
 
     /// Every pair of `self` is present in `other` with the same value.

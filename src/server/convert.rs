@@ -4,7 +4,7 @@
 //! proto field path, map keys in brackets: `upsert.containers[0].requests[cpu]`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use triomphe::Arc;
 
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, Status as FilterStatus};
 use crate::model::quantity::Quantity;
