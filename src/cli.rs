@@ -54,7 +54,7 @@ pub enum Command {
     /// it is SERVING, 1 otherwise. The container image's HEALTHCHECK.
     Health(HealthArgs),
     /// Measure load rate, Preempt latency, UpdatePod rate, watch lag and RSS over
-    /// loopback gRPC on a generated cluster (in-process server unless --target); the last
+    /// loopback gRPC on a generated cluster (a `preemptd serve` child process unless --target or --in-process); the last
     /// stdout line is a JSON object with every figure. See BENCHMARKS.md.
     Bench(bench::BenchArgs),
 }

@@ -86,8 +86,10 @@ impl LevelTotals for PriorityLevel {
 pub struct LevelDigest {
     pub priority: i32,
     pub pods: u32,
-    pub requested: [f32; 3],
-    pub largest: [f32; 3],
+    /// Private: [`amount`] relies on every value coming from [`ceil_f32`] within
+    /// ±[`DIGEST_AMOUNT_LIMIT`].
+    requested: [f32; 3],
+    largest: [f32; 3],
     /// Seconds since [`START_EPOCH_SECONDS`], rounded up; `u32::MAX` for "now".
     pub latest_start: u32,
 }
@@ -112,6 +114,20 @@ impl LevelDigest {
                 .ok()
                 .filter(|&s| s != u32::MAX)?
         };
+        let amounts = [
+            level.milli_cpu,
+            level.memory,
+            level.ephemeral_storage,
+            level.max_milli_cpu,
+            level.max_memory,
+            level.max_ephemeral_storage,
+        ];
+        if amounts
+            .iter()
+            .any(|a| a.unsigned_abs() > DIGEST_AMOUNT_LIMIT as u64)
+        {
+            return None;
+        }
         Some(LevelDigest {
             priority: level.priority,
             pods: u32::try_from(level.pods).ok()?,
@@ -127,6 +143,10 @@ impl LevelDigest {
     }
 }
 
+/// Largest amount (in magnitude) a digest holds: its `f32`, rounded up, still converts
+/// back to an `i64` (2^63 would not).
+pub const DIGEST_AMOUNT_LIMIT: i64 = 1 << 62;
+
 /// The least `f32` not below `value`.
 fn ceil_f32(value: i64) -> f32 {
     let rounded = value as f32;
@@ -139,10 +159,15 @@ fn ceil_f32(value: i64) -> f32 {
     }
 }
 
-/// An `f32` amount back as an integer, saturating (the value is an integer already).
+/// An `f32` amount back as an integer (the value is an integer already).
 #[inline(always)]
 fn amount(value: f32) -> i64 {
-    value as i64
+    // SAFETY: `value` is a `LevelDigest` amount: 0.0 by default, else `ceil_f32` of an
+    // integer within ±2^62 (`LevelDigest::of` refuses larger ones), so finite and at most
+    // 2^62 in magnitude after rounding up: it converts exactly. The checked `as` costs the
+    // saturation fix-ups on all 24 conversions of every node a decision reads
+    // (`examples/profile_decide`: see BENCHMARKS.md).
+    unsafe { value.to_int_unchecked::<i64>() }
 }
 
 impl LevelTotals for LevelDigest {

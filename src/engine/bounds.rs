@@ -355,5 +355,27 @@ mod tests {
             ..PriorityLevel::default()
         };
         assert_eq!(LevelDigest::of(&year_2200), None);
+        // Amounts up to 2^62 in magnitude are held (and read back exactly); beyond, the
+        // digest refuses the level rather than hold an f32 no i64 can take.
+        let edge = PriorityLevel {
+            memory: 1 << 62,
+            max_memory: 1 << 62,
+            ..PriorityLevel::default()
+        };
+        let held = LevelDigest::of(&edge).expect("2^62 is held");
+        assert_eq!(held.requested()[1], 1 << 62);
+        assert_eq!(held.largest()[1], 1 << 62);
+        for beyond in [(1 << 62) + 1, i64::MAX, -(1 << 62) - 1, i64::MIN] {
+            let level = PriorityLevel {
+                ephemeral_storage: beyond,
+                ..PriorityLevel::default()
+            };
+            assert_eq!(LevelDigest::of(&level), None, "{beyond}");
+            let level = PriorityLevel {
+                max_milli_cpu: beyond,
+                ..PriorityLevel::default()
+            };
+            assert_eq!(LevelDigest::of(&level), None, "{beyond}");
+        }
     }
 }
