@@ -54,8 +54,9 @@ pub enum Command {
     /// it is SERVING, 1 otherwise. The container image's HEALTHCHECK.
     Health(HealthArgs),
     /// Measure load rate, Preempt latency, UpdatePod rate, watch lag and RSS over
-    /// loopback gRPC on a generated cluster (a `preemptd serve` child process unless --target or --in-process); the last
-    /// stdout line is a JSON object with every figure. See BENCHMARKS.md.
+    /// loopback gRPC on a generated cluster (the server is a `preemptd serve` child
+    /// process unless --target or --in-process); the last stdout line is a JSON object
+    /// with every figure. See BENCHMARKS.md.
     Bench(bench::BenchArgs),
 }
 
