@@ -26,6 +26,8 @@ fn tiny_bench_prints_the_figures_as_json_on_the_last_line() {
             "50",
             "--watch-seconds",
             "0.5",
+            "--watch-runs",
+            "2",
             "--duration",
             "30",
             "--svg",
@@ -69,6 +71,24 @@ fn tiny_bench_prints_the_figures_as_json_on_the_last_line() {
     ] {
         assert!(
             json[key].as_f64().is_some_and(|v| v >= 0.0),
+            "{key} in {last}"
+        );
+    }
+    // The server is a process of its own: its CPU per operation is read apart from the
+    // bench's.
+    for phase in ["sync", "preempt", "preempt_affinity", "update", "watch"] {
+        for side in ["server", "bench"] {
+            let key = format!("{phase}_{side}_cpu_us");
+            assert!(
+                json[&key].as_f64().is_some_and(|v| v >= 0.0),
+                "{key} in {last}"
+            );
+        }
+    }
+    for key in ["watch_runs_p99_ms", "watch_stalled_runs_p99_ms"] {
+        assert_eq!(
+            json[key].as_array().map(Vec::len),
+            Some(2),
             "{key} in {last}"
         );
     }

@@ -24,7 +24,7 @@ use crate::model::Pod;
 use crate::server::{self, ServeConfig, convert, pb};
 use pb::preemption_client::PreemptionClient;
 
-use super::report::{Latency, SizeReport, histogram};
+use super::report::{CpuPerOp, Latency, SizeReport, histogram};
 use super::{BenchArgs, Size};
 
 type Client = PreemptionClient<Channel>;
@@ -59,7 +59,7 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
             (None, addr)
         }
     };
-    let rss = RssProbe {
+    let probe = ServerProbe {
         in_process: server.is_some(),
         pid: child.as_ref().map(|c| c.process.id()).or(args.server_pid),
     };
@@ -82,28 +82,30 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
         concurrency: args.concurrency,
         update_concurrency: args.update_concurrency,
         watchers: args.watchers,
-        rss_source: rss.source(),
+        rss_source: probe.source(),
         ..SizeReport::default()
     };
 
     // Bulk load: nodes and budgets, then pods, each in one Sync stream. RSS is read
     // around each so nodes and pods are charged separately; the client's own data is
     // all allocated before the first reading and kept until after the last.
-    let rss_before = rss.read().await;
+    let rss_before = probe.rss().await;
+    let cpu = probe.cpu();
     let first = Arc::new(prepared.first);
     let t = Instant::now();
     let response = sync_stream(&channel, first.clone(), "sync nodes+pdbs").await?;
     let nodes_seconds = t.elapsed().as_secs_f64();
     check_sync(&response, first.len())?;
-    let rss_nodes = rss.read().await;
+    let rss_nodes = probe.rss().await;
     let pods = Arc::new(prepared.pods);
     let t = Instant::now();
     let response = sync_stream(&channel, pods.clone(), "sync pods").await?;
     report.sync_pods_seconds = t.elapsed().as_secs_f64();
     check_sync(&response, pods.len())?;
-    let rss_pods = rss.read().await;
+    let rss_pods = probe.rss().await;
     report.sync_objects = (first.len() + pods.len()) as u64;
     report.sync_seconds = nodes_seconds + report.sync_pods_seconds;
+    report.sync_cpu = cpu.per_op(probe.cpu(), report.sync_objects);
     if let (Some(before), Some(nodes), Some(after)) = (rss_before, rss_nodes, rss_pods) {
         report.rss_bytes_per_node =
             nodes.saturating_sub(before) as f64 / report.nodes.max(1) as f64;
@@ -113,6 +115,7 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
     drop((first, pods));
 
     let cap = args.phase_cap();
+    let cpu = probe.cpu();
     let (latency, outcomes) = preempt_phase(
         &channel,
         args.concurrency,
@@ -122,8 +125,10 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
         "preempt (resources)",
     )
     .await?;
+    report.preempt_cpu = cpu.per_op(probe.cpu(), latency.count + WARMUP_CALLS.min(args.preempts));
     report.preempt = latency;
     report.preempt_outcomes = outcomes;
+    let cpu = probe.cpu();
     let (latency, outcomes) = preempt_phase(
         &channel,
         args.concurrency,
@@ -133,9 +138,11 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
         "preempt (anti-affinity)",
     )
     .await?;
+    report.affinity_cpu = cpu.per_op(probe.cpu(), latency.count + WARMUP_CALLS.min(args.preempts));
     report.affinity = latency;
     report.affinity_outcomes = outcomes;
 
+    let cpu = probe.cpu();
     report.update = update_phase(
         &channel,
         &prepared.update_sample,
@@ -144,6 +151,7 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
         cap,
     )
     .await?;
+    report.update_cpu = cpu.per_op(probe.cpu(), report.update.count);
 
     let watch = WatchPlan {
         addr,
@@ -152,12 +160,29 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
         seconds: args.watch_seconds,
         nodes: &prepared.node_names,
     };
-    let (latency, events, missed) = watch.run(&mut client, 0, false).await?;
-    report.watch = latency;
-    report.watch_events = events;
-    let (latency, _, missed_stalled) = watch.run(&mut client, 1, true).await?;
-    report.watch_stalled = latency;
-    report.watch_missed = missed + missed_stalled;
+    // Runs without and with a stalled subscriber alternate, and each kind reports its
+    // median run: on a shared machine one run can be slowed by something else entirely.
+    let mut plain = Vec::new();
+    let mut stalled = Vec::new();
+    let mut plain_cpu = CpuReading::ZERO;
+    let mut deliveries = 0u64;
+    for round in 0..args.watch_runs {
+        let cpu = probe.cpu();
+        let (latency, events, missed) = watch.run(&mut client, 2 * round, false).await?;
+        plain_cpu = plain_cpu.plus(cpu.until(probe.cpu()));
+        report.watch_events = events;
+        deliveries += events * args.watchers as u64;
+        report.watch_missed += missed;
+        plain.push(latency);
+        let (latency, _, missed) = watch.run(&mut client, 2 * round + 1, true).await?;
+        report.watch_missed += missed;
+        stalled.push(latency);
+    }
+    report.watch_cpu = CpuReading::ZERO.per_op(plain_cpu, deliveries);
+    report.watch_runs_p99_ms = plain.iter().map(|l| l.p99_ms).collect();
+    report.watch_stalled_runs_p99_ms = stalled.iter().map(|l| l.p99_ms).collect();
+    report.watch = Latency::median_run(plain);
+    report.watch_stalled = Latency::median_run(stalled);
 
     if let Some(server) = server {
         server.shutdown().await?;
@@ -687,13 +712,13 @@ impl Drop for ChildServer {
     }
 }
 
-/// Reads the server's resident set size.
-struct RssProbe {
+/// Reads the server's resident set size and CPU time.
+struct ServerProbe {
     in_process: bool,
     pid: Option<u32>,
 }
 
-impl RssProbe {
+impl ServerProbe {
     fn source(&self) -> &'static str {
         if self.in_process {
             "in-process"
@@ -706,7 +731,7 @@ impl RssProbe {
 
     /// In-process, freed heap pages are returned to the OS first so the reading counts
     /// what is held, not what the allocator keeps around.
-    async fn read(&self) -> Option<u64> {
+    async fn rss(&self) -> Option<u64> {
         let path = match (self.in_process, self.pid) {
             (true, _) => "/proc/self/status".to_string(),
             (false, Some(pid)) => format!("/proc/{pid}/status"),
@@ -723,6 +748,84 @@ impl RssProbe {
         .ok()
         .flatten()
     }
+
+    /// CPU time of the server process and of this one, when they are apart (in-process,
+    /// one process runs both and neither figure would mean anything).
+    fn cpu(&self) -> CpuReading {
+        let apart = !self.in_process;
+        CpuReading {
+            server: self
+                .pid
+                .filter(|_| apart)
+                .and_then(|pid| process_cpu(&pid.to_string())),
+            bench: if apart { process_cpu("self") } else { None },
+        }
+    }
+}
+
+/// CPU time used so far (or over a span) by the server and the bench process.
+#[derive(Clone, Copy)]
+struct CpuReading {
+    server: Option<Duration>,
+    bench: Option<Duration>,
+}
+
+impl CpuReading {
+    const ZERO: CpuReading = CpuReading {
+        server: Some(Duration::ZERO),
+        bench: Some(Duration::ZERO),
+    };
+
+    /// The CPU time from this reading to `end`.
+    fn until(self, end: CpuReading) -> CpuReading {
+        let delta = |a: Option<Duration>, b: Option<Duration>| Some(b?.saturating_sub(a?));
+        CpuReading {
+            server: delta(self.server, end.server),
+            bench: delta(self.bench, end.bench),
+        }
+    }
+
+    fn plus(self, other: CpuReading) -> CpuReading {
+        let sum = |a: Option<Duration>, b: Option<Duration>| Some(a? + b?);
+        CpuReading {
+            server: sum(self.server, other.server),
+            bench: sum(self.bench, other.bench),
+        }
+    }
+
+    /// Microseconds of CPU per operation from this reading to `end`.
+    fn per_op(self, end: CpuReading, ops: u64) -> CpuPerOp {
+        let per = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
+            (Some(a), Some(b)) if ops > 0 => {
+                Some(b.saturating_sub(a).as_secs_f64() * 1e6 / ops as f64)
+            }
+            _ => None,
+        };
+        CpuPerOp {
+            server_us: per(self.server, end.server),
+            bench_us: per(self.bench, end.bench),
+        }
+    }
+}
+
+/// User plus system CPU time of a process (`self` or a pid), from `/proc/PID/stat`.
+fn process_cpu(pid: &str) -> Option<Duration> {
+    parse_stat_cpu(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Linux reports `/proc` CPU times in USER_HZ ticks, 100 per second on every
+/// architecture this runs on (what `sysconf(_SC_CLK_TCK)` answers).
+const USER_HZ: u64 = 100;
+
+/// `utime` and `stime` (fields 14 and 15) of a `/proc/PID/stat` line. The command name
+/// (field 2) is in parentheses and may hold spaces, so fields are counted after it.
+fn parse_stat_cpu(stat: &str) -> Option<Duration> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    let ticks = utime.checked_add(stime)?;
+    Some(Duration::from_millis(ticks.saturating_mul(1000 / USER_HZ)))
 }
 
 /// `VmRSS:   123456 kB` → bytes.
@@ -783,6 +886,43 @@ mod tests {
         let status = "Name:\tx\nVmPeak:\t  10 kB\nVmRSS:\t    2048 kB\nThreads: 1\n";
         assert_eq!(vm_rss(status), Some(2 * 1024 * 1024));
         assert_eq!(vm_rss("Name: x\n"), None);
+    }
+
+    #[test]
+    fn reads_cpu_time_after_a_command_name_with_spaces_and_parentheses() {
+        // utime 250 and stime 50 ticks: 3 s.
+        let stat = "4242 (tokio (rt) 1) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 3";
+        assert_eq!(parse_stat_cpu(stat), Some(Duration::from_secs(3)));
+        assert_eq!(parse_stat_cpu("4242 (x) S 1 2"), None);
+        assert_eq!(parse_stat_cpu("garbage"), None);
+        // This process's own reading grows while it computes.
+        let start = process_cpu("self").expect("this process's stat is readable");
+        let give_up = Instant::now() + Duration::from_secs(30);
+        let mut spin = 0u64;
+        while process_cpu("self") <= Some(start) {
+            spin = std::hint::black_box(spin.wrapping_mul(31).wrapping_add(7));
+            assert!(Instant::now() < give_up, "cpu time never advanced");
+        }
+    }
+
+    #[test]
+    fn cpu_per_op_is_the_difference_over_the_count() {
+        let at = |server_ms: u64, bench_ms: u64| CpuReading {
+            server: Some(Duration::from_millis(server_ms)),
+            bench: Some(Duration::from_millis(bench_ms)),
+        };
+        let per = at(1_000, 500).per_op(at(1_300, 560), 1_000);
+        assert_eq!(per.server_us, Some(300.0));
+        assert_eq!(per.bench_us, Some(60.0));
+        let unknown = CpuReading {
+            server: None,
+            bench: Some(Duration::ZERO),
+        };
+        assert_eq!(unknown.per_op(at(1, 1), 10).server_us, None);
+        assert_eq!(at(0, 0).per_op(at(5, 5), 0).server_us, None);
+        let span = at(1_000, 500).until(at(1_200, 600)).plus(at(100, 0));
+        assert_eq!(span.server, Some(Duration::from_millis(300)));
+        assert_eq!(span.bench, Some(Duration::from_millis(100)));
     }
 
     #[test]

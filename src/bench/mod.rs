@@ -100,8 +100,11 @@ pub struct BenchArgs {
     /// Nomination events published per second during the watch phase.
     #[arg(long, default_value_t = 100)]
     pub watch_rate: u64,
-    /// Seconds of publishing per watch run (one run without, one with a stalled
-    /// subscriber).
+    /// Rounds of watch runs: each round one run without and one with a stalled
+    /// subscriber; each kind reports its median run.
+    #[arg(long, default_value_t = 3)]
+    pub watch_runs: u32,
+    /// Seconds of publishing per watch run.
     #[arg(long, default_value_t = 3.0)]
     pub watch_seconds: f64,
     /// Write an SVG chart of Preempt p99 against cluster size here.
@@ -143,6 +146,9 @@ impl BenchArgs {
             if !(value.is_finite() && value > 0.0 && value <= 3600.0) {
                 bail!("{name} must be between 0 and 3600 seconds");
             }
+        }
+        if !(1..=100).contains(&self.watch_runs) {
+            bail!("--watch-runs must be between 1 and 100");
         }
         if self.watch_rate == 0 || self.watch_rate > 100_000 {
             bail!("--watch-rate must be between 1 and 100000");

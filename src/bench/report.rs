@@ -39,6 +39,40 @@ impl Latency {
     }
 }
 
+impl Latency {
+    /// The run with the median p99 (the lower middle one of an even count).
+    pub(crate) fn median_run(mut runs: Vec<Latency>) -> Latency {
+        runs.sort_by(|a, b| a.p99_ms.total_cmp(&b.p99_ms));
+        let middle = runs.len().saturating_sub(1) / 2;
+        runs.into_iter().nth(middle).unwrap_or_default()
+    }
+}
+
+/// CPU time per operation of one phase, in microseconds: the server process's (what
+/// the server costs, whoever else shares the machine) and the bench process's own (what
+/// the load generator takes from it). `None` when the server runs in the bench process
+/// or its pid is not known.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuPerOp {
+    pub server_us: Option<f64>,
+    pub bench_us: Option<f64>,
+}
+
+impl CpuPerOp {
+    fn human(&self) -> String {
+        match (self.server_us, self.bench_us) {
+            (Some(server), Some(bench)) => {
+                format!("  cpu per op: server {server:.1} us, bench {bench:.1} us")
+            }
+            _ => String::new(),
+        }
+    }
+
+    fn json(value: Option<f64>) -> Value {
+        value.map_or(Value::Null, |v| json!(round(v, 2)))
+    }
+}
+
 /// Every figure measured for one cluster size.
 #[derive(Clone, Debug, Default)]
 pub struct SizeReport {
@@ -49,17 +83,30 @@ pub struct SizeReport {
     pub sync_objects: u64,
     pub sync_seconds: f64,
     pub sync_pods_seconds: f64,
+    /// Per synced object.
+    pub sync_cpu: CpuPerOp,
     pub preempt: Latency,
+    /// Per decision (warm-up calls included).
+    pub preempt_cpu: CpuPerOp,
     /// How many resource-only decisions ended in each outcome.
     pub preempt_outcomes: Map<String, Value>,
     pub affinity: Latency,
     pub affinity_outcomes: Map<String, Value>,
+    pub affinity_cpu: CpuPerOp,
     pub update: Latency,
+    pub update_cpu: CpuPerOp,
     pub update_concurrency: usize,
     pub watchers: usize,
+    /// Events published per watch run.
     pub watch_events: u64,
+    /// The median run (by p99) of the runs without a stalled subscriber.
     pub watch: Latency,
+    /// The median run of the runs with one.
     pub watch_stalled: Latency,
+    pub watch_runs_p99_ms: Vec<f64>,
+    pub watch_stalled_runs_p99_ms: Vec<f64>,
+    /// Per event delivered to one subscriber, over the runs without a stalled one.
+    pub watch_cpu: CpuPerOp,
     /// Events some subscriber never received (should be 0).
     pub watch_missed: u64,
     /// Where RSS was read: "process" (the server process, by pid), "in-process" (the
@@ -85,33 +132,64 @@ impl SizeReport {
         }
     }
 
+    /// How much the stalled subscriber moved the others' p99 (median runs), in percent.
+    pub fn stalled_effect_percent(&self) -> Option<f64> {
+        (self.watch.p99_ms > 0.0 && self.watch_stalled.count > 0)
+            .then(|| (self.watch_stalled.p99_ms / self.watch.p99_ms - 1.0) * 100.0)
+    }
+
     pub fn print_human(&self) {
-        let l = |name: &str, x: &Latency| {
+        let l = |name: &str, x: &Latency, cpu: &CpuPerOp| {
             println!(
-                "{name:<28} n={:<7} p50 {:>8.3} ms  p90 {:>8.3} ms  p99 {:>8.3} ms  max {:>8.3} ms  {:>10.0}/s",
-                x.count, x.p50_ms, x.p90_ms, x.p99_ms, x.max_ms, x.per_s
+                "{name:<28} n={:<7} p50 {:>8.3} ms  p90 {:>8.3} ms  p99 {:>8.3} ms  max {:>8.3} ms  {:>10.0}/s{}",
+                x.count,
+                x.p50_ms,
+                x.p90_ms,
+                x.p99_ms,
+                x.max_ms,
+                x.per_s,
+                cpu.human()
             )
         };
         println!(
-            "sync: {} objects in {:.3} s = {:.0} objects/s (pods alone {:.3} s)",
+            "sync: {} objects in {:.3} s = {:.0} objects/s (pods alone {:.3} s){}",
             self.sync_objects,
             self.sync_seconds,
             self.sync_objects_per_s(),
-            self.sync_pods_seconds
+            self.sync_pods_seconds,
+            self.sync_cpu.human()
         );
-        l("preempt (resources)", &self.preempt);
+        l("preempt (resources)", &self.preempt, &self.preempt_cpu);
         println!(
             "  outcomes: {}",
             Value::Object(self.preempt_outcomes.clone())
         );
-        l("preempt (anti-affinity)", &self.affinity);
+        l(
+            "preempt (anti-affinity)",
+            &self.affinity,
+            &self.affinity_cpu,
+        );
         println!(
             "  outcomes: {}",
             Value::Object(self.affinity_outcomes.clone())
         );
-        l("update pod (ack)", &self.update);
-        l(&format!("watch lag ({} subs)", self.watchers), &self.watch);
-        l("watch lag (+1 stalled)", &self.watch_stalled);
+        l("update pod (ack)", &self.update, &self.update_cpu);
+        l(
+            &format!("watch lag ({} subs)", self.watchers),
+            &self.watch,
+            &self.watch_cpu,
+        );
+        l(
+            "watch lag (+1 stalled)",
+            &self.watch_stalled,
+            &CpuPerOp::default(),
+        );
+        if let Some(effect) = self.stalled_effect_percent() {
+            println!(
+                "  median runs; p99 per run: {:?} ms, with the stalled subscriber {:?} ms: {effect:+.1}%",
+                self.watch_runs_p99_ms, self.watch_stalled_runs_p99_ms
+            );
+        }
         println!(
             "rss ({}): {:.0} B per pod, {:.0} B per node, {:.1} MiB after load",
             self.rss_source,
@@ -132,6 +210,11 @@ impl SizeReport {
             ("sync_seconds", json!(r3(self.sync_seconds))),
             ("sync_pods_seconds", json!(r3(self.sync_pods_seconds))),
             (
+                "sync_server_cpu_us",
+                CpuPerOp::json(self.sync_cpu.server_us),
+            ),
+            ("sync_bench_cpu_us", CpuPerOp::json(self.sync_cpu.bench_us)),
+            (
                 "sync_objects_per_s",
                 json!(self.sync_objects_per_s().round()),
             ),
@@ -141,6 +224,14 @@ impl SizeReport {
             ("preempt_p99_ms", json!(r3(self.preempt.p99_ms))),
             ("preempt_max_ms", json!(r3(self.preempt.max_ms))),
             ("preempt_per_s", json!(self.preempt.per_s.round())),
+            (
+                "preempt_server_cpu_us",
+                CpuPerOp::json(self.preempt_cpu.server_us),
+            ),
+            (
+                "preempt_bench_cpu_us",
+                CpuPerOp::json(self.preempt_cpu.bench_us),
+            ),
             (
                 "preempt_outcomes",
                 json!(Value::Object(self.preempt_outcomes.clone())),
@@ -152,6 +243,14 @@ impl SizeReport {
             ("preempt_affinity_max_ms", json!(r3(self.affinity.max_ms))),
             ("preempt_affinity_per_s", json!(self.affinity.per_s.round())),
             (
+                "preempt_affinity_server_cpu_us",
+                CpuPerOp::json(self.affinity_cpu.server_us),
+            ),
+            (
+                "preempt_affinity_bench_cpu_us",
+                CpuPerOp::json(self.affinity_cpu.bench_us),
+            ),
+            (
                 "preempt_affinity_outcomes",
                 json!(Value::Object(self.affinity_outcomes.clone())),
             ),
@@ -161,11 +260,28 @@ impl SizeReport {
             ("update_p50_ms", json!(r3(self.update.p50_ms))),
             ("update_p99_ms", json!(r3(self.update.p99_ms))),
             ("update_max_ms", json!(r3(self.update.max_ms))),
+            (
+                "update_server_cpu_us",
+                CpuPerOp::json(self.update_cpu.server_us),
+            ),
+            (
+                "update_bench_cpu_us",
+                CpuPerOp::json(self.update_cpu.bench_us),
+            ),
             ("watchers", json!(self.watchers)),
             ("watch_events", json!(self.watch_events)),
             ("watch_lag_p50_ms", json!(r3(self.watch.p50_ms))),
             ("watch_lag_p99_ms", json!(r3(self.watch.p99_ms))),
             ("watch_lag_max_ms", json!(r3(self.watch.max_ms))),
+            ("watch_runs_p99_ms", json!(self.watch_runs_p99_ms)),
+            (
+                "watch_server_cpu_us",
+                CpuPerOp::json(self.watch_cpu.server_us),
+            ),
+            (
+                "watch_bench_cpu_us",
+                CpuPerOp::json(self.watch_cpu.bench_us),
+            ),
             (
                 "watch_stalled_lag_p50_ms",
                 json!(r3(self.watch_stalled.p50_ms)),
@@ -177,6 +293,15 @@ impl SizeReport {
             (
                 "watch_stalled_lag_max_ms",
                 json!(r3(self.watch_stalled.max_ms)),
+            ),
+            (
+                "watch_stalled_runs_p99_ms",
+                json!(self.watch_stalled_runs_p99_ms),
+            ),
+            (
+                "watch_stalled_effect_percent",
+                self.stalled_effect_percent()
+                    .map_or(Value::Null, |v| json!(round(v, 1))),
             ),
             ("watch_missed", json!(self.watch_missed)),
             ("rss_source", json!(self.rss_source)),
@@ -390,6 +515,45 @@ mod tests {
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert_eq!(svg.matches("<circle").count(), 4);
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    }
+
+    #[test]
+    fn the_median_run_is_the_middle_p99() {
+        let run = |p99_ms: f64| Latency {
+            p99_ms,
+            ..Latency::default()
+        };
+        let median = |p99s: &[f64]| Latency::median_run(p99s.iter().map(|&p| run(p)).collect());
+        assert_eq!(median(&[9.0, 3.0, 5.0]).p99_ms, 5.0);
+        assert_eq!(median(&[4.0, 2.0]).p99_ms, 2.0);
+        assert_eq!(median(&[7.0]).p99_ms, 7.0);
+        assert_eq!(median(&[]).count, 0);
+    }
+
+    #[test]
+    fn stalled_effect_compares_the_median_runs() {
+        let mut report = SizeReport::default();
+        assert_eq!(report.stalled_effect_percent(), None);
+        report.watch.p99_ms = 10.0;
+        report.watch_stalled.p99_ms = 11.5;
+        report.watch_stalled.count = 100;
+        let effect = report.stalled_effect_percent().expect("both measured");
+        assert!((effect - 15.0).abs() < 1e-9, "{effect}");
+    }
+
+    #[test]
+    fn cpu_figures_are_null_when_not_measured() {
+        let json = SizeReport {
+            update_cpu: CpuPerOp {
+                server_us: Some(41.237),
+                bench_us: None,
+            },
+            ..SizeReport::default()
+        }
+        .json();
+        assert_eq!(json["update_server_cpu_us"], json!(41.24));
+        assert!(json["update_bench_cpu_us"].is_null());
+        assert!(json["sync_server_cpu_us"].is_null());
     }
 
     #[test]
