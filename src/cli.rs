@@ -245,25 +245,11 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
-/// The server's runtime. Without the LIFO slot: with it, a task another task wakes runs
-/// next on that worker, so when an event fans out to many WatchNominations streams on one
-/// connection, the connection task runs (and writes) after each stream's frame instead of
-/// once after all of them. Without it, 1,000 subscribers cost the server about a third
-/// less CPU per delivery and their lag p99 drops by more than half (BENCHMARKS.md).
-pub fn serve_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    serve_runtime_builder().build()
-}
-
-fn serve_runtime_builder() -> tokio::runtime::Builder {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    #[cfg(tokio_unstable)]
-    builder.disable_lifo_slot();
-    builder.enable_all();
-    builder
-}
-
 fn serve(args: ServeArgs) -> ExitCode {
-    let runtime = match serve_runtime() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("preemptd: error: cannot start the async runtime: {error}");
@@ -391,38 +377,5 @@ pub fn run(cli: Cli) -> ExitCode {
                 ExitCode::from(error.exit_code() as u8)
             }
         },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::{Arc, Mutex};
-
-    #[test]
-    fn the_server_runtime_runs_woken_tasks_in_arrival_order() {
-        // With tokio's LIFO slot the task spawned last would run first ([2, 1]): the
-        // order a connection task would jump ahead of the other subscribers' frames in.
-        let runtime = super::serve_runtime_builder()
-            .worker_threads(1)
-            .build()
-            .expect("runtime");
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let seen = order.clone();
-        runtime.block_on(async move {
-            tokio::spawn(async move {
-                let first = tokio::spawn({
-                    let seen = seen.clone();
-                    async move { seen.lock().expect("lock").push(1) }
-                });
-                let second = tokio::spawn({
-                    let seen = seen.clone();
-                    async move { seen.lock().expect("lock").push(2) }
-                });
-                let _ = tokio::join!(first, second);
-            })
-            .await
-            .expect("spawned task");
-        });
-        assert_eq!(*order.lock().expect("lock"), vec![1, 2]);
     }
 }
