@@ -131,8 +131,11 @@ fn node_digests_filter_like_the_full_entries() {
                 let resources_only = pod.details.pod_anti_affinity.is_empty();
                 assert_eq!(pre.digest_suffices(), resources_only);
                 for (summary, info) in snapshot.summaries.iter().zip(snapshot.nodes.iter()) {
-                    assert_eq!(*summary, preemptd::cache::NodeSummary::of(info));
-                    if summary.needs_full_read(pod.priority) {
+                    assert_eq!(
+                        *summary,
+                        preemptd::cache::NodeSummary::of(info, summary.taint_set)
+                    );
+                    if summary.needs_full_read(pod.priority) || summary.hard_taints() {
                         continue;
                     }
                     let node = info.node.as_deref().unwrap();
@@ -154,4 +157,112 @@ fn node_digests_filter_like_the_full_entries() {
         compared > 500 && failing > 100,
         "{compared} compared, {failing} failing"
     );
+}
+
+/// A node's interned hard-taint set gives the node-only filters' verdict of the node
+/// itself, for preemptors tolerating nothing, some taints, or everything; and nodes with
+/// equal hard taints share one set.
+#[test]
+fn taint_sets_filter_like_the_nodes() {
+    use preemptd::cache::{HardTaints, NO_HARD_TAINTS, READ_NODE};
+    use preemptd::engine::filters::{hard_taints_failure, static_failure};
+    use preemptd::model::{Taint, TaintEffect, Toleration, TolerationOperator};
+
+    let cluster = generate::generate(&ClusterSpec {
+        nodes: 400,
+        pods_per_node: 4,
+        seed: 3,
+    });
+    let cache = ClusterCache::new();
+    let taint = |key: &str, value: &str, effect| Taint {
+        key: key.into(),
+        value: value.into(),
+        effect,
+    };
+    for (i, node) in cluster.nodes.iter().enumerate() {
+        let mut node = node.clone();
+        match i % 7 {
+            // Soft taints only: nothing for the node-only filters.
+            0 => node.taints = vec![taint("soft", "x", TaintEffect::PreferNoSchedule)],
+            1 => node
+                .taints
+                .push(taint("evict", "now", TaintEffect::NoExecute)),
+            2 => {
+                node.taints
+                    .insert(0, taint("soft", "y", TaintEffect::PreferNoSchedule));
+                node.taints
+                    .push(taint("dedicated", "db", TaintEffect::NoSchedule));
+            }
+            3 => node.unschedulable = true,
+            _ => {}
+        }
+        cache.upsert_node(node);
+    }
+    let snapshot = cache.snapshot();
+    let tolerate = |key: &str, operator, value: &str, effect| Toleration {
+        key: key.into(),
+        operator,
+        value: value.into(),
+        effect,
+    };
+    let tolerations = [
+        vec![],
+        vec![tolerate(
+            "dedicated",
+            TolerationOperator::Equal,
+            "gpu",
+            Some(TaintEffect::NoSchedule),
+        )],
+        vec![
+            tolerate("evict", TolerationOperator::Exists, "", None),
+            tolerate(
+                "node.kubernetes.io/unschedulable",
+                TolerationOperator::Exists,
+                "",
+                None,
+            ),
+        ],
+        vec![tolerate("", TolerationOperator::Exists, "", None)],
+    ];
+    let mut by_set = std::collections::HashMap::new();
+    let (mut checked, mut failed) = (0, 0);
+    for tolerations in tolerations {
+        let mut pod = generate::resource_preemptor(1);
+        pod.details_mut().tolerations = tolerations;
+        let pod = pod.finish();
+        for (summary, info) in snapshot.summaries.iter().zip(snapshot.nodes.iter()) {
+            let node = info.node.as_deref().unwrap();
+            assert_eq!(
+                summary.taint_set == NO_HARD_TAINTS,
+                HardTaints::of(node).is_none()
+            );
+            assert_ne!(summary.taint_set, READ_NODE);
+            if summary.taint_set == NO_HARD_TAINTS {
+                assert_eq!(static_failure(&pod, node), None, "node {}", node.name);
+                continue;
+            }
+            let set = &snapshot.taint_sets[usize::from(summary.taint_set) - 1];
+            assert_eq!(**set, HardTaints::of(node).unwrap());
+            assert_eq!(
+                *by_set
+                    .entry(HardTaints::of(node))
+                    .or_insert(summary.taint_set),
+                summary.taint_set
+            );
+            let expected = static_failure(&pod, node);
+            assert_eq!(
+                hard_taints_failure(&pod, set),
+                expected,
+                "node {}",
+                node.name
+            );
+            checked += 1;
+            failed += expected.is_some() as usize;
+        }
+    }
+    assert!(
+        checked > 500 && failed > 200 && failed < checked,
+        "{checked} checked, {failed} failed"
+    );
+    assert_eq!(snapshot.taint_sets.len(), by_set.len());
 }

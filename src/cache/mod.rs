@@ -25,7 +25,10 @@ mod summary;
 use labels::LabelInterner;
 pub use labels::{LabelId, LabelIds};
 use shared::Shared;
-pub use summary::{INLINE_LEVELS, LevelDigest, LevelTotals, NodeSummary};
+pub use summary::{
+    HardTaints, INLINE_LEVELS, LevelDigest, LevelTotals, MAX_TAINT_SETS, NO_HARD_TAINTS,
+    NodeSummary, READ_NODE,
+};
 
 /// What the cache holds for one node name: the node (once it arrived), the pods bound to
 /// it and the pending pods nominated to it.
@@ -311,6 +314,8 @@ pub struct Snapshot {
     pub labels: LabelIds,
     /// `summaries[i]` digests `nodes[i]`.
     pub summaries: imbl::Vector<NodeSummary>,
+    /// The hard-taint sets digests refer to: id `k` is `taint_sets[k - 1]`.
+    pub taint_sets: imbl::Vector<Arc<HardTaints>>,
 }
 
 /// Asks the CPU to start loading the cache line at `address`.
@@ -400,6 +405,10 @@ struct NodeTable {
     nodes: imbl::Vector<Arc<NodeInfo>>,
     /// `summaries[i]` digests `nodes[i]`.
     summaries: imbl::Vector<NodeSummary>,
+    /// Interned hard-taint sets, never dropped (at most [`MAX_TAINT_SETS`]): id `k` is
+    /// `taint_sets[k - 1]`.
+    taint_sets: imbl::Vector<Arc<HardTaints>>,
+    taint_set_ids: hashbrown::HashMap<Arc<HardTaints>, u16>,
     index: NodeIndex,
     orphans: std::collections::HashMap<Str, NodeInfo>,
     pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
@@ -575,9 +584,14 @@ impl NodeTable {
             .is_some_and(|&i| self.nodes[i].anti_affinity_pods > 0);
         let has_anti = info.node.is_some() && info.anti_affinity_pods > 0;
         self.anti_affinity_nodes = self.anti_affinity_nodes + has_anti as usize - had_anti as usize;
+        // Pod changes keep the node: its taint set is the one already digested.
+        let taint_set = match self.index.get(name) {
+            Some(&i) if same_node => self.summaries[i].taint_set,
+            _ => self.taint_set_id(info.node.as_deref()),
+        };
         match (self.index.get(name).copied(), info.node.is_some()) {
             (Some(i), true) => {
-                self.summaries.set(i, NodeSummary::of(&info));
+                self.summaries.set(i, NodeSummary::of(&info, taint_set));
                 self.nodes.set(i, Arc::new(info));
             }
             (Some(i), false) => {
@@ -588,7 +602,7 @@ impl NodeTable {
             }
             (None, true) => {
                 self.index.insert(name.clone(), self.nodes.len());
-                self.summaries.push_back(NodeSummary::of(&info));
+                self.summaries.push_back(NodeSummary::of(&info, taint_set));
                 self.nodes.push_back(Arc::new(info));
             }
             (None, false) => {
@@ -597,6 +611,28 @@ impl NodeTable {
                 }
             }
         }
+    }
+
+    /// The id of `node`'s hard taints, interned on first sight.
+    fn taint_set_id(&mut self, node: Option<&Node>) -> u16 {
+        let Some(node) = node else {
+            return READ_NODE;
+        };
+        let Some(set) = HardTaints::of(node) else {
+            return NO_HARD_TAINTS;
+        };
+        if let Some(&id) = self.taint_set_ids.get(&set) {
+            return id;
+        }
+        if self.taint_sets.len() >= MAX_TAINT_SETS {
+            return READ_NODE;
+        }
+        let set = Arc::new(set);
+        self.taint_sets.push_back(set.clone());
+        // Ids from 1; MAX_TAINT_SETS < READ_NODE, so the conversion holds.
+        let id = u16::try_from(self.taint_sets.len()).unwrap_or(READ_NODE);
+        self.taint_set_ids.insert(set, id);
+        id
     }
 
     /// Removes slot `i` by moving the last entry into it.
@@ -979,6 +1015,7 @@ impl ClusterCache {
             shared_label_keys: table.shared_label_keys.clone(),
             labels: table.labels.read().clone(),
             summaries: table.summaries.clone(),
+            taint_sets: table.taint_sets.clone(),
         }
     }
 
@@ -1125,6 +1162,66 @@ mod tests {
             let expected = &all[range.start.min(end)..end];
             assert_eq!(seen, expected, "range {range:?}");
         }
+    }
+
+    /// Digests name nodes' hard taints by interned id: pod changes keep it, a node change
+    /// moves it, and past `MAX_TAINT_SETS` distinct sets nodes are read instead.
+    #[test]
+    fn taint_sets_are_interned_up_to_the_cap() {
+        use crate::model::{Taint, TaintEffect};
+        let cluster = crate::generate::generate(&crate::generate::ClusterSpec {
+            nodes: 2,
+            pods_per_node: 2,
+            seed: 5,
+        });
+        let cache = ClusterCache::new();
+        let tainted = |name: &str, value: &str| {
+            let mut node = cluster.nodes[0].clone();
+            node.name = name.into();
+            node.uid = format!("uid-{name}").into();
+            node.taints = vec![Taint {
+                key: "dedicated".into(),
+                value: value.into(),
+                effect: TaintEffect::NoSchedule,
+            }];
+            node
+        };
+        let set_of = |name: &str| {
+            let snapshot = cache.snapshot();
+            snapshot.summaries[snapshot.node_index(name).unwrap()].taint_set
+        };
+        cache.upsert_node(tainted("a", "x"));
+        cache.upsert_node(tainted("b", "x"));
+        let mut plain = cluster.nodes[1].clone();
+        plain.taints.clear();
+        plain.unschedulable = false;
+        cache.upsert_node(plain.clone());
+        assert_eq!(set_of("a"), 1);
+        assert_eq!(set_of("b"), 1);
+        assert_eq!(set_of(&plain.name), NO_HARD_TAINTS);
+        let mut pod = cluster.pods[0].clone();
+        pod.node_name = Some("a".into());
+        cache.upsert_pod(pod).unwrap();
+        assert_eq!(set_of("a"), 1);
+        cache.upsert_node(tainted("a", "y"));
+        assert_eq!(set_of("a"), 2);
+        assert_eq!(set_of("b"), 1);
+        for i in 0..MAX_TAINT_SETS {
+            cache.upsert_node(tainted(&format!("n{i}"), &format!("v{i}")));
+        }
+        // "x" and "y" took two ids: the last two new sets find the table full.
+        assert_eq!(
+            set_of(&format!("n{}", MAX_TAINT_SETS - 3)),
+            MAX_TAINT_SETS as u16
+        );
+        assert_eq!(set_of(&format!("n{}", MAX_TAINT_SETS - 2)), READ_NODE);
+        assert_eq!(set_of(&format!("n{}", MAX_TAINT_SETS - 1)), READ_NODE);
+        // Known sets still get their id.
+        cache.upsert_node(tainted("c", "x"));
+        assert_eq!(set_of("c"), 1);
+        let snapshot = cache.snapshot();
+        assert_eq!(snapshot.taint_sets.len(), MAX_TAINT_SETS);
+        assert_eq!(&*snapshot.taint_sets[1].taints[0].value, "y");
     }
 
     /// Held pods share their common strings and details and keep the derived requests, not the

@@ -4,10 +4,46 @@
 //! node's taints costs several cache misses per node; the digest packs what the resource
 //! filters and the candidate bounds need into one contiguous array, so a preemptor that
 //! only asks for resources is filtered from the digests alone, and only nodes the digest
-//! cannot answer for (taints, unschedulable, nominated pods) are read in full.
+//! cannot answer for (nominated pods that count) are read in full. A tainted or
+//! unschedulable node's digest names its interned [`HardTaints`] set: a decision checks
+//! each distinct set once, not each node.
 
 use super::{NodeInfo, PriorityLevel};
-use crate::model::TaintEffect;
+use crate::model::{Node, Taint, TaintEffect};
+
+/// [`NodeSummary::taint_set`] of a schedulable node without NoSchedule or NoExecute taint.
+pub const NO_HARD_TAINTS: u16 = 0;
+/// [`NodeSummary::taint_set`] of a node whose hard taints must be read from the node: it
+/// has not arrived, or more than [`MAX_TAINT_SETS`] distinct sets exist.
+pub const READ_NODE: u16 = u16::MAX;
+/// Most distinct hard-taint sets interned (a cluster has a handful; a client sending a
+/// new set per node only makes decisions read those nodes in full).
+pub const MAX_TAINT_SETS: usize = 4096;
+
+/// What the node-only filters read of a node for a preemptor that names no node and has
+/// no node selector or affinity: whether it is unschedulable, and its NoSchedule and
+/// NoExecute taints in node order (the first untolerated one is reported). Interned by the
+/// cache: nodes with equal sets share an id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HardTaints {
+    pub unschedulable: bool,
+    pub taints: Vec<Taint>,
+}
+
+impl HardTaints {
+    /// `None` for a schedulable node without NoSchedule or NoExecute taint.
+    pub fn of(node: &Node) -> Option<Self> {
+        let hard =
+            |t: &&Taint| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute);
+        if !node.unschedulable && !node.taints.iter().any(|t| hard(&t)) {
+            return None;
+        }
+        Some(HardTaints {
+            unschedulable: node.unschedulable,
+            taints: node.taints.iter().filter(hard).cloned().collect(),
+        })
+    }
+}
 
 /// Priority levels held inline; nodes with more also keep `next_priority`.
 pub const INLINE_LEVELS: usize = 4;
@@ -20,9 +56,10 @@ pub struct NodeSummary {
     pub requested: [i64; 3],
     /// Bound pods.
     pub pods: u32,
-    /// The node is unschedulable, has a NoSchedule or NoExecute taint, or has not arrived:
-    /// the node-only filters need the node itself.
-    pub hard_taints: bool,
+    /// The node's [`HardTaints`]: [`NO_HARD_TAINTS`], [`READ_NODE`], or an id (from 1) of
+    /// the snapshot's interned sets, so a decision checks each distinct set once instead of
+    /// reading every tainted node.
+    pub taint_set: u16,
     /// Highest priority of the pending pods nominated to the node (`i32::MIN` when none;
     /// their requests are in the node entry): only nominated pods of at least the
     /// preemptor's priority take room, so below it the node entry need not be read.
@@ -198,7 +235,9 @@ impl LevelTotals for LevelDigest {
 }
 
 impl NodeSummary {
-    pub fn of(info: &NodeInfo) -> Self {
+    /// The digest of `info`, whose node's hard taints have id `taint_set` (ignored, and
+    /// [`READ_NODE`] kept, when the node has not arrived).
+    pub fn of(info: &NodeInfo, taint_set: u16) -> Self {
         let mut summary = NodeSummary {
             requested: [
                 info.requested.milli_cpu,
@@ -229,20 +268,23 @@ impl NodeSummary {
             Some(node) => {
                 let a = &node.allocatable;
                 summary.allocatable = [a.milli_cpu, a.memory, a.ephemeral_storage, a.pods];
-                summary.hard_taints = node.unschedulable
-                    || node.taints.iter().any(|t| {
-                        matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute)
-                    });
+                summary.taint_set = taint_set;
             }
-            None => summary.hard_taints = true,
+            None => summary.taint_set = READ_NODE,
         }
         summary
     }
 
+    /// Whether the node is unschedulable, has a NoSchedule or NoExecute taint, or has not
+    /// arrived: the node-only filters have something to check.
+    pub fn hard_taints(&self) -> bool {
+        self.taint_set != NO_HARD_TAINTS
+    }
+
     /// Whether the resource filters for a preemptor of `priority` need more than the
-    /// digest: the node itself (taints) or nominated pods that count for it.
+    /// digest and its taint set: the node itself or nominated pods that count for it.
     pub fn needs_full_read(&self, priority: i32) -> bool {
-        self.hard_taints || self.counts_nominated(priority)
+        self.taint_set == READ_NODE || self.counts_nominated(priority)
     }
 
     /// Whether some pod nominated to the node takes room from a preemptor of `priority`.

@@ -7,7 +7,7 @@ use triomphe::Arc;
 use ahash::AHashMap as HashMap;
 use rayon::prelude::*;
 
-use crate::cache::{LabelId, NodeInfo, NodeSummary, Snapshot};
+use crate::cache::{HardTaints, LabelId, NodeInfo, NodeSummary, Snapshot};
 use crate::model::{
     HostPort, InclusionPolicy, LabelSelector, Labels, Node, NodeSelector, NodeSelectorOperator,
     NodeSelectorRequirement, Pod, PodAffinityTerm, Resources, Str, Taint, TaintEffect,
@@ -214,19 +214,30 @@ pub fn untolerated_taint_reason(taint: &Taint) -> String {
     )
 }
 
+/// Whether the pod tolerates the taint NodeUnschedulable stands for.
+fn tolerates_unschedulable(pod: &Pod) -> bool {
+    pod.details.tolerations.iter().any(|t| {
+        t.tolerates(&Taint {
+            key: UNSCHEDULABLE_TAINT_KEY.into(),
+            value: "".into(),
+            effect: TaintEffect::NoSchedule,
+        })
+    })
+}
+
+/// [`static_failure`] on any node with these hard taints, for a pod that names no node and
+/// has no node selector or required node affinity (nothing else of the node is read then).
+pub fn hard_taints_failure<'n>(pod: &Pod, set: &'n HardTaints) -> Option<StaticFailure<'n>> {
+    if set.unschedulable && !tolerates_unschedulable(pod) {
+        return Some(StaticFailure::Unschedulable);
+    }
+    untolerated_taint(&set.taints, pod).map(StaticFailure::Taint)
+}
+
 /// The first node-only filter that fails, in upstream's order.
 pub fn static_failure<'n>(pod: &Pod, node: &'n Node) -> Option<StaticFailure<'n>> {
-    if node.unschedulable {
-        let tolerated = pod.details.tolerations.iter().any(|t| {
-            t.tolerates(&Taint {
-                key: UNSCHEDULABLE_TAINT_KEY.into(),
-                value: "".into(),
-                effect: TaintEffect::NoSchedule,
-            })
-        });
-        if !tolerated {
-            return Some(StaticFailure::Unschedulable);
-        }
+    if node.unschedulable && !tolerates_unschedulable(pod) {
+        return Some(StaticFailure::Unschedulable);
     }
     if let Some(name) = &pod.node_name
         && !name.is_empty()

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 pub use filters::{Code, Status};
 pub use lanes::DecisionLanes;
 
-use crate::cache::{NodeInfo, NodeSummary, Snapshot};
+use crate::cache::{HardTaints, NO_HARD_TAINTS, NodeInfo, NodeSummary, READ_NODE, Snapshot};
 use crate::model::{Pod, PodRef, PreemptionPolicy, Str, Taint};
 use filters::PreFilter;
 
@@ -212,13 +212,18 @@ struct FilterTally<'n> {
     digest_failures: [u32; filters::fit::MASKS],
     /// Nodes the preemptor fits on.
     feasible: Vec<usize>,
-    /// Unschedulable nodes with their resource lower bound (when bounds are computed).
+    /// Unschedulable nodes with their resource lower bound (when bounds are computed),
+    /// while the group's nodes are filtered.
     bounded: Vec<Pending>,
+    /// Then each group's `bounded` with its most promising nodes picked out (in parallel).
+    bounded_groups: Vec<BoundedGroup>,
     /// The other Unschedulable nodes: all of them when no bounds are computed, else those
     /// that cannot fit even with every lower-priority pod gone.
     unbounded: Vec<usize>,
     /// With `explain`: every node's status.
     statuses: Vec<(usize, Status)>,
+    /// The node-only verdict of each hard-taint set met so far (by id − 1).
+    taint_verdicts: Vec<Option<NodeOnly<'n>>>,
 }
 
 impl Default for FilterTally<'_> {
@@ -229,8 +234,57 @@ impl Default for FilterTally<'_> {
             digest_failures: [0; filters::fit::MASKS],
             feasible: Vec::new(),
             bounded: Vec::new(),
+            bounded_groups: Vec::new(),
             unbounded: Vec::new(),
             statuses: Vec::new(),
+            taint_verdicts: Vec::new(),
+        }
+    }
+}
+
+/// What a node's digest says of the node-only filters (NodeUnschedulable, NodeName,
+/// TaintToleration, NodeAffinity).
+#[derive(Clone, Copy, Debug)]
+enum NodeOnly<'n> {
+    Pass,
+    Fail(filters::StaticFailure<'n>),
+    /// The digest cannot tell: the node must be read.
+    ReadNode,
+}
+
+impl<'n> NodeOnly<'n> {
+    /// The verdict for a node with `summary`, from its hard-taint set when the preemptor
+    /// names no node and has no node selector or affinity (`by_taints`). Each set's verdict
+    /// is worked out once into `known` when given.
+    fn of(
+        preemptor: &Pod,
+        by_taints: bool,
+        sets: &'n imbl::Vector<Arc<HardTaints>>,
+        summary: &NodeSummary,
+        known: Option<&mut Vec<Option<NodeOnly<'n>>>>,
+    ) -> Self {
+        if !by_taints {
+            return NodeOnly::ReadNode;
+        }
+        let slot = match summary.taint_set {
+            NO_HARD_TAINTS => return NodeOnly::Pass,
+            READ_NODE => return NodeOnly::ReadNode,
+            id => usize::from(id) - 1,
+        };
+        let verdict = || match sets.get(slot) {
+            Some(set) => {
+                filters::hard_taints_failure(preemptor, set).map_or(NodeOnly::Pass, NodeOnly::Fail)
+            }
+            None => NodeOnly::ReadNode,
+        };
+        match known {
+            Some(known) => {
+                if known.len() <= slot {
+                    known.resize(sets.len().max(slot + 1), None);
+                }
+                *known[slot].get_or_insert_with(verdict)
+            }
+            None => verdict(),
         }
     }
 }
@@ -274,9 +328,22 @@ impl<'n> FilterTally<'n> {
         }
     }
 
-    /// The tallies of several groups of nodes as one, each list copied once.
+    /// Ends a group: its bounded nodes become a [`BoundedGroup`].
+    fn seal(mut self) -> Self {
+        let all = std::mem::take(&mut self.bounded);
+        if !all.is_empty() {
+            self.bounded_groups.push(BoundedGroup {
+                least: MostPromising::least(&all),
+                all,
+            });
+        }
+        self
+    }
+
+    /// The sealed tallies of several groups of nodes as one, each list copied once (the
+    /// bounded nodes stay in their groups).
     fn concat(tallies: Vec<FilterTally<'n>>) -> Self {
-        let mut all = FilterTally::with_capacity(tallies.iter().map(|t| t.bounded.len()).sum());
+        let mut all = FilterTally::default();
         for tally in tallies {
             all.reasons = all.reasons.merge(tally.reasons);
             for (taint, count) in tally.taints {
@@ -288,7 +355,7 @@ impl<'n> FilterTally<'n> {
                 *into += from;
             }
             all.feasible.extend(tally.feasible);
-            all.bounded.extend(tally.bounded);
+            all.bounded_groups.extend(tally.bounded_groups);
             all.unbounded.extend(tally.unbounded);
             all.statuses.extend(tally.statuses);
         }
@@ -341,25 +408,33 @@ impl PartialOrd for Pending {
     }
 }
 
+/// The bounded nodes of one filter group, with the group's `MostPromising::FIRST` most
+/// promising picked out where the group ran.
+struct BoundedGroup {
+    least: Vec<Pending>,
+    all: Vec<Pending>,
+}
+
 /// The bounded nodes, handed out most promising first. A search pops a handful of the
 /// tens of thousands: the first `FIRST` are picked out in one pass (most nodes cost one
 /// comparison), and the rest are ordered only if the search gets that far.
 struct MostPromising {
     /// The most promising nodes, least promising first (popped from the back).
     first: Vec<Pending>,
-    /// Every bounded node; those after `first` are ordered when `first` runs out.
-    all: Vec<Pending>,
+    /// Every bounded node, by group; those after `first` are ordered when `first` runs out.
+    all: Vec<Vec<Pending>>,
     rest: Option<std::collections::BinaryHeap<std::cmp::Reverse<Pending>>>,
 }
 
 impl MostPromising {
     const FIRST: usize = 2 * PRUNE_CHUNK_MAX;
 
-    fn new(all: Vec<Pending>) -> Self {
+    /// The `FIRST` least of `all`, least promising first.
+    fn least(all: &[Pending]) -> Vec<Pending> {
         // A max-heap of the `FIRST` least nodes seen so far: its top is the one to beat.
         let mut least: std::collections::BinaryHeap<Pending> =
             std::collections::BinaryHeap::with_capacity(Self::FIRST + 1);
-        for pending in &all {
+        for pending in all {
             if least.len() < Self::FIRST {
                 least.push(*pending);
             } else if least.peek().is_some_and(|top| pending < top) {
@@ -369,9 +444,23 @@ impl MostPromising {
         }
         let mut first = least.into_sorted_vec();
         first.reverse();
+        first
+    }
+
+    /// The overall `FIRST` least are among the groups' own `FIRST` least.
+    fn new(groups: Vec<BoundedGroup>) -> Self {
+        let first = if groups.len() == 1 {
+            groups[0].least.clone()
+        } else {
+            let picked: Vec<Pending> = groups
+                .iter()
+                .flat_map(|g| g.least.iter().copied())
+                .collect();
+            Self::least(&picked)
+        };
         MostPromising {
             first,
-            all,
+            all: groups.into_iter().map(|g| g.all).collect(),
             rest: None,
         }
     }
@@ -384,6 +473,7 @@ impl MostPromising {
                 let all = std::mem::take(&mut self.all);
                 self.rest = Some(
                     all.into_iter()
+                        .flatten()
                         .filter(|p| *p > next)
                         .map(std::cmp::Reverse)
                         .collect(),
@@ -480,8 +570,9 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     // comes when the digest suffices for every filter.
     // (The hot loop keeps this and the bound apart: one value holding both is copied
     // through the stack in pieces the CPU cannot forward, which cost a fifth of the pass.)
-    let digest_fit = |summary: &NodeSummary, index: usize| {
-        if !digest_decides_resources || summary.hard_taints {
+    // `node_only_pass`: the node-only filters pass on the digest's word.
+    let digest_fit = |summary: &NodeSummary, index: usize, node_only_pass: bool| {
+        if !node_only_pass {
             return None;
         }
         let nominated = if summary.counts_nominated(preemptor.priority) {
@@ -513,9 +604,21 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
             .flatten();
         (status, bound)
     };
+    let taint_sets = &snapshot.taint_sets;
     let filter_one = |index: usize| {
         let (summary, info) = (&summaries[index], &nodes[index]);
-        if let Some((mask, nominated)) = digest_fit(summary, index) {
+        let pass = match NodeOnly::of(
+            preemptor,
+            digest_decides_resources,
+            taint_sets,
+            summary,
+            None,
+        ) {
+            NodeOnly::Fail(failure) => return (failure.status(), None),
+            NodeOnly::Pass => true,
+            NodeOnly::ReadNode => false,
+        };
+        if let Some((mask, nominated)) = digest_fit(summary, index, pass) {
             let bound = digest_bound(summary, index, mask, &nominated);
             return (filters::fit_status(mask), bound);
         }
@@ -531,7 +634,26 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     // taints by reference, without a status each; the rest get their status.
     let explain = options.explain;
     let filter_into = tally_with(|tally, index, summary| {
-        if let Some((mask, nominated)) = digest_fit(summary, index) {
+        let verdicts = Some(&mut tally.taint_verdicts);
+        let pass = match NodeOnly::of(
+            preemptor,
+            digest_decides_resources,
+            taint_sets,
+            summary,
+            verdicts,
+        ) {
+            NodeOnly::Fail(filters::StaticFailure::Taint(taint)) if !explain => {
+                tally.add_taint(taint);
+                return;
+            }
+            NodeOnly::Fail(failure) => {
+                tally.record(index, failure.status(), None, explain);
+                return;
+            }
+            NodeOnly::Pass => true,
+            NodeOnly::ReadNode => false,
+        };
+        if let Some((mask, nominated)) = digest_fit(summary, index, pass) {
             if explain {
                 tally.statuses.push((index, filters::fit_status(mask)));
             }
@@ -599,7 +721,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
                 filter_into(&mut tally, start + offset, summary);
             }
         }
-        tally
+        tally.seal()
     };
     let tallies: Vec<FilterTally> =
         tracing::info_span!("filter", nodes = nodes.len()).in_scope(|| {
@@ -617,7 +739,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
         });
     let mut tally = FilterTally::concat(tallies);
     let feasible = std::mem::take(&mut tally.feasible);
-    let bounded = std::mem::take(&mut tally.bounded);
+    let bounded = std::mem::take(&mut tally.bounded_groups);
     let unbounded = std::mem::take(&mut tally.unbounded);
     let mut statuses = std::mem::take(&mut tally.statuses);
     let filter_reasons = tally.into_reasons();
@@ -660,7 +782,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     }
 
     // 3. Candidates: every Unschedulable node, dry-run.
-    let potential_count = bounded.len() + unbounded.len();
+    let potential_count = bounded.iter().map(|g| g.all.len()).sum::<usize>() + unbounded.len();
     let search = tracing::info_span!(
         "candidate_search",
         potential = potential_count,
@@ -702,7 +824,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     if options.explain || potential_count <= PRUNE_THRESHOLD {
         let mut potential: Vec<usize> = bounded
             .iter()
-            .map(|p| p.index)
+            .flat_map(|g| g.all.iter().map(|p| p.index))
             .chain(unbounded.iter().copied())
             .collect();
         potential.sort_unstable();
@@ -915,6 +1037,19 @@ mod tests {
         }
     }
 
+    /// `all` dealt round-robin into `count` sealed filter groups.
+    fn groups_of(all: &[Pending], count: usize) -> Vec<BoundedGroup> {
+        (0..count)
+            .map(|g| {
+                let all: Vec<Pending> = all.iter().skip(g).step_by(count).copied().collect();
+                BoundedGroup {
+                    least: MostPromising::least(&all),
+                    all,
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn most_promising_hands_out_every_node_in_order_past_the_first_picks() {
         for len in [
@@ -926,20 +1061,24 @@ mod tests {
             129,
             1000,
         ] {
-            let all: Vec<Pending> = (0..len)
-                .map(|i| pending(i * 7 % len.max(1), i as u64 + 1))
-                .collect();
-            let mut expected = all.clone();
-            expected.sort();
-            let mut promising = MostPromising::new(all);
-            let popped: Vec<Pending> = std::iter::from_fn(|| promising.pop()).collect();
-            assert_eq!(popped, expected, "{len} nodes");
+            // Dealt into several groups, as the parallel filter pass leaves them.
+            for groups in [1, 3, 4] {
+                let all: Vec<Pending> = (0..len)
+                    .map(|i| pending(i * 7 % len.max(1), i as u64 + 1))
+                    .collect();
+                let mut expected = all.clone();
+                expected.sort();
+                let mut promising = MostPromising::new(groups_of(&all, groups));
+                let popped: Vec<Pending> = std::iter::from_fn(|| promising.pop()).collect();
+                assert_eq!(popped, expected, "{len} nodes in {groups} groups");
+            }
         }
     }
 
     #[test]
     fn most_promising_hands_out_nothing_after_clear() {
-        let mut promising = MostPromising::new((0..300).map(|i| pending(i, i as u64)).collect());
+        let all: Vec<Pending> = (0..300).map(|i| pending(i, i as u64)).collect();
+        let mut promising = MostPromising::new(groups_of(&all, 2));
         assert!(promising.pop().is_some());
         promising.clear();
         assert_eq!(promising.pop(), None);
