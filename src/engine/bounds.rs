@@ -42,7 +42,9 @@ impl Bound {
         key > best || (key == best && latest < best_start)
     }
 
-    /// Sort key: most promising first.
+    /// Sort key: most promising first. (The search orders nodes by a packed form of it:
+    /// the engine's `Pending`, checked against this.)
+    #[cfg(test)]
     pub fn order(&self) -> ([i64; 4], std::cmp::Reverse<i64>) {
         (self.key(), std::cmp::Reverse(self.latest_start))
     }
