@@ -257,3 +257,49 @@ async fn a_long_stream_is_not_cut_by_the_default_rpc_timeout() {
     .await
     .expect("test timed out");
 }
+
+/// An item on a stream that stays open is applied without waiting for the client's next
+/// item or the end of the stream (a sidecar may keep one `Sync` stream as its feed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn items_are_applied_while_the_stream_stays_open() {
+    timeout(TEST_TIMEOUT, async {
+        let (_server, mut client) = start().await;
+        let (items, feed) = tokio::sync::mpsc::channel(4);
+        let mut streaming = client.clone();
+        let response = tokio::spawn(async move {
+            streaming
+                .sync(tokio_stream::wrappers::ReceiverStream::new(feed))
+                .await
+                .expect("sync")
+                .into_inner()
+        });
+        let mut held = pod("p", 0, "1", "n1");
+        held.resource_version = 5;
+        items.send(node_item(node("n1", "4"))).await.unwrap();
+        items
+            .send(pod_item(PodChange::Upsert(held.clone())))
+            .await
+            .unwrap();
+        // The pod is held once an older version of it is answered as stale.
+        let mut older = held.clone();
+        older.resource_version = 4;
+        let applied = async {
+            loop {
+                let reply = upsert_pod(&mut client, older.clone()).await;
+                if !reply.applied {
+                    assert_eq!(reply.resource_version, 5);
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        };
+        timeout(std::time::Duration::from_secs(10), applied)
+            .await
+            .expect("the pod sent on the open stream is applied");
+        drop(items);
+        let response = response.await.unwrap();
+        assert_eq!(response.applied, counts(1, 1, 0));
+    })
+    .await
+    .expect("test timed out");
+}

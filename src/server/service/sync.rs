@@ -1,19 +1,26 @@
 //! `Sync`: a client stream of node, pod and PDB updates applied in stream order.
 //!
-//! Receiving decodes each protobuf message on the async thread, so items are gathered in
-//! chunks bounded by count and by time (each decode is ~1 µs; a chunk never keeps the
-//! thread for more than ~0.25 ms), and every chunk is converted and applied on the
-//! blocking pool while the next one is being received: on two cores decoding and
-//! applying overlap. Chunks are applied one after another, so stream order is kept.
+//! Two stages overlap, one per core. The receiving task decodes each protobuf message and
+//! converts it to the model on its async thread (~5 µs an item), gathering what has
+//! arrived into chunks bounded by count and by time (a chunk never keeps the thread for
+//! more than ~0.25 ms, and is handed on as soon as nothing more has arrived). One applier
+//! per stream, on the blocking pool, takes the chunks from a bounded queue and applies
+//! them in order, so stream order is kept; chunks that queued up while it was busy are
+//! applied as one. No thread is woken per item, and none per chunk while the applier is
+//! busy. JSON documents, whose parse has no size bound, are converted by the
+//! applier instead.
 //!
 //! Each item goes through the same conversion and cache calls as the unary update of its
 //! kind; a rejected item is counted and reported, never fatal to the stream.
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
 use tonic::{Status, Streaming};
-
-use rayon::prelude::*;
 
 use crate::cache::UpdateOutcome;
 use crate::model::decode;
@@ -27,13 +34,14 @@ use super::{
     State, delete_name, missing_change, namespace_or_default, nomination_events, nomination_of,
 };
 
-use std::sync::Arc;
-
-/// Most items per chunk: large enough to amortize the hand-off to the blocking pool and
-/// the locks taken per chunk.
+/// Most items per chunk: large enough to amortize the hand-off to the applier and the
+/// locks taken per chunk.
 const CHUNK_ITEMS: usize = 2048;
-/// Longest time spent receiving (and so decoding) one chunk on an async thread.
+/// Longest time spent receiving (decoding and converting) one chunk on an async thread.
 const CHUNK_TIME: Duration = Duration::from_micros(250);
+/// Chunks received but not yet applied, per stream: bounds the memory a fast client can
+/// make the server hold (the receiving task waits when the queue is full).
+const QUEUED_CHUNKS: usize = 8;
 /// Streams of at least this many items are bulk loads: once applied, the memory their
 /// decoding used is handed back to the OS.
 const BULK_ITEMS: u64 = 1_000;
@@ -114,41 +122,45 @@ pub(super) async fn run(
     mut stream: Streaming<pb::SyncRequest>,
 ) -> Result<pb::SyncResponse, Status> {
     state.check_running()?;
-    let mut tally = Tally::default();
-    let mut applying: Option<tokio::task::JoinHandle<Tally>> = None;
+    let (chunks, queue) = mpsc::channel::<Vec<Received>>(QUEUED_CHUNKS);
+    let applier = {
+        let state = state.clone();
+        tokio::task::spawn_blocking(move || state.apply_sync_queue(queue))
+    };
     loop {
         let started = Instant::now();
         let mut chunk = Vec::with_capacity(CHUNK_ITEMS);
         let mut ended = false;
         while chunk.len() < CHUNK_ITEMS && started.elapsed() < CHUNK_TIME {
-            match stream.message().await? {
-                Some(item) => chunk.push(item),
+            let next = if chunk.is_empty() {
+                stream.message().await?
+            } else {
+                // Nothing more has arrived: what was received goes to the applier now,
+                // not when the client next sends.
+                match next_if_ready(&mut stream).await {
+                    Some(next) => next?,
+                    None => break,
+                }
+            };
+            match next {
+                Some(item) => chunk.push(prepare_on_receive(item)),
                 None => {
                     ended = true;
                     break;
                 }
             }
         }
-        // The previous chunk must be applied before this one: stream order.
-        if let Some(task) = applying.take() {
-            tally = task.await.map_err(ApiError::from)?;
-        }
         state.check_running()?;
-        if !chunk.is_empty() {
-            let state = state.clone();
-            let mut running = std::mem::take(&mut tally);
-            applying = Some(tokio::task::spawn_blocking(move || {
-                state.apply_sync_chunk(chunk, &mut running);
-                running
-            }));
+        if !chunk.is_empty() && chunks.send(chunk).await.is_err() {
+            // The applier only stops early by panicking: its join below reports it.
+            break;
         }
         if ended {
             break;
         }
     }
-    if let Some(task) = applying.take() {
-        tally = task.await.map_err(ApiError::from)?;
-    }
+    drop(chunks);
+    let tally = applier.await.map_err(ApiError::from)?;
     tracing::debug!(
         items = tally.next_index,
         rejected = tally.rejected,
@@ -177,6 +189,19 @@ pub(super) async fn run(
     })
 }
 
+/// The stream's next message if it has already arrived (`None` when it has not).
+async fn next_if_ready(
+    stream: &mut Streaming<pb::SyncRequest>,
+) -> Option<Result<Option<pb::SyncRequest>, Status>> {
+    std::future::poll_fn(|cx| {
+        Poll::Ready(match Pin::new(&mut *stream).poll_next(cx) {
+            Poll::Ready(next) => Some(next.transpose()),
+            Poll::Pending => None,
+        })
+    })
+    .await
+}
+
 /// Decodes a JSON/YAML document inline (this already runs on the blocking pool).
 fn decode_inline<T>(
     field: &str,
@@ -198,13 +223,45 @@ enum Prepared {
     Pdb(Result<Change<PodDisruptionBudget>, ApiError>),
 }
 
+/// An item as the receiving task hands it to the applier.
+enum Received {
+    Converted(Prepared),
+    /// A JSON document, converted by the applier.
+    Json(Box<pb::SyncRequest>),
+}
+
 enum Change<T> {
     Upsert(T),
     Delete(pb::ObjectRef),
 }
 
-/// Converts one item exactly as the unary update of its kind does (JSON decoded inline:
-/// this runs on the blocking pool).
+/// Converts a received item, except a JSON document: its parse has no size bound, so it
+/// waits for the applier on the blocking pool.
+fn prepare_on_receive(request: pb::SyncRequest) -> Received {
+    use pb::sync_request::Item;
+    let json = match &request.item {
+        Some(Item::Node(r)) => matches!(
+            r.change,
+            Some(pb::update_node_request::Change::UpsertJson(_))
+        ),
+        Some(Item::Pod(r)) => matches!(
+            r.change,
+            Some(pb::update_pod_request::Change::UpsertJson(_))
+        ),
+        Some(Item::Pdb(r)) => matches!(
+            r.change,
+            Some(pb::update_pod_disruption_budget_request::Change::UpsertJson(_))
+        ),
+        None => false,
+    };
+    if json {
+        Received::Json(Box::new(request))
+    } else {
+        Received::Converted(prepare(request))
+    }
+}
+
+/// Converts one item exactly as the unary update of its kind does (JSON decoded inline).
 fn prepare(request: pb::SyncRequest) -> Prepared {
     use pb::sync_request::Item;
     match request.item {
@@ -245,19 +302,37 @@ fn prepare(request: pb::SyncRequest) -> Prepared {
 }
 
 impl State {
-    /// Applies one chunk. Blocking: runs on the blocking pool.
+    /// The applier of one stream: applies its chunks in order until the receiving task
+    /// is done, and returns what they did. Blocking: runs on the blocking pool.
+    fn apply_sync_queue(&self, mut queue: mpsc::Receiver<Vec<Received>>) -> Tally {
+        let mut tally = Tally::default();
+        while let Some(mut chunk) = queue.blocking_recv() {
+            // Chunks that queued up while the last was applied: one batch, one lock.
+            while chunk.len() < CHUNK_ITEMS
+                && let Ok(more) = queue.try_recv()
+            {
+                chunk.extend(more);
+            }
+            self.apply_sync_chunk(chunk, &mut tally);
+        }
+        tally
+    }
+
+    /// Applies one chunk in stream order.
     ///
-    /// Conversion is pure, so it is spread over the cores first. Then, under the
-    /// nominations ordering lock (held for the chunk, a few milliseconds at most, so pod
-    /// changes and their events are published as one batch in order), items are applied
-    /// in stream order; runs of pod upserts that cannot move a nomination go to the
-    /// cache as one batch.
-    fn apply_sync_chunk(&self, chunk: Vec<pb::SyncRequest>, tally: &mut Tally) {
-        let prepared: Vec<Prepared> = chunk.into_par_iter().map(prepare).collect();
+    /// Under the nominations ordering lock (held for the chunk, a few milliseconds at
+    /// most, so pod changes and their events are published as one batch in order), items
+    /// are applied in stream order; runs of pod upserts that cannot move a nomination go
+    /// to the cache as one batch.
+    fn apply_sync_chunk(&self, chunk: Vec<Received>, tally: &mut Tally) {
         let _sync = self.sync.lock();
         let mut events = Vec::new();
         let mut batch: Vec<Pod> = Vec::new();
-        for item in prepared {
+        for item in chunk {
+            let item = match item {
+                Received::Converted(item) => item,
+                Received::Json(request) => prepare(*request),
+            };
             let item = match item {
                 Prepared::Pod(Ok(Change::Upsert(pod))) if self.cannot_move_nomination(&pod) => {
                     batch.push(pod);
