@@ -9,6 +9,7 @@ FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
 # Manifests first, so the dependency download is cached across source changes.
 COPY Cargo.toml Cargo.lock ./
+COPY .cargo ./.cargo
 COPY build.rs ./
 COPY proto ./proto
 COPY src ./src
