@@ -249,8 +249,7 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
 /// next on that worker: when a nomination fans out to many WatchNominations streams on one
 /// connection, the connection task runs (and writes) after each stream's frame instead of
 /// once after all of them. Without it, at 1,000 subscribers the lag p99 fell 3–4× and the
-/// server's CPU per delivery by a third, for ~8% more CPU per bulk-loaded object
-/// (BENCHMARKS.md). Needs `--cfg tokio_unstable` (set in .cargo/config.toml).
+/// server's CPU per delivery by a third, for a 15–20% lower bulk-load rate (BENCHMARKS.md). Needs `--cfg tokio_unstable` (set in .cargo/config.toml).
 pub fn serve_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     serve_runtime_builder().build()
 }
