@@ -6,6 +6,10 @@
 #   docker run --rm -p 50051:50051 -p 9464:9464 preemptd
 
 FROM rust:1.95-slim-bookworm AS build
+# make builds the bundled jemalloc (tikv-jemalloc-sys); the image has gcc already.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends make=4.3-4.1 \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Manifests first, so the dependency download is cached across source changes.
 COPY Cargo.toml Cargo.lock ./
