@@ -42,6 +42,9 @@ const CHUNK_TIME: Duration = Duration::from_micros(250);
 /// Chunks received but not yet applied, per stream: bounds the memory a fast client can
 /// make the server hold (the receiving task waits when the queue is full).
 const QUEUED_CHUNKS: usize = 8;
+/// Queued chunks are merged up to about this many items: one lock and one cache batch for
+/// them, while the lock is still held for no more than a couple of milliseconds.
+const MERGED_ITEMS: usize = 512;
 /// Streams of at least this many items are bulk loads: once applied, the memory their
 /// decoding used is handed back to the OS.
 const BULK_ITEMS: u64 = 1_000;
@@ -308,7 +311,7 @@ impl State {
         let mut tally = Tally::default();
         while let Some(mut chunk) = queue.blocking_recv() {
             // Chunks that queued up while the last was applied: one batch, one lock.
-            while chunk.len() < CHUNK_ITEMS
+            while chunk.len() < MERGED_ITEMS
                 && let Ok(more) = queue.try_recv()
             {
                 chunk.extend(more);
