@@ -174,6 +174,11 @@ pub struct ServeArgs {
     /// How long shutdown waits for in-flight calls and streams before closing them.
     #[arg(long, env = "PREEMPTD_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+    /// Threads that serve connections (HTTP/2, decoding, unary updates, watch streams).
+    /// Decisions run on their own lanes and bulk loads on blocking threads, so these only
+    /// move and convert messages.
+    #[arg(long, env = "PREEMPTD_IO_THREADS", default_value_t = default_io_threads(), value_parser = positive)]
+    pub io_threads: usize,
     /// OTLP/gRPC collector to export traces to (e.g. http://otel-collector:4317); unset,
     /// no traces are exported.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_parser = telemetry::parse_otlp_endpoint, value_name = "URL")]
@@ -245,13 +250,24 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
-/// The server's runtime, without tokio's LIFO slot. With it, a task another task wakes runs
-/// next on that worker: when a nomination fans out to many WatchNominations streams on one
-/// connection, the connection task runs (and writes) after each stream's frame instead of
-/// once after all of them. Without it, at 1,000 subscribers the lag p99 fell 3–4× and the
-/// server's CPU per delivery by a third, for a 15–20% lower bulk-load rate (BENCHMARKS.md). Needs `--cfg tokio_unstable` (set in .cargo/config.toml).
-pub fn serve_runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    serve_runtime_builder().build()
+/// Half the cores, at least one. On two cores, a second I/O thread cost the server ~30% more
+/// CPU per unary call (its tasks woke each other across threads) while the decision lanes
+/// and the blocking pool already keep both cores busy (BENCHMARKS.md).
+pub fn default_io_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+}
+
+/// The server's runtime: `io_threads` workers, without tokio's LIFO slot. With it, a task
+/// another task wakes runs next on that worker: when a nomination fans out to many
+/// WatchNominations streams on one connection, the connection task runs (and writes)
+/// after each stream's frame instead of once after all of them. Without it, at 1,000
+/// subscribers the lag p99 fell 3–4× and the server's CPU per delivery by a third, for a
+/// 15–20% lower bulk-load rate (BENCHMARKS.md). Needs `--cfg tokio_unstable` (set in
+/// .cargo/config.toml).
+pub fn serve_runtime(io_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    serve_runtime_builder()
+        .worker_threads(io_threads.max(1))
+        .build()
 }
 
 fn serve_runtime_builder() -> tokio::runtime::Builder {
@@ -263,7 +279,7 @@ fn serve_runtime_builder() -> tokio::runtime::Builder {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    let runtime = match serve_runtime() {
+    let runtime = match serve_runtime(args.io_threads) {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("preemptd: error: cannot start the async runtime: {error}");

@@ -62,6 +62,7 @@ fn help_lists_every_flag_with_env_and_default() {
             None,
         ),
         ("--max-watchers", "PREEMPTD_MAX_WATCHERS", Some("4096")),
+        ("--io-threads", "PREEMPTD_IO_THREADS", None),
         (
             "--keepalive-interval",
             "PREEMPTD_KEEPALIVE_INTERVAL",
@@ -120,6 +121,11 @@ fn invalid_values_exit_64_naming_the_setting() {
             &["serve", "--max-concurrent-preempts", "0"],
             &[],
             &["--max-concurrent-preempts", "at least 1"],
+        ),
+        (
+            &["serve"],
+            &[("PREEMPTD_IO_THREADS", "0")],
+            &["--io-threads", "PREEMPTD_IO_THREADS", "at least 1"],
         ),
         (
             &["serve", "--max-message-bytes", "16MB"],
@@ -198,6 +204,7 @@ fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
         .env("PREEMPTD_METRICS_LISTEN", metrics.to_string())
         .env("PREEMPTD_LOG_FORMAT", "json")
         .env("PREEMPTD_RPC_TIMEOUT", "off")
+        .env("PREEMPTD_IO_THREADS", "2")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -99,11 +99,14 @@ async fn preempt_spans_reach_the_collector_under_the_clients_trace() {
     let response = client.preempt(request).await.expect("preempt").into_inner();
     assert_eq!(outcome(&response), pb::Outcome::Preempt);
 
+    // The rpc span ends when the server drops the response body, which can be after the
+    // client has the answer: stop the server (its connections drained) before flushing.
+    drop(client);
+    server.shutdown().await.expect("shutdown");
     // Flushing blocks until the exporter is done: off the async threads.
     tokio::task::spawn_blocking(move || guard.shutdown())
         .await
         .expect("flush");
-    server.shutdown().await.expect("shutdown");
 
     let requests = receiver.requests.lock().expect("receiver lock").clone();
     let service_names: Vec<String> = requests

@@ -34,6 +34,10 @@ type Client = PreemptionClient<Channel>;
 const WATCHERS_PER_CONNECTION: usize = 50;
 /// Bound pods whose labels the update phase rewrites (round-robin).
 const UPDATE_SAMPLE: usize = 10_000;
+/// Connections the update phase spreads its calls over. On one, the server answers a
+/// whole batch of calls, then the client sends the next batch, each side idle while the
+/// other works; two let the batches overlap.
+const UPDATE_CONNECTIONS: usize = 2;
 /// Unrecorded calls before each latency phase (connection set-up, first-touch costs).
 const WARMUP_CALLS: u64 = 5;
 
@@ -144,7 +148,7 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
 
     let cpu = probe.cpu();
     report.update = update_phase(
-        &channel,
+        addr,
         &prepared.update_sample,
         args.updates,
         args.update_concurrency,
@@ -427,8 +431,14 @@ async fn preempt_phase(
 
 /// Unary `UpdatePod` calls rewriting a label of existing bound pods (each call a newer
 /// resource_version), at a fixed concurrency.
+///
+/// The calls run on a single-threaded runtime of their own, over their own connections:
+/// on a multi-threaded one each call hops between client threads several times (the
+/// channel's buffer task, the connection task, the caller), and on two cores shared
+/// with the server those hops cost the client more CPU than the server spends on the
+/// call, which then measures the client rather than the server.
 async fn update_phase(
-    channel: &Channel,
+    addr: SocketAddr,
     sample: &[pb::Pod],
     count: u64,
     concurrency: usize,
@@ -439,13 +449,46 @@ async fn update_phase(
     }
     let sample = Arc::new(sample.to_vec());
     let progress = Progress::start("update pod", count);
+    let done = progress.done.clone();
+    let (reply, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("bench-update".to_string())
+        .spawn(move || {
+            let result = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("start the update runtime")
+                .and_then(|runtime| {
+                    runtime.block_on(update_calls(addr, sample, count, concurrency, cap, done))
+                });
+            let _ = reply.send(result);
+        })
+        .context("start the update thread")?;
+    let latency = result.await.context("update thread")??;
+    progress.finish();
+    Ok(latency)
+}
+
+async fn update_calls(
+    addr: SocketAddr,
+    sample: Arc<Vec<pb::Pod>>,
+    count: u64,
+    concurrency: usize,
+    cap: Duration,
+    done: Arc<AtomicU64>,
+) -> anyhow::Result<Latency> {
+    let connections = UPDATE_CONNECTIONS.min(concurrency);
+    let mut channels = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        channels.push(connect(addr).await?);
+    }
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let deadline = started + cap;
     let workers: Vec<JoinHandle<anyhow::Result<Histogram<u64>>>> = (0..concurrency)
-        .map(|_| {
-            let mut client = PreemptionClient::new(channel.clone());
-            let (next, sample, done) = (next.clone(), sample.clone(), progress.done.clone());
+        .map(|w| {
+            let mut client = PreemptionClient::new(channels[w % connections].clone());
+            let (next, sample, done) = (next.clone(), sample.clone(), done.clone());
             tokio::spawn(async move {
                 let mut hist = histogram();
                 loop {
@@ -477,7 +520,6 @@ async fn update_phase(
             .context("merge histograms")?;
     }
     let seconds = started.elapsed().as_secs_f64();
-    progress.finish();
     Ok(Latency::from_histogram(&hist, seconds))
 }
 
