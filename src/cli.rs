@@ -165,6 +165,10 @@ pub struct ServeArgs {
     /// Open WatchNominations streams; more are refused with RESOURCE_EXHAUSTED.
     #[arg(long, env = "PREEMPTD_MAX_WATCHERS", default_value_t = 4096)]
     pub max_watchers: usize,
+    /// Open Sync streams; more are refused with RESOURCE_EXHAUSTED (each open stream holds
+    /// a server thread).
+    #[arg(long, env = "PREEMPTD_MAX_SYNC_STREAMS", default_value_t = server::DEFAULT_MAX_SYNC_STREAMS, value_parser = positive)]
+    pub max_sync_streams: usize,
     /// HTTP/2 keepalive ping interval, so dead clients are noticed; "off" disables pings.
     #[arg(long, env = "PREEMPTD_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_optional_duration)]
     pub keepalive_interval: OptionalDuration,
@@ -200,6 +204,7 @@ impl ServeArgs {
             rpc_timeout: self.rpc_timeout.0,
             max_concurrent_preempts: self.max_concurrent_preempts,
             max_watchers: self.max_watchers,
+            max_sync_streams: self.max_sync_streams,
             metrics_listen: self.metrics_listen.0,
             shutdown_grace: self.shutdown_grace,
             ..ServeConfig::default()

@@ -64,6 +64,11 @@ fn help_lists_every_flag_with_env_and_default() {
         ("--max-watchers", "PREEMPTD_MAX_WATCHERS", Some("4096")),
         ("--io-threads", "PREEMPTD_IO_THREADS", None),
         (
+            "--max-sync-streams",
+            "PREEMPTD_MAX_SYNC_STREAMS",
+            Some("64"),
+        ),
+        (
             "--keepalive-interval",
             "PREEMPTD_KEEPALIVE_INTERVAL",
             Some("30s"),

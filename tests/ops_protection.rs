@@ -1,6 +1,6 @@
 //! Protection over real gRPC: the per-RPC timeout (DEADLINE_EXCEEDED, but never for a
 //! watch stream's lifetime), load shedding on Preempt (RESOURCE_EXHAUSTED at once), the
-//! watcher cap, the message-size limit and HTTP/2 keepalive.
+//! watcher and Sync-stream caps, the message-size limit and HTTP/2 keepalive.
 
 mod grpc_support;
 
@@ -177,6 +177,74 @@ async fn watchers_over_the_cap_are_refused() {
         }
     }
     assert!(reopened.is_some(), "the slot was not freed");
+    server.shutdown().await.expect("shutdown");
+}
+
+fn sync_pod(p: pb::Pod) -> pb::SyncRequest {
+    pb::SyncRequest {
+        item: Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
+            change: Some(pb::update_pod_request::Change::Upsert(p)),
+        })),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_streams_over_the_cap_are_refused_until_one_ends() {
+    let (server, mut client) = start_with(ServeConfig {
+        max_sync_streams: 1,
+        ..loopback_config()
+    })
+    .await;
+    upsert_node(&mut client, node("n1", "4")).await;
+    // A stream that stays open (a feed), known to be running once its pod is applied.
+    let (items, feed) = tokio::sync::mpsc::channel(4);
+    let mut streaming = client.clone();
+    let open = tokio::spawn(async move {
+        streaming
+            .sync(tokio_stream::wrappers::ReceiverStream::new(feed))
+            .await
+    });
+    let mut held = pod("held", 0, "1", "n1");
+    held.resource_version = 5;
+    items.send(sync_pod(held.clone())).await.expect("send");
+    let mut older = held.clone();
+    older.resource_version = 4;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while upsert_pod(&mut client, older.clone()).await.applied {
+        assert!(
+            Instant::now() < deadline,
+            "the open stream's pod was never applied"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let status = client
+        .sync(tokio_stream::iter(vec![sync_pod(pod(
+            "other", 0, "1", "n1",
+        ))]))
+        .await
+        .expect_err("second stream refused");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(
+        status
+            .message()
+            .contains("too many open sync streams (limit 1)"),
+        "{}",
+        status.message()
+    );
+
+    // The open stream ends normally, and its slot is free for the next one.
+    drop(items);
+    let first = open.await.expect("join").expect("open stream").into_inner();
+    assert_eq!(first.applied.map(|c| c.pods), Some(1));
+    let next = client
+        .sync(tokio_stream::iter(vec![sync_pod(pod(
+            "other", 0, "1", "n1",
+        ))]))
+        .await
+        .expect("a stream after the first ended")
+        .into_inner();
+    assert_eq!(next.applied.map(|c| c.pods), Some(1));
     server.shutdown().await.expect("shutdown");
 }
 

@@ -83,6 +83,12 @@ impl ApiError {
         ))
     }
 
+    pub fn too_many_sync_streams(limit: usize) -> Self {
+        ApiError::ResourceExhausted(format!(
+            "too many open sync streams (limit {limit}); retry later"
+        ))
+    }
+
     /// The handler did not answer within `timeout`.
     pub fn deadline_exceeded(timeout: std::time::Duration) -> Self {
         ApiError::DeadlineExceeded(format!("no answer within the rpc timeout of {timeout:?}"))
@@ -226,6 +232,7 @@ mod tests {
             (End::Closed.into(), Code::Unavailable),
             (ApiError::preempt_overloaded(4), Code::ResourceExhausted),
             (ApiError::too_many_watchers(2), Code::ResourceExhausted),
+            (ApiError::too_many_sync_streams(2), Code::ResourceExhausted),
             (
                 ApiError::deadline_exceeded(std::time::Duration::from_millis(10)),
                 Code::DeadlineExceeded,

@@ -66,6 +66,10 @@ pub struct ServeConfig {
     pub max_concurrent_preempts: usize,
     /// Open `WatchNominations` streams; more are refused with RESOURCE_EXHAUSTED.
     pub max_watchers: usize,
+    /// Open `Sync` streams; more are refused with RESOURCE_EXHAUSTED. Each open stream
+    /// holds a thread of the blocking pool (its applier), which other blocking work
+    /// (JSON decoding, nomination listings) shares.
+    pub max_sync_streams: usize,
     /// Where to serve Prometheus text at `/metrics` (installs the process-wide metrics
     /// recorder on first use). `None`: no endpoint.
     pub metrics_listen: Option<SocketAddr>,
@@ -87,11 +91,16 @@ impl Default for ServeConfig {
             rpc_timeout: Some(Duration::from_secs(10)),
             max_concurrent_preempts: default_max_concurrent_preempts(),
             max_watchers: 4096,
+            max_sync_streams: DEFAULT_MAX_SYNC_STREAMS,
             metrics_listen: None,
             shutdown_grace: Duration::from_secs(10),
         }
     }
 }
+
+/// Open `Sync` streams by default: far more than the few feeds and loads a cluster has,
+/// and far fewer than the blocking pool's 512 threads.
+pub const DEFAULT_MAX_SYNC_STREAMS: usize = 64;
 
 /// Two `Preempt` calls per core, at least 64. Decisions are CPU-bound (rayon fans large
 /// ones out over every core), so many more in flight only add queueing delay; the floor

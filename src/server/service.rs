@@ -50,6 +50,9 @@ pub(crate) struct State {
     preempt_permits: Arc<Semaphore>,
     /// The cap on `WatchNominations` streams (`ServeConfig::max_watchers`).
     watch_permits: Arc<Semaphore>,
+    /// The cap on `Sync` streams (`ServeConfig::max_sync_streams`).
+    sync_permits: Arc<Semaphore>,
+    sync_limit: usize,
     preempt_limit: usize,
     watch_limit: usize,
     /// Where decisions run (one pool per decision in progress).
@@ -82,6 +85,8 @@ impl State {
             commit_attempts: config.commit_attempts.max(1),
             preempt_permits: Arc::new(Semaphore::new(config.max_concurrent_preempts.max(1))),
             watch_permits: Arc::new(Semaphore::new(config.max_watchers)),
+            sync_permits: Arc::new(Semaphore::new(config.max_sync_streams)),
+            sync_limit: config.max_sync_streams,
             preempt_limit: config.max_concurrent_preempts.max(1),
             watch_limit: config.max_watchers,
             lanes: crate::engine::DecisionLanes::per_core(),
@@ -597,6 +602,12 @@ impl pb::preemption_server::Preemption for PreemptionService {
         &self,
         request: Request<Streaming<pb::SyncRequest>>,
     ) -> Result<Response<pb::SyncResponse>, Status> {
+        let _permit = self
+            .state
+            .sync_permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::too_many_sync_streams(self.state.sync_limit))?;
         let response = sync::run(self.state.clone(), request.into_inner()).await?;
         Ok(Response::new(response))
     }
