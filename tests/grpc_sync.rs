@@ -264,15 +264,7 @@ async fn a_long_stream_is_not_cut_by_the_default_rpc_timeout() {
 async fn items_are_applied_while_the_stream_stays_open() {
     timeout(TEST_TIMEOUT, async {
         let (_server, mut client) = start().await;
-        let (items, feed) = tokio::sync::mpsc::channel(4);
-        let mut streaming = client.clone();
-        let response = tokio::spawn(async move {
-            streaming
-                .sync(tokio_stream::wrappers::ReceiverStream::new(feed))
-                .await
-                .expect("sync")
-                .into_inner()
-        });
+        let (items, response) = open_sync_feed(&client);
         let mut held = pod("p", 0, "1", "n1");
         held.resource_version = 5;
         items.send(node_item(node("n1", "4"))).await.unwrap();
@@ -280,24 +272,9 @@ async fn items_are_applied_while_the_stream_stays_open() {
             .send(pod_item(PodChange::Upsert(held.clone())))
             .await
             .unwrap();
-        // The pod is held once an older version of it is answered as stale.
-        let mut older = held.clone();
-        older.resource_version = 4;
-        let applied = async {
-            loop {
-                let reply = upsert_pod(&mut client, older.clone()).await;
-                if !reply.applied {
-                    assert_eq!(reply.resource_version, 5);
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-        };
-        timeout(std::time::Duration::from_secs(10), applied)
-            .await
-            .expect("the pod sent on the open stream is applied");
+        wait_until_held(&mut client, &held).await;
         drop(items);
-        let response = response.await.unwrap();
+        let response = response.await.unwrap().expect("sync").into_inner();
         assert_eq!(response.applied, counts(1, 1, 0));
     })
     .await

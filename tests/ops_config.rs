@@ -128,6 +128,11 @@ fn invalid_values_exit_64_naming_the_setting() {
             &["--max-concurrent-preempts", "at least 1"],
         ),
         (
+            &["serve", "--max-sync-streams", "0"],
+            &[],
+            &["--max-sync-streams", "at least 1"],
+        ),
+        (
             &["serve"],
             &[("PREEMPTD_IO_THREADS", "0")],
             &["--io-threads", "PREEMPTD_IO_THREADS", "at least 1"],

@@ -180,14 +180,6 @@ async fn watchers_over_the_cap_are_refused() {
     server.shutdown().await.expect("shutdown");
 }
 
-fn sync_pod(p: pb::Pod) -> pb::SyncRequest {
-    pb::SyncRequest {
-        item: Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
-            change: Some(pb::update_pod_request::Change::Upsert(p)),
-        })),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sync_streams_over_the_cap_are_refused_until_one_ends() {
     let (server, mut client) = start_with(ServeConfig {
@@ -197,29 +189,14 @@ async fn sync_streams_over_the_cap_are_refused_until_one_ends() {
     .await;
     upsert_node(&mut client, node("n1", "4")).await;
     // A stream that stays open (a feed), known to be running once its pod is applied.
-    let (items, feed) = tokio::sync::mpsc::channel(4);
-    let mut streaming = client.clone();
-    let open = tokio::spawn(async move {
-        streaming
-            .sync(tokio_stream::wrappers::ReceiverStream::new(feed))
-            .await
-    });
+    let (items, open) = open_sync_feed(&client);
     let mut held = pod("held", 0, "1", "n1");
     held.resource_version = 5;
-    items.send(sync_pod(held.clone())).await.expect("send");
-    let mut older = held.clone();
-    older.resource_version = 4;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while upsert_pod(&mut client, older.clone()).await.applied {
-        assert!(
-            Instant::now() < deadline,
-            "the open stream's pod was never applied"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    items.send(sync_pod_item(held.clone())).await.expect("send");
+    wait_until_held(&mut client, &held).await;
 
     let status = client
-        .sync(tokio_stream::iter(vec![sync_pod(pod(
+        .sync(tokio_stream::iter(vec![sync_pod_item(pod(
             "other", 0, "1", "n1",
         ))]))
         .await
@@ -238,7 +215,7 @@ async fn sync_streams_over_the_cap_are_refused_until_one_ends() {
     let first = open.await.expect("join").expect("open stream").into_inner();
     assert_eq!(first.applied.map(|c| c.pods), Some(1));
     let next = client
-        .sync(tokio_stream::iter(vec![sync_pod(pod(
+        .sync(tokio_stream::iter(vec![sync_pod_item(pod(
             "other", 0, "1", "n1",
         ))]))
         .await

@@ -159,3 +159,51 @@ pub fn names(refs: &[pb::PodRef]) -> Vec<String> {
 pub fn outcome(r: &pb::PreemptResponse) -> pb::Outcome {
     pb::Outcome::try_from(r.outcome).unwrap_or(pb::Outcome::Unspecified)
 }
+
+/// A `Sync` item upserting `pod`.
+pub fn sync_pod_item(pod: pb::Pod) -> pb::SyncRequest {
+    pb::SyncRequest {
+        item: Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
+            change: Some(pb::update_pod_request::Change::Upsert(pod)),
+        })),
+    }
+}
+
+/// The answer of a `Sync` call, once its stream ends.
+pub type SyncCall =
+    tokio::task::JoinHandle<Result<tonic::Response<pb::SyncResponse>, tonic::Status>>;
+
+/// A `Sync` stream kept open as a feed (as a sidecar would): items sent on the sender go
+/// out as they are sent; the call answers once the sender is dropped.
+pub fn open_sync_feed(client: &Client) -> (tokio::sync::mpsc::Sender<pb::SyncRequest>, SyncCall) {
+    let (items, feed) = tokio::sync::mpsc::channel(4);
+    let mut streaming = client.clone();
+    let call = tokio::spawn(async move {
+        streaming
+            .sync(tokio_stream::wrappers::ReceiverStream::new(feed))
+            .await
+    });
+    (items, call)
+}
+
+/// Waits until the server holds `held` (sent by some other way, e.g. on a `Sync` feed):
+/// an older version of it is then answered as stale. `held.resource_version` must be at
+/// least 2. Panics after 10 s.
+pub async fn wait_until_held(client: &mut Client, held: &pb::Pod) {
+    let mut older = held.clone();
+    older.resource_version = held.resource_version - 1;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = upsert_pod(client, older.clone()).await;
+        if !reply.applied {
+            assert_eq!(reply.resource_version, held.resource_version);
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} was never applied",
+            held.name
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
