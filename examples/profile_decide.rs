@@ -20,6 +20,7 @@ fn main() {
     })
     .into_cache();
     let snapshot = cache.snapshot();
+    let snapshot_nodes = snapshot.nodes.len();
     let pod = if kind == "affinity" {
         generate::affinity_preemptor(1)
     } else {
@@ -54,14 +55,16 @@ fn main() {
     std::mem::forget(cache);
     let d = last.expect("at least one iteration");
     println!(
-        "{kind}: median {:?}, p99 {:?}, cpu {:?} per decision; outcome {:?} on {:?}, {} victims, {} candidates",
+        "{kind}: median {:?}, p99 {:?}, cpu {:?} per decision; outcome {:?} on {:?}, {} victims, {} candidates, {} of {} nodes filtered",
         times[times.len() / 2],
         times[times.len() * 99 / 100],
         cpu_per_decision,
         d.outcome,
         d.nominated_node,
         d.victims.len(),
-        d.candidates
+        d.candidates,
+        d.nodes_filtered,
+        snapshot_nodes
     );
 }
 

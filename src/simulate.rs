@@ -99,7 +99,10 @@ pub fn simulate(cluster: &Path, pod: &Path, explain: bool) -> Result<Decision, S
     Ok(engine::decide(
         &snapshot,
         &preemptor,
-        &DecideOptions { explain, now: None },
+        &DecideOptions {
+            explain,
+            ..DecideOptions::default()
+        },
     ))
 }
 

@@ -48,13 +48,21 @@ fn pruned_search_decides_like_the_full_search() {
                 generate::affinity_preemptor(i as u64),
             ] {
                 let pod = preemptor(base, priority, millis);
-                let full = engine::decide(&snapshot, &pod, &DecideOptions { explain: true, now });
+                let full = engine::decide(
+                    &snapshot,
+                    &pod,
+                    &DecideOptions {
+                        explain: true,
+                        now,
+                        ..DecideOptions::default()
+                    },
+                );
                 let pruned = engine::decide(
                     &snapshot,
                     &pod,
                     &DecideOptions {
-                        explain: false,
                         now,
+                        ..DecideOptions::default()
                     },
                 );
                 assert_eq!(full.outcome, pruned.outcome, "seed {seed} pod {i}");
@@ -156,6 +164,133 @@ fn node_digests_filter_like_the_full_entries() {
     assert!(
         compared > 500 && failing > 100,
         "{compared} compared, {failing} failing"
+    );
+}
+
+/// On clusters of many node groups, a decision that screens groups (the default) is the
+/// full pass's, message included: the skipped groups' filter reasons come from their
+/// columns. Checked before and after churn that moves nodes between groups, for
+/// preemptors tolerating nothing or every taint, and for one that is itself nominated;
+/// and the screen does skip nodes.
+#[test]
+fn screened_groups_decide_like_the_full_pass() {
+    use preemptd::cache::{GROUP_NODES, NodeGroup};
+    use preemptd::model::{Toleration, TolerationOperator};
+
+    let (mut preempted, mut screened) = (0, 0);
+    for seed in 0..3u64 {
+        let cluster = generate::generate(&ClusterSpec {
+            nodes: 1200 + 300 * seed as usize,
+            pods_per_node: 20,
+            seed,
+        });
+        let cache = ClusterCache::new();
+        for node in &cluster.nodes {
+            cache.upsert_node(node.clone());
+        }
+        for pod in &cluster.pods {
+            cache.upsert_pod(pod.clone()).unwrap();
+        }
+        let nominated = cluster
+            .pods
+            .iter()
+            .find(|p| p.nominated_node_name.is_some())
+            .unwrap()
+            .clone();
+        for churn in [false, true] {
+            if churn {
+                // A deleted node's slot takes the last node (of another group).
+                for node in cluster.nodes.iter().step_by(97) {
+                    cache.delete_node(&node.name).unwrap();
+                }
+                for pod in cluster.pods.iter().step_by(41) {
+                    cache.delete_pod(&pod.namespace, pod.name(), None).unwrap();
+                }
+                for (k, pod) in cluster.pods.iter().skip(1).step_by(13).enumerate() {
+                    let mut pod = pod.clone();
+                    pod.priority = 10 + k as i32 % 7;
+                    pod.resource_version += 1;
+                    cache.upsert_pod(pod).unwrap();
+                }
+            }
+            let snapshot = cache.snapshot();
+            assert_eq!(
+                snapshot.groups.len(),
+                snapshot.nodes.len().div_ceil(GROUP_NODES)
+            );
+            for (g, group) in snapshot.groups.iter().enumerate() {
+                let digests = snapshot.summaries.iter().skip(g * GROUP_NODES);
+                assert_eq!(
+                    **group,
+                    NodeGroup::of(digests.take(GROUP_NODES)),
+                    "group {g}"
+                );
+            }
+            let now = Some(1_800_000_000_000_000_000);
+            for (i, (priority, millis)) in [
+                (50, 1500),
+                (500, 3000),
+                (5000, 6000),
+                (200_000, 9000),
+                (1000, 500),
+                (100_000, 2500),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let mut tolerant = generate::resource_preemptor(i as u64);
+                tolerant.details_mut().tolerations = vec![Toleration {
+                    key: "".into(),
+                    operator: TolerationOperator::Exists,
+                    value: "".into(),
+                    effect: None,
+                }];
+                for base in [
+                    generate::resource_preemptor(i as u64),
+                    generate::affinity_preemptor(i as u64),
+                    tolerant,
+                    nominated.clone(),
+                ] {
+                    let pod = preemptor(base, priority, millis);
+                    let full = engine::decide(
+                        &snapshot,
+                        &pod,
+                        &DecideOptions {
+                            explain: true,
+                            now,
+                            ..DecideOptions::default()
+                        },
+                    );
+                    // Screening from the first node, as on clusters of 12,000 or more.
+                    let pruned = engine::decide(
+                        &snapshot,
+                        &pod,
+                        &DecideOptions {
+                            now,
+                            screen_min_nodes: Some(0),
+                            ..DecideOptions::default()
+                        },
+                    );
+                    let what = format!("seed {seed} churn {churn} pod {i} {}", pod.name());
+                    assert_eq!(full.outcome, pruned.outcome, "{what}");
+                    assert_eq!(full.nominated_node, pruned.nominated_node, "{what}");
+                    assert_eq!(full.victims, pruned.victims, "{what}");
+                    assert_eq!(full.nominated_pods_to_clear, pruned.nominated_pods_to_clear);
+                    assert_eq!(full.pdb_violations, pruned.pdb_violations, "{what}");
+                    assert_eq!(full.feasible_nodes, pruned.feasible_nodes, "{what}");
+                    assert_eq!(full.message, pruned.message, "{what}");
+                    assert_eq!(full.nodes_filtered, snapshot.nodes.len());
+                    if full.outcome == Outcome::Preempt {
+                        preempted += 1;
+                        screened += (pruned.nodes_filtered < snapshot.nodes.len()) as usize;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        preempted >= 24 && screened * 2 >= preempted,
+        "groups were skipped in only {screened} of {preempted} preempting decisions"
     );
 }
 

@@ -17,11 +17,13 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::model::labels::Labels;
 use crate::model::{Interner, Node, Pod, PodDetails, PodDisruptionBudget, PodRef, Resources, Str};
 
+mod groups;
 mod labels;
 mod pod_index;
 mod shared;
 mod summary;
 
+pub use groups::{GROUP_NODES, NodeGroup};
 use labels::LabelInterner;
 pub use labels::{LabelId, LabelIds};
 use shared::Shared;
@@ -314,6 +316,8 @@ pub struct Snapshot {
     pub labels: LabelIds,
     /// `summaries[i]` digests `nodes[i]`.
     pub summaries: imbl::Vector<NodeSummary>,
+    /// `groups[g]` digests `summaries[g * GROUP_NODES ..]` (see [`NodeGroup`]).
+    pub groups: imbl::Vector<Arc<NodeGroup>>,
     /// The hard-taint sets digests refer to: id `k` is `taint_sets[k - 1]`.
     pub taint_sets: imbl::Vector<Arc<HardTaints>>,
 }
@@ -405,6 +409,12 @@ struct NodeTable {
     nodes: imbl::Vector<Arc<NodeInfo>>,
     /// `summaries[i]` digests `nodes[i]`.
     summaries: imbl::Vector<NodeSummary>,
+    /// `groups[g]` digests `summaries[g * GROUP_NODES ..]`, except the groups in
+    /// `stale_groups` (rebuilt when a snapshot is taken, so a bulk load rebuilds each once).
+    groups: imbl::Vector<Arc<NodeGroup>>,
+    stale_groups: Vec<usize>,
+    /// `stale[g]`: `g` is in `stale_groups`.
+    stale: Vec<bool>,
     /// Interned hard-taint sets, never dropped (at most [`MAX_TAINT_SETS`]): id `k` is
     /// `taint_sets[k - 1]`.
     taint_sets: imbl::Vector<Arc<HardTaints>>,
@@ -592,6 +602,7 @@ impl NodeTable {
         match (self.index.get(name).copied(), info.node.is_some()) {
             (Some(i), true) => {
                 self.summaries.set(i, NodeSummary::of(&info, taint_set));
+                self.mark_group(i);
                 self.nodes.set(i, Arc::new(info));
             }
             (Some(i), false) => {
@@ -602,6 +613,7 @@ impl NodeTable {
             }
             (None, true) => {
                 self.index.insert(name.clone(), self.nodes.len());
+                self.mark_group(self.summaries.len());
                 self.summaries.push_back(NodeSummary::of(&info, taint_set));
                 self.nodes.push_back(Arc::new(info));
             }
@@ -641,8 +653,10 @@ impl NodeTable {
         else {
             return;
         };
+        self.mark_group(self.summaries.len());
         let removed = if i < self.nodes.len() {
             self.summaries.set(i, last_summary);
+            self.mark_group(i);
             let removed = self.nodes.set(i, last.clone());
             self.index.insert(last.name.clone(), i);
             removed
@@ -650,6 +664,45 @@ impl NodeTable {
             last
         };
         self.index.remove(&removed.name);
+    }
+
+    /// Marks the group of node slot `i` for a rebuild.
+    fn mark_group(&mut self, i: usize) {
+        let group = i / GROUP_NODES;
+        if self.stale.len() <= group {
+            self.stale.resize(group + 1, false);
+        }
+        if !std::mem::replace(&mut self.stale[group], true) {
+            self.stale_groups.push(group);
+        }
+    }
+
+    /// Rebuilds the stale groups (and drops the groups past the last node).
+    fn refresh_groups(&mut self) {
+        if self.stale_groups.is_empty() {
+            return;
+        }
+        let needed = self.summaries.len().div_ceil(GROUP_NODES);
+        self.groups.truncate(needed.min(self.groups.len()));
+        let mut stale = std::mem::take(&mut self.stale_groups);
+        stale.sort_unstable();
+        for group in stale {
+            self.stale[group] = false;
+            if group >= needed {
+                continue;
+            }
+            let start = group * GROUP_NODES;
+            let end = (start + GROUP_NODES).min(self.summaries.len());
+            let built = Arc::new(NodeGroup::of(self.summaries.focus().narrow(start..end)));
+            if group < self.groups.len() {
+                self.groups.set(group, built);
+            } else {
+                // Every group past the end is stale (its slots were pushed): in order.
+                debug_assert_eq!(group, self.groups.len());
+                self.groups.push_back(built);
+            }
+        }
+        self.stale_groups = Vec::new();
     }
 
     fn share_labels(&mut self, node: &mut Node) {
@@ -1005,7 +1058,8 @@ impl ClusterCache {
 
     /// A consistent view of every node and PDB, in O(1).
     pub fn snapshot(&self) -> Snapshot {
-        let table = self.table.lock();
+        let mut table = self.table.lock();
+        table.refresh_groups();
         Snapshot {
             nodes: table.nodes.clone(),
             index: table.index.clone(),
@@ -1015,6 +1069,7 @@ impl ClusterCache {
             shared_label_keys: table.shared_label_keys.clone(),
             labels: table.labels.read().clone(),
             summaries: table.summaries.clone(),
+            groups: table.groups.clone(),
             taint_sets: table.taint_sets.clone(),
         }
     }

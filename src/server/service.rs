@@ -140,7 +140,10 @@ impl State {
         dry_run: bool,
         explain: bool,
     ) -> Result<pb::PreemptResponse, ApiError> {
-        let options = DecideOptions { explain, now: None };
+        let options = DecideOptions {
+            explain,
+            ..DecideOptions::default()
+        };
         let mut last_conflict: Option<Str> = None;
         for attempt in 1..=self.commit_attempts {
             let _gate =

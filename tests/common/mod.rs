@@ -161,6 +161,7 @@ impl Cluster {
             &DecideOptions {
                 explain: true,
                 now: Some(1_000_000 * 1_000_000_000),
+                ..DecideOptions::default()
             },
         )
     }
