@@ -21,6 +21,36 @@ fn preemptor(base: Pod, priority: i32, millis: i64) -> Pod {
     pod.finish()
 }
 
+/// The full pass's decision (`explain`: no pruning, no screening) and the decision with
+/// `options`, asserted equal in everything a client sees.
+fn decide_both(
+    snapshot: &preemptd::cache::Snapshot,
+    pod: &Pod,
+    options: DecideOptions,
+    what: &str,
+) -> (engine::Decision, engine::Decision) {
+    let full = engine::decide(
+        snapshot,
+        pod,
+        &DecideOptions {
+            explain: true,
+            ..options.clone()
+        },
+    );
+    let pruned = engine::decide(snapshot, pod, &options);
+    assert_eq!(full.outcome, pruned.outcome, "{what}");
+    assert_eq!(full.nominated_node, pruned.nominated_node, "{what}");
+    assert_eq!(full.victims, pruned.victims, "{what}");
+    assert_eq!(
+        full.nominated_pods_to_clear, pruned.nominated_pods_to_clear,
+        "{what}"
+    );
+    assert_eq!(full.pdb_violations, pruned.pdb_violations, "{what}");
+    assert_eq!(full.feasible_nodes, pruned.feasible_nodes, "{what}");
+    assert_eq!(full.message, pruned.message, "{what}");
+    (full, pruned)
+}
+
 #[test]
 fn pruned_search_decides_like_the_full_search() {
     let mut preempted = 0;
@@ -48,32 +78,12 @@ fn pruned_search_decides_like_the_full_search() {
                 generate::affinity_preemptor(i as u64),
             ] {
                 let pod = preemptor(base, priority, millis);
-                let full = engine::decide(
-                    &snapshot,
-                    &pod,
-                    &DecideOptions {
-                        explain: true,
-                        now,
-                        ..DecideOptions::default()
-                    },
-                );
-                let pruned = engine::decide(
-                    &snapshot,
-                    &pod,
-                    &DecideOptions {
-                        now,
-                        ..DecideOptions::default()
-                    },
-                );
-                assert_eq!(full.outcome, pruned.outcome, "seed {seed} pod {i}");
-                assert_eq!(
-                    full.nominated_node, pruned.nominated_node,
-                    "seed {seed} pod {i}"
-                );
-                assert_eq!(full.victims, pruned.victims, "seed {seed} pod {i}");
-                assert_eq!(full.nominated_pods_to_clear, pruned.nominated_pods_to_clear);
-                assert_eq!(full.pdb_violations, pruned.pdb_violations);
-                assert_eq!(full.message, pruned.message);
+                let options = DecideOptions {
+                    now,
+                    ..DecideOptions::default()
+                };
+                let (full, pruned) =
+                    decide_both(&snapshot, &pod, options, &format!("seed {seed} pod {i}"));
                 if full.outcome == Outcome::Preempt {
                     preempted += 1;
                     assert!(pruned.nodes_evaluated <= full.nodes_evaluated);
@@ -252,33 +262,14 @@ fn screened_groups_decide_like_the_full_pass() {
                     nominated.clone(),
                 ] {
                     let pod = preemptor(base, priority, millis);
-                    let full = engine::decide(
-                        &snapshot,
-                        &pod,
-                        &DecideOptions {
-                            explain: true,
-                            now,
-                            ..DecideOptions::default()
-                        },
-                    );
-                    // Screening from the first node, as on clusters of 12,000 or more.
-                    let pruned = engine::decide(
-                        &snapshot,
-                        &pod,
-                        &DecideOptions {
-                            now,
-                            screen_min_nodes: Some(0),
-                            ..DecideOptions::default()
-                        },
-                    );
                     let what = format!("seed {seed} churn {churn} pod {i} {}", pod.name());
-                    assert_eq!(full.outcome, pruned.outcome, "{what}");
-                    assert_eq!(full.nominated_node, pruned.nominated_node, "{what}");
-                    assert_eq!(full.victims, pruned.victims, "{what}");
-                    assert_eq!(full.nominated_pods_to_clear, pruned.nominated_pods_to_clear);
-                    assert_eq!(full.pdb_violations, pruned.pdb_violations, "{what}");
-                    assert_eq!(full.feasible_nodes, pruned.feasible_nodes, "{what}");
-                    assert_eq!(full.message, pruned.message, "{what}");
+                    // Screening from the first node, as on clusters of 12,000 or more.
+                    let options = DecideOptions {
+                        now,
+                        screen_min_nodes: Some(0),
+                        ..DecideOptions::default()
+                    };
+                    let (full, pruned) = decide_both(&snapshot, &pod, options, &what);
                     assert_eq!(full.nodes_filtered, snapshot.nodes.len());
                     if full.outcome == Outcome::Preempt {
                         preempted += 1;
