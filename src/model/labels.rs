@@ -17,8 +17,11 @@ pub type LabelPairs = [(Str, Str)];
 pub struct Labels(ThinArc<(), (Str, Str)>);
 
 impl Default for Labels {
+    /// The empty set, shared: objects start with it, so making one allocates nothing.
     fn default() -> Self {
-        Labels::from_sorted(&[])
+        static EMPTY: std::sync::LazyLock<Labels> =
+            std::sync::LazyLock::new(|| Labels::from_sorted(&[]));
+        EMPTY.clone()
     }
 }
 
@@ -32,7 +35,7 @@ impl std::fmt::Debug for Labels {
 /// by `&LabelPairs` (interning).
 impl PartialEq for Labels {
     fn eq(&self, other: &Self) -> bool {
-        self.pairs() == other.pairs()
+        self.ptr_eq(other) || self.pairs() == other.pairs()
     }
 }
 

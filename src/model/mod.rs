@@ -421,6 +421,22 @@ pub struct PodDetails {
     pub requests: Resources,
 }
 
+/// A pod's name and uid as one string, allocated once (the usual short ones are joined on
+/// the stack first).
+fn identity(name: &str, uid: &str) -> Str {
+    let mut joined = [0u8; 128];
+    let len = name.len() + uid.len();
+    if len <= joined.len() {
+        joined[..name.len()].copy_from_slice(name.as_bytes());
+        joined[name.len()..len].copy_from_slice(uid.as_bytes());
+        // Two whole strings joined are UTF-8 too: the check cannot fail.
+        if let Ok(joined) = std::str::from_utf8(&joined[..len]) {
+            return joined.into();
+        }
+    }
+    [name, uid].concat().into()
+}
+
 /// A name's length as stored in [`Pod`]. No message the server accepts carries a 4 GiB
 /// name; should a library caller pass one, it is cut short at a character boundary
 /// rather than left to split the identity string anywhere.
@@ -436,13 +452,27 @@ pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
 pub const PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
 
+impl PodDetails {
+    /// Empty details, shared: a new pod holds them until its spec is set, so making one
+    /// allocates nothing here.
+    pub fn empty() -> Arc<PodDetails> {
+        static EMPTY: std::sync::LazyLock<Arc<PodDetails>> = std::sync::LazyLock::new(Arc::default);
+        EMPTY.clone()
+    }
+}
+
 impl Pod {
     /// A pod with only identity set; fill the rest and call [`Pod::finish`].
     pub fn new(namespace: &str, name: &str, uid: &str) -> Self {
+        Self::new_in(namespace.into(), name, uid)
+    }
+
+    /// As [`Pod::new`], with the namespace already a shared string.
+    pub fn new_in(namespace: Str, name: &str, uid: &str) -> Self {
         Pod {
-            identity: [name, uid].concat().into(),
+            identity: identity(name, uid),
             name_len: name_len(name),
-            namespace: namespace.into(),
+            namespace,
             resource_version: 0,
             labels: Labels::default(),
             node_name: None,
@@ -452,7 +482,7 @@ impl Pod {
             terminating: false,
             nominated_node_name: None,
             phase: PodPhase::Pending,
-            details: Arc::default(),
+            details: PodDetails::empty(),
         }
     }
 
@@ -468,7 +498,7 @@ impl Pod {
 
     /// The same pod under another name and uid.
     pub fn renamed(mut self, name: &str, uid: &str) -> Self {
-        self.identity = [name, uid].concat().into();
+        self.identity = identity(name, uid);
         self.name_len = name_len(name);
         self
     }

@@ -19,6 +19,7 @@ use crate::model::{
 use crate::nominations::{Event, EventKind};
 
 use super::errors::ApiError;
+use super::memo::ConvertMemo;
 use super::pb;
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -124,13 +125,17 @@ fn quantity(path: Path<'_>, text: &str) -> Result<Quantity> {
     Ok(q)
 }
 
-fn resource_list(path: Path<'_>, map: &BTreeMap<String, String>) -> Result<Vec<(Str, Quantity)>> {
+fn resource_list(
+    path: Path<'_>,
+    map: &BTreeMap<String, String>,
+    memo: &mut ConvertMemo,
+) -> Result<Vec<(Str, Quantity)>> {
     // In key order, so the first bad entry reported is always the same one.
     map.iter()
         .map(|(name, value)| {
             let entry = path.key(name);
             required(entry, name)?;
-            Ok((Str::from(name.as_str()), quantity(entry, value)?))
+            Ok((memo.str(name), quantity(entry, value)?))
         })
         .collect()
 }
@@ -140,10 +145,11 @@ fn requests_with_limits(
     path: Path<'_>,
     requests: &BTreeMap<String, String>,
     limits: &BTreeMap<String, String>,
+    memo: &mut ConvertMemo,
 ) -> Result<ContainerResources> {
     Ok(crate::model::resources::requests_defaulted_from_limits(
-        resource_list(path.field("requests"), requests)?,
-        resource_list(path.field("limits"), limits)?,
+        resource_list(path.field("requests"), requests, memo)?,
+        resource_list(path.field("limits"), limits, memo)?,
     ))
 }
 
@@ -213,7 +219,11 @@ pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
             })
         })
         .collect::<Result<_>>()?;
-    let allocatable = resource_list(path.field("allocatable"), &n.allocatable)?;
+    let allocatable = resource_list(
+        path.field("allocatable"),
+        &n.allocatable,
+        &mut ConvertMemo::disabled(),
+    )?;
     Ok(Node {
         name: n.name.as_str().into(),
         uid: if n.uid.is_empty() { &n.name } else { &n.uid }
@@ -306,8 +316,13 @@ fn optional_selector(
     s.map(|s| label_selector(path, s, true)).transpose()
 }
 
-fn container(path: Path<'_>, c: &pb::Container, init: bool) -> Result<Container> {
-    let requests = requests_with_limits(path, &c.requests, &c.limits)?;
+fn container(
+    path: Path<'_>,
+    c: &pb::Container,
+    init: bool,
+    memo: &mut ConvertMemo,
+) -> Result<Container> {
+    let requests = requests_with_limits(path, &c.requests, &c.limits, memo)?;
     let mut ports = Vec::new();
     for (i, port) in c.ports.iter().enumerate() {
         let ports_path = path.field("ports");
@@ -350,7 +365,7 @@ fn container(path: Path<'_>, c: &pb::Container, init: bool) -> Result<Container>
         )?;
     }
     Ok(Container {
-        name: c.name.as_str().into(),
+        name: memo.str(&c.name),
         requests,
         ports,
         restart_always: init && c.restart_policy == "Always",
@@ -364,10 +379,11 @@ fn pod_level_requests(
     path: Path<'_>,
     r: &pb::ResourceRequirements,
     details: &PodDetails,
+    memo: &mut ConvertMemo,
 ) -> Result<ContainerResources> {
     Ok(crate::model::resources::pod_level_requests_defaulted(
-        resource_list(path.field("requests"), &r.requests)?,
-        resource_list(path.field("limits"), &r.limits)?,
+        resource_list(path.field("requests"), &r.requests, memo)?,
+        resource_list(path.field("limits"), &r.limits, memo)?,
         details,
     ))
 }
@@ -530,18 +546,23 @@ fn spread_constraint(
 
 /// A typed pod; `path` is the request field (`upsert`, `pod`).
 pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
+    pod_with_memo(path, p, &mut ConvertMemo::disabled())
+}
+
+/// As [`pod`], taking repeated strings and label sets from `memo` (a stream's bulk load).
+pub fn pod_with_memo(path: &str, p: &pb::Pod, memo: &mut ConvertMemo) -> Result<Pod> {
     let path = Path::Root(path);
     required(path.field("name"), &p.name)?;
     let namespace = namespace_or_default(&p.namespace);
     let uid = if p.uid.is_empty() {
-        format!("{namespace}/{}", p.name)
+        std::borrow::Cow::Owned(format!("{namespace}/{}", p.name))
     } else {
-        p.uid.clone()
+        std::borrow::Cow::Borrowed(p.uid.as_str())
     };
-    let mut pod = Pod::new(namespace, &p.name, &uid);
+    let mut pod = Pod::new_in(memo.str(namespace), &p.name, &uid);
     pod.resource_version = p.resource_version;
-    pod.labels = labels(&p.labels);
-    pod.node_name = (!p.node_name.is_empty()).then(|| p.node_name.as_str().into());
+    pod.labels = memo.labels(&p.labels);
+    pod.node_name = (!p.node_name.is_empty()).then(|| memo.str(&p.node_name));
     pod.priority = p.priority.unwrap_or(0);
     pod.preemption_policy = match p.preemption_policy.as_str() {
         "" | "PreemptLowerPriority" => PreemptionPolicy::PreemptLowerPriority,
@@ -556,12 +577,12 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
     let mut details = PodDetails {
         scheduler_name: (!p.scheduler_name.is_empty()
             && p.scheduler_name != crate::model::DEFAULT_SCHEDULER)
-            .then(|| p.scheduler_name.as_str().into()),
+            .then(|| memo.str(&p.scheduler_name)),
         containers: p
             .containers
             .iter()
             .enumerate()
-            .map(|(i, c)| container(path.field("containers").index(i), c, false))
+            .map(|(i, c)| container(path.field("containers").index(i), c, false, memo))
             .collect::<Result<_>>()?,
         ..PodDetails::default()
     };
@@ -569,11 +590,13 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
         .init_containers
         .iter()
         .enumerate()
-        .map(|(i, c)| container(path.field("init_containers").index(i), c, true))
+        .map(|(i, c)| container(path.field("init_containers").index(i), c, true, memo))
         .collect::<Result<_>>()?;
-    details.overhead = ContainerResources::new(resource_list(path.field("overhead"), &p.overhead)?);
+    details.overhead =
+        ContainerResources::new(resource_list(path.field("overhead"), &p.overhead, memo)?);
     if let Some(resources) = &p.resources {
-        details.pod_requests = pod_level_requests(path.field("resources"), resources, &details)?;
+        details.pod_requests =
+            pod_level_requests(path.field("resources"), resources, &details, memo)?;
     }
     details.tolerations = p
         .tolerations
@@ -581,7 +604,7 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
         .enumerate()
         .map(|(i, t)| toleration(path.field("tolerations").index(i), t))
         .collect::<Result<_>>()?;
-    details.node_selector = labels(&p.node_selector);
+    details.node_selector = memo.labels(&p.node_selector);
     if let Some(affinity) = &p.affinity {
         let a = path.field("affinity");
         if let Some(required) = affinity.node_affinity.as_ref().and_then(|n| {
@@ -625,7 +648,7 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
         .collect();
     pod.details = Arc::new(details);
     pod.nominated_node_name =
-        (!p.nominated_node_name.is_empty()).then(|| p.nominated_node_name.as_str().into());
+        (!p.nominated_node_name.is_empty()).then(|| memo.str(&p.nominated_node_name));
     pod.phase = enum_value(path.field("phase"), &p.phase, PodPhase::parse, PHASES)?;
     Ok(pod.finish())
 }
@@ -1127,5 +1150,59 @@ mod tests {
         for p in &pods {
             assert_eq!(&pod("p", &pod_message(p)).unwrap(), p);
         }
+    }
+
+    #[test]
+    fn a_memo_changes_no_pod_and_shares_repeated_values() {
+        use crate::generate::{self, ClusterSpec};
+        let mut pods = generate::generate(&ClusterSpec {
+            nodes: 30,
+            pods_per_node: 8,
+            seed: 5,
+        })
+        .pods;
+        pods.push(generate::affinity_preemptor(2));
+        // A tiny memo starts over many times on the way.
+        for capacity in [4, 1 << 16] {
+            let mut memo = ConvertMemo::new(capacity);
+            let converted: Vec<Pod> = pods
+                .iter()
+                .map(|p| pod_with_memo("p", &pod_message(p), &mut memo).unwrap())
+                .collect();
+            assert_eq!(converted, pods);
+            if capacity > 4 {
+                let (a, b) = (&converted[0], &converted[1]);
+                let same_namespace = converted
+                    .iter()
+                    .skip(1)
+                    .find(|p| p.namespace == a.namespace)
+                    .expect("generated pods repeat namespaces");
+                assert!(Str::ptr_eq(&same_namespace.namespace, &a.namespace));
+                assert!(Str::ptr_eq(
+                    a.node_name.as_ref().unwrap(),
+                    b.node_name.as_ref().unwrap()
+                ));
+                let same_labels = converted
+                    .iter()
+                    .skip(1)
+                    .find(|p| p.labels == a.labels)
+                    .expect("generated pods repeat label sets");
+                assert!(same_labels.labels.ptr_eq(&a.labels));
+            }
+        }
+        // Errors are the same as without a memo.
+        let bad = pb::Pod {
+            name: "p".into(),
+            containers: vec![pb::Container {
+                requests: [("cpu".to_string(), "lots".to_string())].into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut memo = ConvertMemo::new(16);
+        assert_eq!(
+            message(pod_with_memo("upsert", &bad, &mut memo).unwrap_err()),
+            message(pod("upsert", &bad).unwrap_err())
+        );
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod convert;
 pub mod errors;
+pub mod memo;
 mod middleware;
 mod probe;
 mod service;

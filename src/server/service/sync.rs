@@ -29,6 +29,7 @@ use crate::nominations::Event;
 
 use super::super::convert;
 use super::super::errors::ApiError;
+use super::super::memo::ConvertMemo;
 use super::super::pb;
 use super::{
     State, delete_name, missing_change, namespace_or_default, nomination_events, nomination_of,
@@ -48,6 +49,10 @@ const MERGED_ITEMS: usize = 512;
 /// Streams of at least this many items are bulk loads: once applied, the memory their
 /// decoding used is handed back to the OS.
 const BULK_ITEMS: u64 = 1_000;
+/// Strings and label sets a stream's conversions remember (each table starts over when
+/// full): enough for the namespaces, label sets and node names of a large cluster's
+/// stretch of pods, a few megabytes at most.
+const MEMO_CAPACITY: usize = 1 << 16;
 /// Rejections listed in the response; the rest are only counted.
 pub(crate) const MAX_REJECTIONS: usize = 100;
 
@@ -126,6 +131,7 @@ pub(super) async fn run(
 ) -> Result<pb::SyncResponse, Status> {
     state.check_running()?;
     let (chunks, queue) = mpsc::channel::<Vec<Received>>(QUEUED_CHUNKS);
+    let mut memo = ConvertMemo::new(MEMO_CAPACITY);
     let applier = {
         let state = state.clone();
         tokio::task::spawn_blocking(move || state.apply_sync_queue(queue))
@@ -146,7 +152,7 @@ pub(super) async fn run(
                 }
             };
             match next {
-                Some(item) => chunk.push(prepare_on_receive(item)),
+                Some(item) => chunk.push(prepare_on_receive(item, &mut memo)),
                 None => {
                     ended = true;
                     break;
@@ -240,7 +246,7 @@ enum Change<T> {
 
 /// Converts a received item, except a JSON document: its parse has no size bound, so it
 /// waits for the applier on the blocking pool.
-fn prepare_on_receive(request: pb::SyncRequest) -> Received {
+fn prepare_on_receive(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Received {
     use pb::sync_request::Item;
     let json = match &request.item {
         Some(Item::Node(r)) => matches!(
@@ -260,12 +266,12 @@ fn prepare_on_receive(request: pb::SyncRequest) -> Received {
     if json {
         Received::Json(Box::new(request))
     } else {
-        Received::Converted(prepare(request))
+        Received::Converted(prepare(request, memo))
     }
 }
 
 /// Converts one item exactly as the unary update of its kind does (JSON decoded inline).
-fn prepare(request: pb::SyncRequest) -> Prepared {
+fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
     use pb::sync_request::Item;
     match request.item {
         None => Prepared::Missing,
@@ -282,7 +288,7 @@ fn prepare(request: pb::SyncRequest) -> Prepared {
         Some(Item::Pod(r)) => Prepared::Pod(match r.change {
             None => Err(missing_change()),
             Some(pb::update_pod_request::Change::Upsert(p)) => {
-                convert::pod("upsert", &p).map(Change::Upsert)
+                convert::pod_with_memo("upsert", &p, memo).map(Change::Upsert)
             }
             Some(pb::update_pod_request::Change::UpsertJson(text)) => {
                 decode_inline("upsert_json", &text, decode::decode_pod).map(Change::Upsert)
@@ -334,7 +340,7 @@ impl State {
         for item in chunk {
             let item = match item {
                 Received::Converted(item) => item,
-                Received::Json(request) => prepare(*request),
+                Received::Json(request) => prepare(*request, &mut ConvertMemo::disabled()),
             };
             let item = match item {
                 Prepared::Pod(Ok(Change::Upsert(pod))) if self.cannot_move_nomination(&pod) => {

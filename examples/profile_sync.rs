@@ -1,0 +1,117 @@
+//! Times the two stages a `Sync` load puts every pod through, one after the other on one
+//! thread: receiving (protobuf decode and conversion to the model, item by item) and the
+//! cache insert (in batches, as the stream's applier does). No gRPC, no threads: the per-stage figures are steadier
+//! than a load's rate on a shared machine, and the process is a target for `perf record`.
+//! `cargo run --release --example profile_sync -- [nodes] [pods per node] [rounds]`
+
+use std::time::{Duration, Instant};
+
+use preemptd::cache::ClusterCache;
+use preemptd::generate::{self, ClusterSpec};
+use preemptd::server::memo::ConvertMemo;
+use preemptd::server::{convert, pb};
+use prost::Message;
+
+/// Pods per cache batch, as the stream's applier merges queued chunks.
+const BATCH: usize = 512;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let nodes = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let pods_per_node = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(30);
+    let rounds: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(3);
+    // As a Sync stream converts: with a memo of repeated strings and label sets.
+    let memo_capacity = if std::env::var_os("PROFILE_NO_MEMO").is_some() {
+        0
+    } else {
+        1 << 16
+    };
+    let cluster = generate::generate(&ClusterSpec {
+        nodes,
+        pods_per_node,
+        seed: 1,
+    });
+    let encoded: Vec<Vec<u8>> = cluster
+        .pods
+        .iter()
+        .map(|p| {
+            pb::SyncRequest {
+                item: Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
+                    change: Some(pb::update_pod_request::Change::Upsert(
+                        convert::pod_message(p),
+                    )),
+                })),
+            }
+            .encode_to_vec()
+        })
+        .collect();
+    let count = encoded.len();
+    let bytes: usize = encoded.iter().map(Vec::len).sum();
+    println!(
+        "{count} pods on {nodes} nodes, {} bytes a pod on the wire",
+        bytes / count.max(1)
+    );
+    let mut stages: [Vec<Duration>; 2] = Default::default();
+    for round in 0..rounds {
+        let cache = ClusterCache::new();
+        for node in &cluster.nodes {
+            cache.upsert_node(node.clone());
+        }
+        for pdb in &cluster.pdbs {
+            cache.upsert_pdb(pdb.clone());
+        }
+
+        // Chunk by chunk, as the server receives and applies: what one chunk allocates is
+        // freed before the next, so the working set stays a server's.
+        let (mut receive, mut apply) = (Duration::ZERO, Duration::ZERO);
+        let mut memo = ConvertMemo::new(memo_capacity);
+        for chunk in encoded.chunks(BATCH) {
+            // Each item decoded and converted in turn, as the receiving task does.
+            let started = Instant::now();
+            let pods: Vec<_> = chunk
+                .iter()
+                .map(|bytes| {
+                    let request = pb::SyncRequest::decode(bytes.as_slice()).expect("encoded above");
+                    match request.item {
+                        Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
+                            change: Some(pb::update_pod_request::Change::Upsert(pod)),
+                        })) => convert::pod_with_memo("upsert", &pod, &mut memo)
+                            .expect("generated pods are valid"),
+                        _ => unreachable!("only pod upserts were encoded"),
+                    }
+                })
+                .collect();
+            receive += started.elapsed();
+
+            let started = Instant::now();
+            for result in cache.upsert_pods(pods) {
+                result.expect("generated pods do not conflict");
+            }
+            apply += started.elapsed();
+        }
+        assert!(cache.counts().pods > 0, "the pods were loaded");
+        // Tearing the cache down is no part of a load (and is not timed).
+        drop(cache);
+
+        let per_pod = |d: Duration| d.as_nanos() as f64 / count as f64;
+        println!(
+            "round {}: receive (decode and convert) {:.0} ns, apply {:.0} ns a pod",
+            round + 1,
+            per_pod(receive),
+            per_pod(apply)
+        );
+        for (stage, took) in stages.iter_mut().zip([receive, apply]) {
+            stage.push(took);
+        }
+    }
+    let median = |v: &mut Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2].as_nanos() as f64 / count as f64
+    };
+    let [receive, apply] = &mut stages;
+    let (receive, apply) = (median(receive), median(apply));
+    println!(
+        "median: receive {receive:.0} ns, apply {apply:.0} ns; {:.0} ns a pod in all",
+        receive + apply
+    );
+}

@@ -1,0 +1,166 @@
+//! Strings and label sets a stream of conversions has already made, handed out again.
+//!
+//! A bulk load converts hundreds of thousands of pods whose namespaces, node names, label
+//! sets and resource names repeat. Without a memo, each conversion allocates its own copy
+//! of each, which the cache then drops in favour of the copy it already shares (on another
+//! thread, which makes the free dearer). With one, a repeated value costs a lookup and a
+//! reference count, and the cache's interning meets a pointer it already holds.
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
+
+use hashbrown::HashTable;
+
+use crate::model::{Labels, Str};
+
+/// A bounded memo of recent strings and label sets. Once either table holds `capacity`
+/// values it starts over, so a stream of ever-new values costs a bounded amount of
+/// memory. A memo of capacity 0 remembers nothing (every call allocates).
+pub struct ConvertMemo {
+    hasher: ahash::RandomState,
+    strings: HashTable<Str>,
+    label_sets: HashTable<Labels>,
+    capacity: usize,
+}
+
+impl ConvertMemo {
+    /// A memo of at most `capacity` strings and as many label sets.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            hasher: ahash::RandomState::new(),
+            strings: HashTable::new(),
+            label_sets: HashTable::new(),
+            capacity,
+        }
+    }
+
+    /// A memo that remembers nothing: for one-off conversions.
+    pub fn disabled() -> Self {
+        Self::new(0)
+    }
+
+    /// A string equal to `value`: the remembered one if there is one.
+    pub fn str(&mut self, value: &str) -> Str {
+        if self.capacity == 0 {
+            return value.into();
+        }
+        let hash = self.hasher.hash_one(value);
+        if let Some(held) = self.strings.find(hash, |held| **held == *value) {
+            return held.clone();
+        }
+        if self.strings.len() >= self.capacity {
+            self.strings.clear();
+        }
+        let value: Str = value.into();
+        let hasher = &self.hasher;
+        self.strings
+            .insert_unique(hash, value.clone(), |held| hasher.hash_one(&**held));
+        value
+    }
+
+    /// The label set of `map` (whose keys are sorted and unique, as a label set's are).
+    pub fn labels(&mut self, map: &BTreeMap<String, String>) -> Labels {
+        if self.capacity == 0 {
+            return map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        }
+        let hash = self.pairs_hash(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let same = |held: &Labels| {
+            held.len() == map.len()
+                && held
+                    .iter()
+                    .zip(map)
+                    .all(|((hk, hv), (k, v))| **hk == **k && **hv == **v)
+        };
+        if let Some(held) = self.label_sets.find(hash, same) {
+            return held.clone();
+        }
+        if self.label_sets.len() >= self.capacity {
+            self.label_sets.clear();
+        }
+        let pairs = map
+            .iter()
+            .map(|(k, v)| (self.str(k), self.str(v)))
+            .collect();
+        let labels = Labels::new(pairs);
+        let (hasher, label_sets) = (&self.hasher, &mut self.label_sets);
+        label_sets.insert_unique(hash, labels.clone(), |held| {
+            pairs_hash(hasher, held.iter().map(|(k, v)| (&**k, &**v)))
+        });
+        labels
+    }
+
+    fn pairs_hash<'a>(&self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
+        pairs_hash(&self.hasher, pairs)
+    }
+}
+
+/// One hash for a sequence of pairs, however they are held.
+fn pairs_hash<'a>(
+    hasher: &ahash::RandomState,
+    pairs: impl Iterator<Item = (&'a str, &'a str)>,
+) -> u64 {
+    let mut state = hasher.build_hasher();
+    for (key, value) in pairs {
+        // Lengths first, so ("ab", "c") and ("a", "bc") differ.
+        state.write_usize(key.len());
+        state.write(key.as_bytes());
+        state.write_usize(value.len());
+        state.write(value.as_bytes());
+    }
+    state.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn repeated_values_share_one_allocation() {
+        let mut memo = ConvertMemo::new(16);
+        let a = memo.str("web");
+        let b = memo.str("web");
+        assert!(Str::ptr_eq(&a, &b));
+        assert!(!Str::ptr_eq(&a, &memo.str("batch")));
+
+        let first = memo.labels(&map(&[("app", "a"), ("tier", "web")]));
+        let second = memo.labels(&map(&[("app", "a"), ("tier", "web")]));
+        assert!(first.ptr_eq(&second));
+        let other = memo.labels(&map(&[("app", "a"), ("tier", "db")]));
+        assert!(!first.ptr_eq(&other));
+        assert_eq!(other.get("tier").map(|v| &**v), Some("db"));
+        // The strings inside label sets come from the memo too.
+        assert!(Str::ptr_eq(
+            other.get("app").unwrap(),
+            first.get("app").unwrap()
+        ));
+        // Splitting a pair differently is another set.
+        let split = memo.labels(&map(&[("ap", "pa")]));
+        assert_eq!(split.get("ap").map(|v| &**v), Some("pa"));
+        assert!(memo.labels(&map(&[])).is_empty());
+    }
+
+    #[test]
+    fn a_full_memo_starts_over_and_a_disabled_one_remembers_nothing() {
+        let mut memo = ConvertMemo::new(2);
+        let a = memo.str("a");
+        memo.str("b");
+        memo.str("c");
+        // "a" was forgotten when the memo started over: a new copy, equal to the old.
+        let again = memo.str("a");
+        assert_eq!(a, again);
+        assert!(!Str::ptr_eq(&a, &again));
+
+        let mut disabled = ConvertMemo::disabled();
+        assert!(!Str::ptr_eq(&disabled.str("x"), &disabled.str("x")));
+        let labels = map(&[("k", "v")]);
+        assert!(!disabled.labels(&labels).ptr_eq(&disabled.labels(&labels)));
+        assert_eq!(disabled.labels(&labels), memo.labels(&labels));
+    }
+}
