@@ -7,6 +7,16 @@ use preemptd::generate::{self, ClusterSpec};
 use preemptd::model::quantity::Quantity;
 use preemptd::model::{ContainerResources, Pod};
 
+/// Preemptor (priority, milli-cpu) pairs: from below every pod to above all, small to large.
+const PREEMPTOR_SHAPES: [(i32, i64); 6] = [
+    (50, 1500),
+    (500, 3000),
+    (5000, 6000),
+    (200_000, 9000),
+    (1000, 500),
+    (100_000, 2500),
+];
+
 fn load(spec: &ClusterSpec) -> ClusterCache {
     generate::generate(spec).into_cache()
 }
@@ -63,16 +73,9 @@ fn pruned_search_decides_like_the_full_search() {
         });
         let snapshot = cache.snapshot();
         let now = Some(1_800_000_000_000_000_000);
-        for (i, (priority, millis)) in [
-            (50, 1500),
-            (500, 3000),
-            (5000, 6000),
-            (200_000, 9000),
-            (1000, 500),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        // The first five shapes, as this test has always decided.
+        let shapes = &PREEMPTOR_SHAPES[..PREEMPTOR_SHAPES.len() - 1];
+        for (i, &(priority, millis)) in shapes.iter().enumerate() {
             for base in [
                 generate::resource_preemptor(i as u64),
                 generate::affinity_preemptor(i as u64),
@@ -237,17 +240,7 @@ fn screened_groups_decide_like_the_full_pass() {
                 );
             }
             let now = Some(1_800_000_000_000_000_000);
-            for (i, (priority, millis)) in [
-                (50, 1500),
-                (500, 3000),
-                (5000, 6000),
-                (200_000, 9000),
-                (1000, 500),
-                (100_000, 2500),
-            ]
-            .into_iter()
-            .enumerate()
-            {
+            for (i, &(priority, millis)) in PREEMPTOR_SHAPES.iter().enumerate() {
                 let mut tolerant = generate::resource_preemptor(i as u64);
                 tolerant.details_mut().tolerations = vec![Toleration {
                     key: "".into(),
