@@ -24,7 +24,7 @@ fn main() {
     let memo_capacity = if std::env::var_os("PROFILE_NO_MEMO").is_some() {
         0
     } else {
-        1 << 16
+        1 << 13
     };
     let cluster = generate::generate(&ClusterSpec {
         nodes,

@@ -49,10 +49,11 @@ const MERGED_ITEMS: usize = 512;
 /// Streams of at least this many items are bulk loads: once applied, the memory their
 /// decoding used is handed back to the OS.
 const BULK_ITEMS: u64 = 1_000;
-/// Strings and label sets a stream's conversions remember (each table starts over when
-/// full): enough for the namespaces, label sets and node names of a large cluster's
-/// stretch of pods, a few megabytes at most.
-const MEMO_CAPACITY: usize = 1 << 16;
+/// Strings and label sets a stream's conversions remember. Each table starts over when
+/// full, dropping what it held on the receiving async thread, so it stays small enough
+/// for that to take well under half a millisecond; namespaces, label sets and the node
+/// names of a stretch of pods fit.
+const MEMO_CAPACITY: usize = 1 << 13;
 /// Rejections listed in the response; the rest are only counted.
 pub(crate) const MAX_REJECTIONS: usize = 100;
 
