@@ -1,9 +1,14 @@
 //! Compiles `proto/` with protox (pure Rust, no `protoc` anywhere), generates the tonic
-//! server and client, and writes the encoded descriptor set for server reflection.
+//! client and messages, then the tonic server from a copy of the descriptors in which
+//! `Sync` receives `SyncRequestWire`, and writes the encoded descriptor set for server
+//! reflection (the real one: clients see no difference).
 
 use std::path::PathBuf;
 
 use prost::Message as _;
+use prost_types::field_descriptor_proto::Type;
+
+const PACKAGE: &str = "preemptd.v1";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto = "proto/preemptd/v1/preemptd.proto";
@@ -11,12 +16,63 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fds = protox::compile([proto], ["proto"])?;
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out_dir.join("preemptd_descriptor.bin"), fds.encode_to_vec())?;
+    let server_fds = with_wire_sync_request(fds.clone())?;
     tonic_prost_build::configure()
         // Label and resource maps are a few entries each: a sorted map decodes faster than
         // a seeded hash map and hands entries out in a stable order.
         .btree_map(".")
-        .build_server(true)
+        .build_server(false)
         .build_client(true)
         .compile_fds(fds)?;
+    let server_dir = out_dir.join("server");
+    std::fs::create_dir_all(&server_dir)?;
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(false)
+        .out_dir(&server_dir)
+        // Every message is the client pass's; the wire request is written by hand.
+        .extern_path(format!(".{PACKAGE}"), "crate::server::pb")
+        .extern_path(
+            format!(".{PACKAGE}.SyncRequestWire"),
+            "crate::server::wire::SyncRequestWire",
+        )
+        .compile_fds(server_fds)?;
     Ok(())
+}
+
+/// The descriptors with a `SyncRequestWire` message, `SyncRequest` with its `pod` item
+/// as `bytes`, as `Sync`'s input. On the wire the two are the same (a message and bytes
+/// are both length-delimited), so the server receives each pod's encoding undecoded and
+/// decodes it itself, straight into its model.
+fn with_wire_sync_request(
+    mut fds: prost_types::FileDescriptorSet,
+) -> Result<prost_types::FileDescriptorSet, Box<dyn std::error::Error>> {
+    let file = fds
+        .file
+        .iter_mut()
+        .find(|f| f.package() == PACKAGE)
+        .ok_or("no preemptd.v1 file")?;
+    let mut wire = file
+        .message_type
+        .iter()
+        .find(|m| m.name() == "SyncRequest")
+        .ok_or("no SyncRequest message")?
+        .clone();
+    wire.name = Some("SyncRequestWire".to_string());
+    let pod = wire
+        .field
+        .iter_mut()
+        .find(|f| f.name() == "pod")
+        .ok_or("no SyncRequest.pod field")?;
+    pod.set_type(Type::Bytes);
+    pod.type_name = None;
+    file.message_type.push(wire);
+    let sync = file
+        .service
+        .iter_mut()
+        .flat_map(|s| s.method.iter_mut())
+        .find(|m| m.name() == "Sync")
+        .ok_or("no Sync method")?;
+    sync.input_type = Some(format!(".{PACKAGE}.SyncRequestWire"));
+    Ok(fds)
 }

@@ -1,14 +1,19 @@
 //! Times the two stages a `Sync` load puts every pod through, one after the other on one
-//! thread: receiving (protobuf decode and conversion to the model, item by item) and the
+//! thread: receiving (reading each pod from its encoding into the model, item by item;
+//! `PROFILE_PROST=1` decodes it with prost and converts, as the server once did) and the
 //! cache insert (in batches, as the stream's applier does). No gRPC, no threads: the per-stage figures are steadier
 //! than a load's rate on a shared machine, and the process is a target for `perf record`.
 //! `cargo run --release --example profile_sync -- [nodes] [pods per node] [rounds]`
 
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+
 use preemptd::cache::ClusterCache;
 use preemptd::generate::{self, ClusterSpec};
+use preemptd::model::Pod;
 use preemptd::server::memo::ConvertMemo;
+use preemptd::server::wire::{self, ReceivedPod, SyncRequestWire, WireItem};
 use preemptd::server::{convert, pb};
 use prost::Message;
 
@@ -26,12 +31,14 @@ fn main() {
     } else {
         1 << 13
     };
+    // As the server received pods before it read them from their encoding.
+    let decode_with_prost = std::env::var_os("PROFILE_PROST").is_some();
     let cluster = generate::generate(&ClusterSpec {
         nodes,
         pods_per_node,
         seed: 1,
     });
-    let encoded: Vec<Vec<u8>> = cluster
+    let encoded: Vec<Bytes> = cluster
         .pods
         .iter()
         .map(|p| {
@@ -43,10 +50,11 @@ fn main() {
                 })),
             }
             .encode_to_vec()
+            .into()
         })
         .collect();
     let count = encoded.len();
-    let bytes: usize = encoded.iter().map(Vec::len).sum();
+    let bytes: usize = encoded.iter().map(Bytes::len).sum();
     println!(
         "{count} pods on {nodes} nodes, {} bytes a pod on the wire",
         bytes / count.max(1)
@@ -68,25 +76,11 @@ fn main() {
         for chunk in encoded.chunks(BATCH) {
             // Each item decoded and converted in turn, as the receiving task does.
             let started = Instant::now();
-            let pods: Vec<_> = chunk
-                .iter()
-                .map(|bytes| {
-                    let request = pb::SyncRequest::decode(bytes.as_slice()).expect("encoded above");
-                    match request.item {
-                        Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
-                            change: Some(pb::update_pod_request::Change::Upsert(pod)),
-                        })) => convert::pod_with_memo("upsert", &pod, &mut memo)
-                            .expect("generated pods are valid"),
-                        _ => unreachable!("only pod upserts were encoded"),
-                    }
-                })
-                .collect();
+            let pods = receive_chunk(chunk, &mut memo, decode_with_prost);
             receive += started.elapsed();
 
             let started = Instant::now();
-            for result in cache.upsert_pods(pods) {
-                result.expect("generated pods do not conflict");
-            }
+            apply_chunk(&cache, pods);
             apply += started.elapsed();
         }
         assert!(cache.counts().pods > 0, "the pods were loaded");
@@ -114,4 +108,54 @@ fn main() {
         "median: receive {receive:.0} ns, apply {apply:.0} ns; {:.0} ns a pod in all",
         receive + apply
     );
+}
+
+// The two stages are functions of their own (never inlined), so a callgrind profile
+// reads each one's instructions as its inclusive cost.
+
+/// Receives a chunk's items one by one, as the receiving task does.
+#[inline(never)]
+fn receive_chunk(chunk: &[Bytes], memo: &mut ConvertMemo, decode_with_prost: bool) -> Vec<Pod> {
+    chunk
+        .iter()
+        .map(|bytes| {
+            if decode_with_prost {
+                return receive_with_prost(bytes, memo);
+            }
+            let request = SyncRequestWire::decode(bytes.clone()).expect("encoded above");
+            let Some(WireItem::Pod(encoding)) = request.item else {
+                unreachable!("only pods were encoded")
+            };
+            match wire::receive_pod(encoding, memo).expect("encoded above") {
+                ReceivedPod::Upserted(pod) => pod.expect("generated pods are valid"),
+                // A pod with fields the wire reader leaves to prost.
+                ReceivedPod::Decoded(request) => match request.change {
+                    Some(pb::update_pod_request::Change::Upsert(pod)) => {
+                        convert::pod_with_memo("upsert", &pod, memo)
+                            .expect("generated pods are valid")
+                    }
+                    _ => unreachable!("only upserts were encoded"),
+                },
+            }
+        })
+        .collect()
+}
+
+/// Decodes the whole request with prost, then converts (`PROFILE_PROST=1`).
+fn receive_with_prost(bytes: &[u8], memo: &mut ConvertMemo) -> Pod {
+    let request = pb::SyncRequest::decode(bytes).expect("encoded above");
+    match request.item {
+        Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
+            change: Some(pb::update_pod_request::Change::Upsert(pod)),
+        })) => convert::pod_with_memo("upsert", &pod, memo).expect("generated pods are valid"),
+        _ => unreachable!("only pod upserts were encoded"),
+    }
+}
+
+/// Inserts a chunk's pods as one batch, as the applier does.
+#[inline(never)]
+fn apply_chunk(cache: &ClusterCache, pods: Vec<Pod>) {
+    for result in cache.upsert_pods(pods) {
+        result.expect("generated pods do not conflict");
+    }
 }

@@ -259,6 +259,20 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
     out
 }
 
+/// A generated cluster's pods and two preemptors (resources-only, and with anti-affinity
+/// and spread): pods of every shape, for conversion tests.
+pub fn mixed_pods(nodes: usize, pods_per_node: usize, seed: u64) -> Vec<Pod> {
+    let mut pods = generate(&ClusterSpec {
+        nodes,
+        pods_per_node,
+        seed,
+    })
+    .pods;
+    pods.push(affinity_preemptor(seed));
+    pods.push(resource_preemptor(seed + 1));
+    pods
+}
+
 /// A pending pod that fits nowhere without preemption: resources only.
 pub fn resource_preemptor(index: u64) -> Pod {
     let mut pod = Pod::new(

@@ -4,6 +4,8 @@
 //! proto field path, map keys in brackets: `upsert.containers[0].requests[cpu]`.
 
 use std::collections::BTreeMap;
+
+use smallvec::SmallVec;
 use triomphe::Arc;
 
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, Status as FilterStatus};
@@ -127,15 +129,17 @@ fn quantity(path: Path<'_>, text: &str) -> Result<Quantity> {
 
 fn resource_list(
     path: Path<'_>,
-    map: &BTreeMap<String, String>,
+    pairs: &[(&str, &str)],
     memo: &mut ConvertMemo,
 ) -> Result<Vec<(Str, Quantity)>> {
     // In key order, so the first bad entry reported is always the same one.
-    map.iter()
-        .map(|(name, value)| {
+    pairs
+        .iter()
+        .map(|&(name, value)| {
             let entry = path.key(name);
             required(entry, name)?;
-            Ok((memo.str(name), quantity(entry, value)?))
+            let parsed = memo.quantity(value, |text| quantity(entry, text))?;
+            Ok((memo.str(name), parsed))
         })
         .collect()
 }
@@ -143,14 +147,89 @@ fn resource_list(
 /// Requests with Kubernetes' defaulting: a limit without a request becomes the request.
 fn requests_with_limits(
     path: Path<'_>,
-    requests: &BTreeMap<String, String>,
-    limits: &BTreeMap<String, String>,
+    requests: &[(&str, &str)],
+    limits: &[(&str, &str)],
     memo: &mut ConvertMemo,
 ) -> Result<ContainerResources> {
     Ok(crate::model::resources::requests_defaulted_from_limits(
         resource_list(path.field("requests"), requests, memo)?,
         resource_list(path.field("limits"), limits, memo)?,
     ))
+}
+
+/// A proto map's entries, borrowed, in key order (each key once, as a map holds it).
+pub(super) type Pairs<'a, const N: usize> = SmallVec<[(&'a str, &'a str); N]>;
+
+fn pairs<const N: usize>(map: &BTreeMap<String, String>) -> Pairs<'_, N> {
+    map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+/// A container's fields, borrowed from a `pb::Container` or from its encoding.
+pub(super) struct ContainerFields<'a> {
+    pub name: &'a str,
+    pub requests: Pairs<'a, 4>,
+    pub limits: Pairs<'a, 4>,
+    pub ports: &'a [pb::ContainerPort],
+    pub restart_policy: &'a str,
+}
+
+impl<'a> ContainerFields<'a> {
+    fn of(c: &'a pb::Container) -> Self {
+        ContainerFields {
+            name: &c.name,
+            requests: pairs(&c.requests),
+            limits: pairs(&c.limits),
+            ports: &c.ports,
+            restart_policy: &c.restart_policy,
+        }
+    }
+}
+
+/// A pod's fields, borrowed from a `pb::Pod` or from its encoding (see `wire`): the
+/// fields every pod of a load sets, and the rest as a decoded message when there is one.
+#[derive(Default)]
+pub(super) struct PodFields<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+    pub resource_version: u64,
+    pub labels: Pairs<'a, 8>,
+    pub node_name: &'a str,
+    pub scheduler_name: &'a str,
+    pub priority: Option<i32>,
+    pub preemption_policy: &'a str,
+    pub containers: SmallVec<[ContainerFields<'a>; 2]>,
+    pub node_selector: Pairs<'a, 4>,
+    pub start_time: &'a str,
+    pub deletion_timestamp: &'a str,
+    pub nominated_node_name: &'a str,
+    pub phase: &'a str,
+    /// Init containers, overhead, pod-level resources, tolerations, affinity, spread
+    /// constraints and conditions: `None` when the pod sets none of them.
+    pub rest: Option<&'a pb::Pod>,
+}
+
+impl<'a> PodFields<'a> {
+    fn of(p: &'a pb::Pod) -> Self {
+        PodFields {
+            namespace: &p.namespace,
+            name: &p.name,
+            uid: &p.uid,
+            resource_version: p.resource_version,
+            labels: pairs(&p.labels),
+            node_name: &p.node_name,
+            scheduler_name: &p.scheduler_name,
+            priority: p.priority,
+            preemption_policy: &p.preemption_policy,
+            containers: p.containers.iter().map(ContainerFields::of).collect(),
+            node_selector: pairs(&p.node_selector),
+            start_time: &p.start_time,
+            deletion_timestamp: &p.deletion_timestamp,
+            nominated_node_name: &p.nominated_node_name,
+            phase: &p.phase,
+            rest: Some(p),
+        }
+    }
 }
 
 fn labels(map: &BTreeMap<String, String>) -> Labels {
@@ -221,7 +300,7 @@ pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
         .collect::<Result<_>>()?;
     let allocatable = resource_list(
         path.field("allocatable"),
-        &n.allocatable,
+        &pairs::<8>(&n.allocatable),
         &mut ConvertMemo::disabled(),
     )?;
     Ok(Node {
@@ -318,7 +397,7 @@ fn optional_selector(
 
 fn container(
     path: Path<'_>,
-    c: &pb::Container,
+    c: &ContainerFields<'_>,
     init: bool,
     memo: &mut ConvertMemo,
 ) -> Result<Container> {
@@ -359,13 +438,13 @@ fn container(
     if !c.restart_policy.is_empty() {
         enum_value(
             path.field("restart_policy"),
-            &c.restart_policy,
+            c.restart_policy,
             |s| RESTART_POLICIES.contains(&s).then_some(()),
             RESTART_POLICIES,
         )?;
     }
     Ok(Container {
-        name: memo.str(&c.name),
+        name: memo.str(c.name),
         requests,
         ports,
         restart_always: init && c.restart_policy == "Always",
@@ -382,8 +461,8 @@ fn pod_level_requests(
     memo: &mut ConvertMemo,
 ) -> Result<ContainerResources> {
     Ok(crate::model::resources::pod_level_requests_defaulted(
-        resource_list(path.field("requests"), &r.requests, memo)?,
-        resource_list(path.field("limits"), &r.limits, memo)?,
+        resource_list(path.field("requests"), &pairs::<4>(&r.requests), memo)?,
+        resource_list(path.field("limits"), &pairs::<4>(&r.limits), memo)?,
         details,
     ))
 }
@@ -551,20 +630,30 @@ pub fn pod(path: &str, p: &pb::Pod) -> Result<Pod> {
 
 /// As [`pod`], taking repeated strings and label sets from `memo` (a stream's bulk load).
 pub fn pod_with_memo(path: &str, p: &pb::Pod, memo: &mut ConvertMemo) -> Result<Pod> {
+    pod_from_fields(path, &PodFields::of(p), memo)
+}
+
+/// The conversion itself, from borrowed fields: a decoded message's or, in a bulk load,
+/// those read straight from the pod's encoding.
+pub(super) fn pod_from_fields(
+    path: &str,
+    p: &PodFields<'_>,
+    memo: &mut ConvertMemo,
+) -> Result<Pod> {
     let path = Path::Root(path);
-    required(path.field("name"), &p.name)?;
-    let namespace = namespace_or_default(&p.namespace);
+    required(path.field("name"), p.name)?;
+    let namespace = namespace_or_default(p.namespace);
     let uid = if p.uid.is_empty() {
         std::borrow::Cow::Owned(format!("{namespace}/{}", p.name))
     } else {
-        std::borrow::Cow::Borrowed(p.uid.as_str())
+        std::borrow::Cow::Borrowed(p.uid)
     };
-    let mut pod = Pod::new_in(memo.str(namespace), &p.name, &uid);
+    let mut pod = Pod::new_in(memo.str(namespace), p.name, &uid);
     pod.resource_version = p.resource_version;
     pod.labels = memo.labels(&p.labels);
-    pod.node_name = (!p.node_name.is_empty()).then(|| memo.str(&p.node_name));
+    pod.node_name = (!p.node_name.is_empty()).then(|| memo.str(p.node_name));
     pod.priority = p.priority.unwrap_or(0);
-    pod.preemption_policy = match p.preemption_policy.as_str() {
+    pod.preemption_policy = match p.preemption_policy {
         "" | "PreemptLowerPriority" => PreemptionPolicy::PreemptLowerPriority,
         "Never" => PreemptionPolicy::Never,
         other => {
@@ -577,7 +666,7 @@ pub fn pod_with_memo(path: &str, p: &pb::Pod, memo: &mut ConvertMemo) -> Result<
     let mut details = PodDetails {
         scheduler_name: (!p.scheduler_name.is_empty()
             && p.scheduler_name != crate::model::DEFAULT_SCHEDULER)
-            .then(|| memo.str(&p.scheduler_name)),
+            .then(|| memo.str(p.scheduler_name)),
         containers: p
             .containers
             .iter()
@@ -586,26 +675,34 @@ pub fn pod_with_memo(path: &str, p: &pb::Pod, memo: &mut ConvertMemo) -> Result<
             .collect::<Result<_>>()?,
         ..PodDetails::default()
     };
-    details.init_containers = p
-        .init_containers
-        .iter()
-        .enumerate()
-        .map(|(i, c)| container(path.field("init_containers").index(i), c, true, memo))
-        .collect::<Result<_>>()?;
-    details.overhead =
-        ContainerResources::new(resource_list(path.field("overhead"), &p.overhead, memo)?);
-    if let Some(resources) = &p.resources {
-        details.pod_requests =
-            pod_level_requests(path.field("resources"), resources, &details, memo)?;
+    if let Some(rest) = p.rest {
+        details.init_containers = rest
+            .init_containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let c = ContainerFields::of(c);
+                container(path.field("init_containers").index(i), &c, true, memo)
+            })
+            .collect::<Result<_>>()?;
+        details.overhead = ContainerResources::new(resource_list(
+            path.field("overhead"),
+            &pairs::<4>(&rest.overhead),
+            memo,
+        )?);
+        if let Some(resources) = &rest.resources {
+            details.pod_requests =
+                pod_level_requests(path.field("resources"), resources, &details, memo)?;
+        }
+        details.tolerations = rest
+            .tolerations
+            .iter()
+            .enumerate()
+            .map(|(i, t)| toleration(path.field("tolerations").index(i), t))
+            .collect::<Result<_>>()?;
     }
-    details.tolerations = p
-        .tolerations
-        .iter()
-        .enumerate()
-        .map(|(i, t)| toleration(path.field("tolerations").index(i), t))
-        .collect::<Result<_>>()?;
     details.node_selector = memo.labels(&p.node_selector);
-    if let Some(affinity) = &p.affinity {
+    if let Some(affinity) = p.rest.and_then(|rest| rest.affinity.as_ref()) {
         let a = path.field("affinity");
         if let Some(required) = affinity.node_affinity.as_ref().and_then(|n| {
             n.required_during_scheduling_ignored_during_execution
@@ -629,27 +726,31 @@ pub fn pod_with_memo(path: &str, p: &pb::Pod, memo: &mut ConvertMemo) -> Result<
             )?;
         }
     }
-    details.topology_spread = p
-        .topology_spread_constraints
-        .iter()
-        .enumerate()
-        .map(|(i, c)| spread_constraint(path.field("topology_spread_constraints").index(i), c))
-        .collect::<Result<_>>()?;
-    pod.start_time = timestamp(path.field("start_time"), &p.start_time)?.into();
-    pod.terminating = timestamp(path.field("deletion_timestamp"), &p.deletion_timestamp)?.is_some();
-    details.conditions = p
-        .conditions
-        .iter()
-        .map(|c| PodCondition {
-            type_: c.r#type.as_str().into(),
-            status: c.status.as_str().into(),
-            reason: c.reason.as_str().into(),
-        })
-        .collect();
+    if let Some(rest) = p.rest {
+        details.topology_spread = rest
+            .topology_spread_constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| spread_constraint(path.field("topology_spread_constraints").index(i), c))
+            .collect::<Result<_>>()?;
+    }
+    pod.start_time = timestamp(path.field("start_time"), p.start_time)?.into();
+    pod.terminating = timestamp(path.field("deletion_timestamp"), p.deletion_timestamp)?.is_some();
+    if let Some(rest) = p.rest {
+        details.conditions = rest
+            .conditions
+            .iter()
+            .map(|c| PodCondition {
+                type_: c.r#type.as_str().into(),
+                status: c.status.as_str().into(),
+                reason: c.reason.as_str().into(),
+            })
+            .collect();
+    }
     pod.details = Arc::new(details);
     pod.nominated_node_name =
-        (!p.nominated_node_name.is_empty()).then(|| memo.str(&p.nominated_node_name));
-    pod.phase = enum_value(path.field("phase"), &p.phase, PodPhase::parse, PHASES)?;
+        (!p.nominated_node_name.is_empty()).then(|| memo.str(p.nominated_node_name));
+    pod.phase = enum_value(path.field("phase"), p.phase, PodPhase::parse, PHASES)?;
     Ok(pod.finish())
 }
 
@@ -1154,14 +1255,7 @@ mod tests {
 
     #[test]
     fn a_memo_changes_no_pod_and_shares_repeated_values() {
-        use crate::generate::{self, ClusterSpec};
-        let mut pods = generate::generate(&ClusterSpec {
-            nodes: 30,
-            pods_per_node: 8,
-            seed: 5,
-        })
-        .pods;
-        pods.push(generate::affinity_preemptor(2));
+        let pods = crate::generate::mixed_pods(30, 8, 5);
         // A tiny memo starts over many times on the way.
         for capacity in [4, 1 << 16] {
             let mut memo = ConvertMemo::new(capacity);

@@ -6,11 +6,11 @@
 //! thread, which makes the free dearer). With one, a repeated value costs a lookup and a
 //! reference count, and the cache's interning meets a pointer it already holds.
 
-use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
 
 use hashbrown::HashTable;
 
+use crate::model::quantity::Quantity;
 use crate::model::{Labels, Str};
 
 /// A bounded memo of recent strings and label sets. Once either table holds `capacity`
@@ -20,6 +20,9 @@ pub struct ConvertMemo {
     hasher: ahash::RandomState,
     strings: HashTable<Str>,
     label_sets: HashTable<Labels>,
+    /// Quantity texts already parsed (and valid): requests repeat across a load's pods,
+    /// and a parse costs far more than a lookup.
+    quantities: HashTable<(Box<str>, Quantity)>,
     capacity: usize,
 }
 
@@ -30,6 +33,7 @@ impl ConvertMemo {
             hasher: ahash::RandomState::new(),
             strings: HashTable::new(),
             label_sets: HashTable::new(),
+            quantities: HashTable::new(),
             capacity,
         }
     }
@@ -58,17 +62,17 @@ impl ConvertMemo {
         value
     }
 
-    /// The label set of `map` (whose keys are sorted and unique, as a label set's are).
-    pub fn labels(&mut self, map: &BTreeMap<String, String>) -> Labels {
+    /// The label set of `pairs` (whose keys are sorted and unique, as a label set's are).
+    pub fn labels(&mut self, pairs: &[(&str, &str)]) -> Labels {
         if self.capacity == 0 {
-            return map.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            return pairs.iter().copied().collect();
         }
-        let hash = self.pairs_hash(map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let hash = self.pairs_hash(pairs.iter().copied());
         let same = |held: &Labels| {
-            held.len() == map.len()
+            held.len() == pairs.len()
                 && held
                     .iter()
-                    .zip(map)
+                    .zip(pairs)
                     .all(|((hk, hv), (k, v))| **hk == **k && **hv == **v)
         };
         if let Some(held) = self.label_sets.find(hash, same) {
@@ -77,16 +81,42 @@ impl ConvertMemo {
         if self.label_sets.len() >= self.capacity {
             self.label_sets.clear();
         }
-        let pairs = map
+        let shared = pairs
             .iter()
-            .map(|(k, v)| (self.str(k), self.str(v)))
+            .map(|&(k, v)| (self.str(k), self.str(v)))
             .collect();
-        let labels = Labels::new(pairs);
+        let labels = Labels::new(shared);
         let (hasher, label_sets) = (&self.hasher, &mut self.label_sets);
         label_sets.insert_unique(hash, labels.clone(), |held| {
             pairs_hash(hasher, held.iter().map(|(k, v)| (&**k, &**v)))
         });
         labels
+    }
+
+    /// The valid quantity `text` was parsed to, or `parse`'s answer (remembered when
+    /// valid).
+    pub fn quantity<E>(
+        &mut self,
+        text: &str,
+        parse: impl FnOnce(&str) -> Result<Quantity, E>,
+    ) -> Result<Quantity, E> {
+        if self.capacity == 0 {
+            return parse(text);
+        }
+        let hash = self.hasher.hash_one(text);
+        if let Some((_, held)) = self.quantities.find(hash, |(held, _)| **held == *text) {
+            return Ok(*held);
+        }
+        let quantity = parse(text)?;
+        if self.quantities.len() >= self.capacity {
+            self.quantities.clear();
+        }
+        let hasher = &self.hasher;
+        self.quantities
+            .insert_unique(hash, (text.into(), quantity), |(held, _)| {
+                hasher.hash_one(&**held)
+            });
+        Ok(quantity)
     }
 
     fn pairs_hash<'a>(&self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
@@ -114,13 +144,6 @@ fn pairs_hash<'a>(
 mod tests {
     use super::*;
 
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
     #[test]
     fn repeated_values_share_one_allocation() {
         let mut memo = ConvertMemo::new(16);
@@ -129,10 +152,10 @@ mod tests {
         assert!(Str::ptr_eq(&a, &b));
         assert!(!Str::ptr_eq(&a, &memo.str("batch")));
 
-        let first = memo.labels(&map(&[("app", "a"), ("tier", "web")]));
-        let second = memo.labels(&map(&[("app", "a"), ("tier", "web")]));
+        let first = memo.labels(&[("app", "a"), ("tier", "web")]);
+        let second = memo.labels(&[("app", "a"), ("tier", "web")]);
         assert!(first.ptr_eq(&second));
-        let other = memo.labels(&map(&[("app", "a"), ("tier", "db")]));
+        let other = memo.labels(&[("app", "a"), ("tier", "db")]);
         assert!(!first.ptr_eq(&other));
         assert_eq!(other.get("tier").map(|v| &**v), Some("db"));
         // The strings inside label sets come from the memo too.
@@ -141,9 +164,9 @@ mod tests {
             first.get("app").unwrap()
         ));
         // Splitting a pair differently is another set.
-        let split = memo.labels(&map(&[("ap", "pa")]));
+        let split = memo.labels(&[("ap", "pa")]);
         assert_eq!(split.get("ap").map(|v| &**v), Some("pa"));
-        assert!(memo.labels(&map(&[])).is_empty());
+        assert!(memo.labels(&[]).is_empty());
     }
 
     #[test]
@@ -159,8 +182,34 @@ mod tests {
 
         let mut disabled = ConvertMemo::disabled();
         assert!(!Str::ptr_eq(&disabled.str("x"), &disabled.str("x")));
-        let labels = map(&[("k", "v")]);
+        let labels = [("k", "v")];
         assert!(!disabled.labels(&labels).ptr_eq(&disabled.labels(&labels)));
         assert_eq!(disabled.labels(&labels), memo.labels(&labels));
+    }
+
+    #[test]
+    fn quantities_are_parsed_once_and_errors_never_remembered() {
+        let mut memo = ConvertMemo::new(4);
+        let mut parses = 0;
+        let mut parse = |text: &str| {
+            parses += 1;
+            Quantity::parse(text)
+        };
+        assert_eq!(memo.quantity("100m", &mut parse), Quantity::parse("100m"));
+        assert_eq!(memo.quantity("100m", &mut parse), Quantity::parse("100m"));
+        assert!(memo.quantity("1x", &mut parse).is_err());
+        assert!(memo.quantity("1x", &mut parse).is_err());
+        assert_eq!(parses, 3);
+
+        let mut disabled = ConvertMemo::disabled();
+        let mut parses = 0;
+        for _ in 0..2 {
+            let q = disabled.quantity("2Gi", |text| {
+                parses += 1;
+                Quantity::parse(text)
+            });
+            assert_eq!(q, Quantity::parse("2Gi"));
+        }
+        assert_eq!(parses, 2);
     }
 }

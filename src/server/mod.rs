@@ -10,6 +10,7 @@ pub mod memo;
 mod middleware;
 mod probe;
 mod service;
+pub mod wire;
 
 pub use probe::check_health;
 
@@ -32,6 +33,8 @@ use service::{PreemptionService, State};
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod pb {
     tonic::include_proto!("preemptd.v1");
+    // The server, generated apart: its `Sync` receives `SyncRequestWire` (see `wire`).
+    include!(concat!(env!("OUT_DIR"), "/server/preemptd.v1.rs"));
 
     /// Encoded `FileDescriptorSet` of `preemptd.proto` (for reflection).
     pub const FILE_DESCRIPTOR_SET: &[u8] =

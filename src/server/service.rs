@@ -603,7 +603,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
 
     async fn sync(
         &self,
-        request: Request<Streaming<pb::SyncRequest>>,
+        request: Request<Streaming<crate::server::wire::SyncRequestWire>>,
     ) -> Result<Response<pb::SyncResponse>, Status> {
         let _permit = self
             .state

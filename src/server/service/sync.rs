@@ -1,14 +1,14 @@
 //! `Sync`: a client stream of node, pod and PDB updates applied in stream order.
 //!
-//! Two stages overlap, one per core. The receiving task decodes each protobuf message and
-//! converts it to the model on its async thread (~5 µs an item), gathering what has
-//! arrived into chunks bounded by count and by time (a chunk never keeps the thread for
-//! more than ~0.25 ms, and is handed on as soon as nothing more has arrived). One applier
-//! per stream, on the blocking pool, takes the chunks from a bounded queue and applies
-//! them in order, so stream order is kept; chunks that queued up while it was busy are
-//! applied as one. No thread is woken per item, and none per chunk while the applier is
-//! busy. JSON documents, whose parse has no size bound, are converted by the
-//! applier instead.
+//! Two stages overlap, one per core. The receiving task converts each message to the
+//! model on its async thread (~3 µs an item; a pod is read straight from its encoding,
+//! see `wire`), gathering what has arrived into chunks bounded by count and by time (a
+//! chunk never keeps the thread for more than ~0.25 ms, and is handed on as soon as
+//! nothing more has arrived). One applier per stream, on the blocking pool, takes the
+//! chunks from a bounded queue and applies them in order, so stream order is kept;
+//! chunks that queued up while it was busy are applied as one. No thread is woken per
+//! item, and none per chunk while the applier is busy. JSON documents, whose parse has no
+//! size bound, are converted by the applier instead.
 //!
 //! Each item goes through the same conversion and cache calls as the unary update of its
 //! kind; a rejected item is counted and reported, never fatal to the stream.
@@ -31,6 +31,7 @@ use super::super::convert;
 use super::super::errors::ApiError;
 use super::super::memo::ConvertMemo;
 use super::super::pb;
+use super::super::wire::{self, ReceivedPod, SyncRequestWire, WireItem};
 use super::{
     State, delete_name, missing_change, namespace_or_default, nomination_events, nomination_of,
 };
@@ -128,7 +129,7 @@ impl Tally {
 /// Receives the stream, applies it chunk by chunk, and reports.
 pub(super) async fn run(
     state: Arc<State>,
-    mut stream: Streaming<pb::SyncRequest>,
+    mut stream: Streaming<SyncRequestWire>,
 ) -> Result<pb::SyncResponse, Status> {
     state.check_running()?;
     let (chunks, queue) = mpsc::channel::<Vec<Received>>(QUEUED_CHUNKS);
@@ -153,7 +154,7 @@ pub(super) async fn run(
                 }
             };
             match next {
-                Some(item) => chunk.push(prepare_on_receive(item, &mut memo)),
+                Some(item) => chunk.push(prepare_on_receive(item, &mut memo)?),
                 None => {
                     ended = true;
                     break;
@@ -201,8 +202,8 @@ pub(super) async fn run(
 
 /// The stream's next message if it has already arrived (`None` when it has not).
 async fn next_if_ready(
-    stream: &mut Streaming<pb::SyncRequest>,
-) -> Option<Result<Option<pb::SyncRequest>, Status>> {
+    stream: &mut Streaming<SyncRequestWire>,
+) -> Option<Result<Option<SyncRequestWire>, Status>> {
     std::future::poll_fn(|cx| {
         Poll::Ready(match Pin::new(&mut *stream).poll_next(cx) {
             Poll::Ready(next) => Some(next.transpose()),
@@ -246,9 +247,28 @@ enum Change<T> {
 }
 
 /// Converts a received item, except a JSON document: its parse has no size bound, so it
-/// waits for the applier on the blocking pool.
-fn prepare_on_receive(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Received {
+/// waits for the applier on the blocking pool. A pod is read straight from its encoding
+/// when it can be (see `wire`); an encoding prost rejects fails the stream, as it did
+/// when prost decoded the whole request.
+fn prepare_on_receive(
+    request: SyncRequestWire,
+    memo: &mut ConvertMemo,
+) -> Result<Received, Status> {
     use pb::sync_request::Item;
+    let item = match request.item {
+        None => None,
+        Some(WireItem::Node(r)) => Some(Item::Node(r)),
+        Some(WireItem::Pdb(r)) => Some(Item::Pdb(r)),
+        Some(WireItem::Pod(encoding)) => match wire::receive_pod(encoding, memo) {
+            Ok(ReceivedPod::Upserted(pod)) => {
+                return Ok(Received::Converted(Prepared::Pod(pod.map(Change::Upsert))));
+            }
+            Ok(ReceivedPod::Decoded(request)) => Some(Item::Pod(*request)),
+            // As tonic answers a message it cannot decode.
+            Err(error) => return Err(Status::internal(error.to_string())),
+        },
+    };
+    let request = pb::SyncRequest { item };
     let json = match &request.item {
         Some(Item::Node(r)) => matches!(
             r.change,
@@ -264,11 +284,11 @@ fn prepare_on_receive(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Recei
         ),
         None => false,
     };
-    if json {
+    Ok(if json {
         Received::Json(Box::new(request))
     } else {
         Received::Converted(prepare(request, memo))
-    }
+    })
 }
 
 /// Converts one item exactly as the unary update of its kind does (JSON decoded inline).

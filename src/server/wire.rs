@@ -1,0 +1,594 @@
+//! `Sync`'s pods, read straight from their encoding.
+//!
+//! Decoding a pod into a `pb::Pod` allocates a string per field and a sorted map per label
+//! set and resource list, which the conversion then reads once and drops: together more
+//! than half of a bulk load's receiving work. So `Sync` receives `SyncRequestWire` (the
+//! server is generated with it as the method's input): `SyncRequest` with the pod item
+//! left as bytes, the same on the wire. The fields every pod of a load sets are read from
+//! those bytes into borrowed [`PodFields`]; a pod with any other field, or anything out of
+//! the ordinary (a field of an unexpected wire type, invalid UTF-8, an unknown field) goes
+//! through prost and the usual conversion. Both paths end in the same conversion, so they
+//! give the same pod or the same error. Malformed protobuf is rejected as before; only the
+//! cause a decode error names can differ, when a field of a pod item claims to run past
+//! the item's end (prost, decoding the item in place, read on into what followed it).
+
+use bytes::{Buf, BufMut, Bytes};
+use prost::Message as _;
+use prost::encoding::{DecodeContext, WireType};
+use smallvec::SmallVec;
+
+use super::convert::{self, ContainerFields, Pairs, PodFields};
+use super::errors::ApiError;
+use super::memo::ConvertMemo;
+use super::pb;
+use crate::model::Pod;
+
+/// `SyncRequest` with its pod item undecoded (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SyncRequestWire {
+    pub item: Option<WireItem>,
+}
+
+/// `SyncRequest.item`, with the pod's `UpdatePodRequest` as its encoding.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WireItem {
+    Node(pb::UpdateNodeRequest),
+    Pod(Bytes),
+    Pdb(pb::UpdatePodDisruptionBudgetRequest),
+}
+
+const NODE: u32 = 1;
+const POD: u32 = 2;
+const PDB: u32 = 3;
+
+impl prost::Message for SyncRequestWire {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        use prost::encoding::{bytes, message};
+        match &self.item {
+            Some(WireItem::Node(r)) => message::encode(NODE, r, buf),
+            Some(WireItem::Pod(b)) => bytes::encode(POD, b, buf),
+            Some(WireItem::Pdb(r)) => message::encode(PDB, r, buf),
+            None => {}
+        }
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut impl Buf,
+        ctx: DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        use prost::encoding::{bytes, skip_field};
+        match tag {
+            NODE => {
+                let held = match self.item.take() {
+                    Some(WireItem::Node(r)) => Some(r),
+                    _ => None,
+                };
+                self.item = Some(WireItem::Node(merged(held, wire_type, buf, ctx)?));
+            }
+            POD => {
+                let mut encoding = Bytes::new();
+                bytes::merge(wire_type, &mut encoding, buf, ctx).map_err(within_item)?;
+                self.item = Some(WireItem::Pod(match self.item.take() {
+                    // Prost decodes a message field seen twice part by part and merges
+                    // them; for valid parts, that is decoding their concatenation.
+                    Some(WireItem::Pod(earlier)) => {
+                        for part in [&earlier, &encoding] {
+                            pb::UpdatePodRequest::decode(part.clone()).map_err(within_item)?;
+                        }
+                        [earlier, encoding].concat().into()
+                    }
+                    _ => encoding,
+                }));
+            }
+            PDB => {
+                let held = match self.item.take() {
+                    Some(WireItem::Pdb(r)) => Some(r),
+                    _ => None,
+                };
+                self.item = Some(WireItem::Pdb(merged(held, wire_type, buf, ctx)?));
+            }
+            _ => return skip_field(wire_type, tag, buf, ctx),
+        }
+        Ok(())
+    }
+
+    fn encoded_len(&self) -> usize {
+        use prost::encoding::{bytes, message};
+        match &self.item {
+            Some(WireItem::Node(r)) => message::encoded_len(NODE, r),
+            Some(WireItem::Pod(b)) => bytes::encoded_len(POD, b),
+            Some(WireItem::Pdb(r)) => message::encoded_len(PDB, r),
+            None => 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.item = None;
+    }
+}
+
+/// A `Sync` pod item as received.
+#[derive(Debug)]
+pub enum ReceivedPod {
+    /// An upsert, read from its encoding and converted.
+    Upserted(Result<Pod, ApiError>),
+    /// Anything else, decoded by prost, for the usual conversion (boxed: rare in a load).
+    Decoded(Box<pb::UpdatePodRequest>),
+}
+
+/// Receives a pod item: converted straight from its encoding when it can be, else decoded
+/// by prost with the errors it would have given inside `SyncRequest` (under the same
+/// field path).
+pub fn receive_pod(
+    encoding: Bytes,
+    memo: &mut ConvertMemo,
+) -> Result<ReceivedPod, prost::DecodeError> {
+    if let Some(fields) = pod_upsert_fields(&encoding) {
+        return Ok(ReceivedPod::Upserted(convert::pod_from_fields(
+            "upsert", &fields, memo,
+        )));
+    }
+    pb::UpdatePodRequest::decode(encoding)
+        .map(|request| ReceivedPod::Decoded(Box::new(request)))
+        .map_err(within_item)
+}
+
+/// A message item merged into the one it continues (a oneof set to another item starts
+/// afresh), as prost merges it.
+fn merged<M: prost::Message + Default>(
+    held: Option<M>,
+    wire_type: WireType,
+    buf: &mut impl Buf,
+    ctx: DecodeContext,
+) -> Result<M, prost::DecodeError> {
+    let mut message = held.unwrap_or_default();
+    prost::encoding::message::merge(wire_type, &mut message, buf, ctx).map_err(within_item)?;
+    Ok(message)
+}
+
+/// A pod item's decode error as prost reports it inside `SyncRequest`.
+fn within_item(mut error: prost::DecodeError) -> prost::DecodeError {
+    error.push("SyncRequest", "item");
+    error
+}
+
+/// The pod an `UpdatePodRequest` upserts, read from its encoding; `None` when the request
+/// does anything else or the pod has a field left to prost.
+fn pod_upsert_fields(request: &[u8]) -> Option<PodFields<'_>> {
+    let mut reader = Reader(request);
+    let (tag, wire_type) = reader.key()?;
+    // `upsert`, alone: a oneof set twice is prost's to sort out.
+    if (tag, wire_type) != (1, WireType::LengthDelimited) {
+        return None;
+    }
+    let pod = reader.bytes()?;
+    if !reader.0.is_empty() {
+        return None;
+    }
+    pod_fields(pod)
+}
+
+fn pod_fields(encoding: &[u8]) -> Option<PodFields<'_>> {
+    use WireType::{LengthDelimited as Len, Varint};
+    let mut f = PodFields::default();
+    let mut reader = Reader(encoding);
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            (1, Len) => f.namespace = reader.str()?,
+            (2, Len) => f.name = reader.str()?,
+            (3, Len) => f.uid = reader.str()?,
+            (4, Varint) => f.resource_version = reader.varint()?,
+            (5, Len) => f.labels.push(map_entry(reader.bytes()?)?),
+            (6, Len) => f.node_name = reader.str()?,
+            (7, Len) => f.scheduler_name = reader.str()?,
+            // As prost reads an int32: the varint's low 32 bits.
+            (8, Varint) => f.priority = Some(reader.varint()? as i32),
+            (9, Len) => f.preemption_policy = reader.str()?,
+            (10, Len) => f.containers.push(container(reader.bytes()?)?),
+            (15, Len) => f.node_selector.push(map_entry(reader.bytes()?)?),
+            (18, Len) => f.start_time = reader.str()?,
+            (19, Len) => f.deletion_timestamp = reader.str()?,
+            (21, Len) => f.nominated_node_name = reader.str()?,
+            (22, Len) => f.phase = reader.str()?,
+            _ => return None,
+        }
+    }
+    as_map(&mut f.labels);
+    as_map(&mut f.node_selector);
+    Some(f)
+}
+
+fn container(encoding: &[u8]) -> Option<ContainerFields<'_>> {
+    use WireType::LengthDelimited as Len;
+    let mut c = ContainerFields {
+        name: "",
+        requests: SmallVec::new(),
+        limits: SmallVec::new(),
+        ports: &[],
+        restart_policy: "",
+    };
+    let mut reader = Reader(encoding);
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            (1, Len) => c.name = reader.str()?,
+            (2, Len) => c.requests.push(map_entry(reader.bytes()?)?),
+            (3, Len) => c.limits.push(map_entry(reader.bytes()?)?),
+            (5, Len) => c.restart_policy = reader.str()?,
+            _ => return None,
+        }
+    }
+    as_map(&mut c.requests);
+    as_map(&mut c.limits);
+    Some(c)
+}
+
+/// A `map<string, string>` entry: a missing key or value is empty, as prost reads it.
+#[inline]
+fn map_entry(encoding: &[u8]) -> Option<(&str, &str)> {
+    use WireType::LengthDelimited as Len;
+    let (mut key, mut value) = ("", "");
+    let mut reader = Reader(encoding);
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            (1, Len) => key = reader.str()?,
+            (2, Len) => value = reader.str()?,
+            _ => return None,
+        }
+    }
+    Some((key, value))
+}
+
+/// Entries in the order, and with the last value of a repeated key, that a map holds.
+fn as_map<const N: usize>(entries: &mut Pairs<'_, N>) {
+    if entries.windows(2).all(|w| w[0].0 < w[1].0) {
+        return;
+    }
+    // Stable: the entries of one key stay in stream order, the last one is kept.
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let mut kept = 0;
+    for i in 0..entries.len() {
+        if kept > 0 && entries[kept - 1].0 == entries[i].0 {
+            entries[kept - 1] = entries[i];
+        } else {
+            entries[kept] = entries[i];
+            kept += 1;
+        }
+    }
+    entries.truncate(kept);
+}
+
+/// Reads protobuf wire format, answering `None` on anything prost would reject.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    #[inline]
+    fn varint(&mut self) -> Option<u64> {
+        // Keys, lengths and most numbers are one byte.
+        if let Some(&byte) = self.0.first()
+            && byte < 0x80
+        {
+            self.0 = &self.0[1..];
+            return Some(u64::from(byte));
+        }
+        let mut value = 0u64;
+        for (i, &byte) in self.0.iter().enumerate().take(10) {
+            // The tenth byte holds the top bit only.
+            if i == 9 && byte > 1 {
+                return None;
+            }
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte < 0x80 {
+                self.0 = &self.0[i + 1..];
+                return Some(value);
+            }
+        }
+        None
+    }
+
+    #[inline]
+    fn key(&mut self) -> Option<(u32, WireType)> {
+        let key = self.varint()?;
+        let tag = u32::try_from(key >> 3).ok().filter(|&t| t > 0)?;
+        let wire_type = WireType::try_from(key & 0x7).ok()?;
+        Some((tag, wire_type))
+    }
+
+    #[inline]
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let len = usize::try_from(self.varint()?).ok()?;
+        let (bytes, rest) = self.0.split_at_checked(len)?;
+        self.0 = rest;
+        Some(bytes)
+    }
+
+    #[inline]
+    fn str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.bytes()?).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use prost::Message as _;
+
+    use super::*;
+    use crate::generate;
+
+    /// What became of a pod item: a decode error, an upsert's conversion, or another change.
+    #[derive(Debug, PartialEq)]
+    enum Outcome {
+        Undecodable(String),
+        Upsert(Result<Pod, ApiError>),
+        Other(Box<pb::UpdatePodRequest>),
+    }
+
+    /// A `SyncRequest` whose pod item is `request` (an `UpdatePodRequest`'s encoding).
+    fn sync_request(request: &[u8]) -> Vec<u8> {
+        let mut encoded = Vec::new();
+        prost::encoding::bytes::encode(POD, &request.to_vec(), &mut encoded);
+        encoded
+    }
+
+    /// The reference: prost decodes the whole request, then the usual conversion.
+    fn with_prost(sync_request: &[u8]) -> Outcome {
+        match pb::SyncRequest::decode(sync_request) {
+            Err(error) => Outcome::Undecodable(error.to_string()),
+            Ok(pb::SyncRequest {
+                item: Some(pb::sync_request::Item::Pod(request)),
+            }) => of_request(Box::new(request)),
+            Ok(other) => panic!("not a pod item: {other:?}"),
+        }
+    }
+
+    fn of_request(request: Box<pb::UpdatePodRequest>) -> Outcome {
+        match request.change {
+            Some(pb::update_pod_request::Change::Upsert(p)) => {
+                Outcome::Upsert(convert::pod("upsert", &p))
+            }
+            _ => Outcome::Other(request),
+        }
+    }
+
+    /// As the server receives: the wire request, then `receive_pod`. Also says whether
+    /// the pod was read from its encoding.
+    fn with_wire(sync_request: &[u8], memo: &mut ConvertMemo) -> (Outcome, bool) {
+        let encoding = match SyncRequestWire::decode(sync_request) {
+            Err(error) => return (Outcome::Undecodable(error.to_string()), false),
+            Ok(SyncRequestWire {
+                item: Some(WireItem::Pod(encoding)),
+            }) => encoding,
+            Ok(other) => panic!("not a pod item: {other:?}"),
+        };
+        let read = pod_upsert_fields(&encoding).is_some();
+        let outcome = match receive_pod(encoding, memo) {
+            Err(error) => Outcome::Undecodable(error.to_string()),
+            Ok(ReceivedPod::Upserted(pod)) => Outcome::Upsert(pod),
+            Ok(ReceivedPod::Decoded(request)) => of_request(request),
+        };
+        (outcome, read)
+    }
+
+    /// An outcome with a decode error's text left out: decoding a pod item apart from the
+    /// rest of the request can name another cause (see the module docs).
+    fn kind(outcome: Outcome) -> Outcome {
+        match outcome {
+            Outcome::Undecodable(_) => Outcome::Undecodable(String::new()),
+            other => other,
+        }
+    }
+
+    fn upsert(pod: pb::Pod) -> Vec<u8> {
+        pb::UpdatePodRequest {
+            change: Some(pb::update_pod_request::Change::Upsert(pod)),
+        }
+        .encode_to_vec()
+    }
+
+    fn pods() -> Vec<pb::Pod> {
+        generate::mixed_pods(40, 10, 11)
+            .iter()
+            .map(convert::pod_message)
+            .collect()
+    }
+
+    /// Each field of an encoded message, whole (key and payload); the encoding is
+    /// prost's, so varints and length-delimited fields only.
+    fn fields(encoding: &[u8]) -> Vec<&[u8]> {
+        let mut reader = Reader(encoding);
+        let mut fields = Vec::new();
+        while !reader.0.is_empty() {
+            let start = reader.0;
+            match reader.key().unwrap() {
+                (_, WireType::Varint) => drop(reader.varint().unwrap()),
+                (_, WireType::LengthDelimited) => drop(reader.bytes().unwrap()),
+                other => panic!("unexpected field {other:?}"),
+            }
+            fields.push(&start[..start.len() - reader.0.len()]);
+        }
+        fields
+    }
+
+    fn len_field(tag: u32, payload: &[u8]) -> Vec<u8> {
+        let mut encoded = Vec::new();
+        prost::encoding::bytes::encode(tag, &payload.to_vec(), &mut encoded);
+        encoded
+    }
+
+    #[test]
+    fn pods_read_from_their_encoding_are_the_ones_prost_and_the_conversion_make() {
+        let pods = pods();
+        let mut memo = ConvertMemo::new(64);
+        let mut read = 0;
+        for pod in &pods {
+            let request = sync_request(&upsert(pod.clone()));
+            let (outcome, was_read) = with_wire(&request, &mut memo);
+            assert_eq!(outcome, with_prost(&request), "pod {}", pod.name);
+            assert!(matches!(outcome, Outcome::Upsert(Ok(_))));
+            read += usize::from(was_read);
+        }
+        // Most of a generated cluster's pods set only the fields read from the encoding;
+        // the rest (tolerations, affinity, init containers, ports) went through prost.
+        assert!(read * 4 > pods.len() * 3, "{read} of {} read", pods.len());
+        assert!(read < pods.len());
+    }
+
+    #[test]
+    fn other_changes_and_odd_encodings_go_through_prost() {
+        let pod = pods().swap_remove(0);
+        let mut cases: Vec<Vec<u8>> = vec![
+            // No change, a delete, a JSON document.
+            pb::UpdatePodRequest::default().encode_to_vec(),
+            pb::UpdatePodRequest {
+                change: Some(pb::update_pod_request::Change::Delete(pb::ObjectRef {
+                    namespace: "ns".into(),
+                    name: "p".into(),
+                    uid: None,
+                })),
+            }
+            .encode_to_vec(),
+            pb::UpdatePodRequest {
+                change: Some(pb::update_pod_request::Change::UpsertJson("{}".into())),
+            }
+            .encode_to_vec(),
+        ];
+        let encoded = upsert(pod.clone());
+        // Truncated, and cut inside the pod.
+        cases.push(encoded[..encoded.len() - 1].to_vec());
+        cases.push(encoded[..encoded.len() / 2].to_vec());
+        // An unknown field in the pod, and in the request.
+        let pod_encoding = pod.encode_to_vec();
+        cases.push(len_field(
+            1,
+            &[&pod_encoding[..], &[0xb8, 0x06, 0x01]].concat(),
+        ));
+        cases.push([&encoded[..], &[0xb8, 0x06, 0x01]].concat());
+        // The upsert twice (merged by prost), then a delete after it (the last wins).
+        cases.push([&encoded[..], &encoded[..]].concat());
+        cases.push(
+            [
+                &encoded[..],
+                &pb::UpdatePodRequest {
+                    change: Some(pb::update_pod_request::Change::Delete(Default::default())),
+                }
+                .encode_to_vec()[..],
+            ]
+            .concat(),
+        );
+        // A name that is not UTF-8.
+        cases.push(len_field(
+            1,
+            &[&pod_encoding[..], &len_field(2, &[0xff, 0xfe])[..]].concat(),
+        ));
+        // Values the conversion rejects, read from the encoding all the same.
+        for bad in [
+            pb::Pod {
+                name: String::new(),
+                ..pod.clone()
+            },
+            pb::Pod {
+                phase: "Sleeping".into(),
+                ..pod.clone()
+            },
+            pb::Pod {
+                preemption_policy: "Sometimes".into(),
+                ..pod.clone()
+            },
+            pb::Pod {
+                start_time: "yesterday".into(),
+                ..pod.clone()
+            },
+            pb::Pod {
+                containers: vec![pb::Container {
+                    name: "c".into(),
+                    requests: [("cpu".to_string(), "lots".to_string())].into(),
+                    limits: [(String::new(), "1".to_string())].into(),
+                    ..Default::default()
+                }],
+                ..pod.clone()
+            },
+            pb::Pod {
+                priority: Some(-7),
+                resource_version: u64::MAX,
+                ..pod.clone()
+            },
+        ] {
+            cases.push(upsert(bad));
+        }
+        let mut memo = ConvertMemo::new(64);
+        for (i, case) in cases.iter().enumerate() {
+            let request = sync_request(case);
+            assert_eq!(
+                with_wire(&request, &mut memo).0,
+                with_prost(&request),
+                "case {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_pod_item_sent_in_two_parts_is_merged_as_prost_merges_it() {
+        let pod = pods().swap_remove(1);
+        let encoded = upsert(pod.clone());
+        let (head, tail) = encoded.split_at(encoded.len() / 2);
+        // Two pod items, each a valid request: the second's fields merge into the first's.
+        let first = upsert(pb::Pod {
+            labels: Default::default(),
+            ..pod.clone()
+        });
+        let second = pb::UpdatePodRequest {
+            change: Some(pb::update_pod_request::Change::Upsert(pb::Pod {
+                labels: [("late".to_string(), "label".to_string())].into(),
+                ..Default::default()
+            })),
+        }
+        .encode_to_vec();
+        for (a, b) in [(&first[..], &second[..]), (head, tail)] {
+            let request = [sync_request(a), sync_request(b)].concat();
+            let mut memo = ConvertMemo::new(64);
+            assert_eq!(
+                kind(with_wire(&request, &mut memo).0),
+                kind(with_prost(&request))
+            );
+        }
+    }
+
+    proptest! {
+        /// Fields in any order, map entries repeated with new values, a byte changed: the
+        /// same answer as prost's.
+        #[test]
+        fn any_encoding_of_a_pod_gives_prost_answer(
+            index in 0usize..402,
+            order in any::<u64>(),
+            relabel in any::<bool>(),
+            corrupt in proptest::option::of((any::<usize>(), any::<u8>())),
+        ) {
+            let pods = pods();
+            let pod = &pods[index % pods.len()];
+            let pod_encoding = pod.encode_to_vec();
+            let mut parts: Vec<Vec<u8>> =
+                fields(&pod_encoding).into_iter().map(<[u8]>::to_vec).collect();
+            if relabel {
+                // An entry for a key the pod already has, later in the stream: it wins.
+                let key = pod.labels.keys().next().cloned().unwrap_or_default();
+                let entry = [len_field(1, key.as_bytes()), len_field(2, b"relabeled")].concat();
+                parts.push(len_field(5, &entry));
+            }
+            let mut rng = generate::Rng::new(order);
+            for i in (1..parts.len()).rev() {
+                parts.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+            let mut request = len_field(1, &parts.concat());
+            if let Some((at, byte)) = corrupt {
+                let at = at % request.len();
+                request[at] = byte;
+            }
+            let request = sync_request(&request);
+            let mut memo = ConvertMemo::new(64);
+            prop_assert_eq!(kind(with_wire(&request, &mut memo).0), kind(with_prost(&request)));
+        }
+    }
+}
