@@ -1,6 +1,6 @@
 //! `Sync` over gRPC: per-kind counts of applied, stale and rejected items, rejections with
 //! index, code, field path and message, a bad item in the middle not stopping the rest,
-//! and a bulk load meaning exactly what the same unary updates mean.
+//! and a bulk load meaning exactly what the same unary updates mean, nomination events included.
 
 mod grpc_support;
 
@@ -208,6 +208,112 @@ async fn bulk_load_equals_unary_updates() {
                 assert_eq!(a.message, b.message);
             }
         }
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// The nomination events of pod changes sent through `Sync` (where runs of upserts are
+/// applied as one batch) are those of the same changes sent one by one: nominations made,
+/// moved, left alone by a stale version, ended by binding, deletion and a terminal phase.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_publishes_the_nomination_events_of_unary_updates() {
+    use pb::NominationEventType as Ev;
+    timeout(TEST_TIMEOUT, async {
+        let version = |name: &str, rv: u64, nominated: &str| {
+            let mut p = pod(name, 50, "1", "");
+            p.resource_version = rv;
+            p.nominated_node_name = nominated.into();
+            PodChange::Upsert(p)
+        };
+        let mut bound = pod("b", 50, "1", "n1");
+        bound.resource_version = 3;
+        bound.nominated_node_name = "n1".into();
+        let mut succeeded = pod("c", 50, "1", "");
+        succeeded.resource_version = 2;
+        succeeded.nominated_node_name = "n2".into();
+        succeeded.phase = "Succeeded".into();
+        let changes = vec![
+            version("a", 1, "n1"),
+            version("b", 1, ""),
+            version("a", 2, "n2"),
+            // Stale: the version held stays, and so does its nomination.
+            version("a", 1, "n1"),
+            version("b", 2, "n1"),
+            PodChange::Upsert(bound),
+            PodChange::Delete(pb::ObjectRef {
+                namespace: "default".into(),
+                name: "a".into(),
+                uid: None,
+            }),
+            version("c", 1, "n2"),
+            PodChange::Upsert(succeeded),
+        ];
+        let mut events = Vec::new();
+        for bulk in [true, false] {
+            let (_server, mut client) = start().await;
+            for n in ["n1", "n2"] {
+                upsert_node(&mut client, node(n, "4")).await;
+            }
+            let PodChange::Upsert(first) = version("first", 1, "n1") else {
+                unreachable!()
+            };
+            upsert_pod(&mut client, first).await;
+            let start = list(&mut client).await.revision;
+            if bulk {
+                let items = changes.iter().cloned().map(pod_item).collect();
+                let response = sync(&mut client, items).await;
+                assert_eq!(response.rejected, 0);
+            } else {
+                for change in &changes {
+                    client
+                        .update_pod(pb::UpdatePodRequest {
+                            change: Some(change.clone()),
+                        })
+                        .await
+                        .expect("update pod");
+                }
+            }
+            let end = list(&mut client).await.revision;
+            let mut watch = client
+                .watch_nominations(pb::WatchNominationsRequest {
+                    after_revision: start,
+                })
+                .await
+                .expect("watch")
+                .into_inner();
+            let mut seen = Vec::new();
+            // Revisions counted from `start`.
+            while seen
+                .last()
+                .is_none_or(|&(_, _, _, revision)| revision < end - start)
+            {
+                let event = watch.message().await.expect("watch").expect("event");
+                seen.push((
+                    Ev::try_from(event.r#type).unwrap_or(Ev::Unspecified),
+                    event.pod.map(|p| p.name).unwrap_or_default(),
+                    event.node,
+                    event.revision - start,
+                ));
+            }
+            events.push(seen);
+        }
+        let expected: Vec<_> = [
+            (Ev::Nominated, "a", "n1"),
+            (Ev::Cleared, "a", "n1"),
+            (Ev::Nominated, "a", "n2"),
+            (Ev::Nominated, "b", "n1"),
+            (Ev::Cleared, "b", "n1"),
+            (Ev::Cleared, "a", "n2"),
+            (Ev::Nominated, "c", "n2"),
+            (Ev::Cleared, "c", "n2"),
+        ]
+        .into_iter()
+        .zip(1..)
+        .map(|((kind, pod, node), revision)| (kind, pod.to_string(), node.to_string(), revision))
+        .collect();
+        assert_eq!(events[0], expected, "sync");
+        assert_eq!(events[1], expected, "unary updates");
     })
     .await
     .expect("test timed out");

@@ -289,6 +289,22 @@ pub struct UpdateOutcome {
     pub revision: u64,
 }
 
+/// A pod upsert's outcome, and the pod as held before and after it when nominated (what
+/// the nominations log is told).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodUpsert {
+    pub outcome: UpdateOutcome,
+    /// The pod held before, if it was nominated ([`Pod::nomination`]).
+    pub nominated_before: Option<Arc<Pod>>,
+    /// The pod held after, if it is nominated; the one before when the upsert was stale.
+    pub nominated_after: Option<Arc<Pod>>,
+}
+
+/// `pod`, if it is nominated.
+fn nominated(pod: Option<Arc<Pod>>) -> Option<Arc<Pod>> {
+    pod.filter(|p| p.nomination().is_some())
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
     #[error("{kind} {name} not found")]
@@ -440,11 +456,25 @@ struct NodeTable {
 }
 
 /// The cache's interning tables (see [`Pod::compact`]).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Interned {
     strings: Shared<Str>,
     label_sets: Shared<Labels>,
     pod_details: Shared<Arc<PodDetails>>,
+}
+
+/// Pod details remembered by address (see [`Shared::remembering`]): more than a load's
+/// templates, which arrive interleaved, in a table of ~100 KB.
+const RECENT_POD_DETAILS: usize = 4096;
+
+impl Default for Interned {
+    fn default() -> Self {
+        Self {
+            strings: Shared::default(),
+            label_sets: Shared::default(),
+            pod_details: Shared::remembering(RECENT_POD_DETAILS),
+        }
+    }
 }
 
 impl Interned {
@@ -461,12 +491,10 @@ impl Interner for Interned {
     }
 
     fn share_labels(&mut self, labels: &Labels) -> Labels {
-        if let Some(shared) = self.label_sets.get(labels) {
-            return shared;
-        }
         let strings = &mut self.strings;
-        let labels = labels.with_shared_strings(|s| strings.share(s));
-        self.label_sets.share(&labels)
+        self.label_sets.share_by(labels, |labels| {
+            labels.with_shared_strings(|s| strings.share(s))
+        })
     }
 
     fn share_details(&mut self, details: &Arc<PodDetails>) -> Arc<PodDetails> {
@@ -895,10 +923,12 @@ impl ClusterCache {
 
     /// Inserts or replaces a pod. Succeeded/Failed pods are removed (the scheduler never
     /// sees them).
-    fn put_pod(&self, table: &mut Table<'_>, mut pod: Pod) -> Result<UpdateOutcome, CacheError> {
+    fn put_pod(&self, table: &mut Table<'_>, mut pod: Pod) -> Result<PodUpsert, CacheError> {
         // First, so the indexes below hold the shared strings too.
         table.compact_pod(&mut pod);
-        if let Some(existing) = self.pods.get_by_name(&pod.namespace, pod.name())
+        let pod = Arc::new(pod);
+        let slots = self.pods.slots(&pod);
+        if let Some(existing) = slots.by_name()
             && existing.uid() != pod.uid()
         {
             return Err(CacheError::NameConflict {
@@ -906,7 +936,7 @@ impl ClusterCache {
                 existing: existing.uid().to_string(),
             });
         }
-        let old = self.pods.get(pod.uid());
+        let old = slots.by_uid().cloned();
         if let Some(old) = &old {
             if (&old.namespace, &old.name()) != (&pod.namespace, &pod.name()) {
                 return Err(CacheError::UidConflict {
@@ -915,22 +945,27 @@ impl ClusterCache {
                 });
             }
             if is_stale(pod.resource_version, old.resource_version) {
-                return Ok(UpdateOutcome {
-                    applied: false,
-                    resource_version: old.resource_version,
-                    revision: self.revision(),
+                let nominated = nominated(Some(old.clone()));
+                return Ok(PodUpsert {
+                    outcome: UpdateOutcome {
+                        applied: false,
+                        resource_version: old.resource_version,
+                        revision: self.revision(),
+                    },
+                    nominated_before: nominated.clone(),
+                    nominated_after: nominated,
                 });
             }
         }
         let rv = pod.resource_version;
-        if pod.phase.is_terminal() {
+        let held = if pod.phase.is_terminal() {
             if let Some(old) = &old {
                 Self::unplace(table, old);
-                self.pods.remove(old);
             }
+            slots.empty();
+            None
         } else {
             let place = Place::of(&pod);
-            let pod = Arc::new(pod);
             match &old {
                 // An update in place (the usual case): one copy of the node entry.
                 Some(old) if Place::of(old) == place => Self::replace(table, old, &pod),
@@ -940,27 +975,38 @@ impl ClusterCache {
                 }
                 None => Self::place(table, &pod, &place),
             }
-            self.pods.insert(pod);
-        }
-        Ok(UpdateOutcome {
-            applied: true,
-            resource_version: rv,
-            revision: self.bump(),
+            slots.fill();
+            Some(pod)
+        };
+        Ok(PodUpsert {
+            outcome: UpdateOutcome {
+                applied: true,
+                resource_version: rv,
+                revision: self.bump(),
+            },
+            nominated_before: nominated(old),
+            nominated_after: nominated(held),
         })
     }
 
     pub fn upsert_pod(&self, pod: Pod) -> Result<UpdateOutcome, CacheError> {
+        self.upsert_pod_with_nominations(pod).map(|u| u.outcome)
+    }
+
+    /// As [`ClusterCache::upsert_pod`], saying too how the pod's nomination moved.
+    pub fn upsert_pod_with_nominations(&self, pod: Pod) -> Result<PodUpsert, CacheError> {
         let mut table = self.table.lock();
         self.put_pod(&mut table, pod)
     }
 
-    /// Upserts pods in order under one writer lock, with the results `upsert_pod` would
-    /// give each. Bulk loads use it: every node entry a batch touches is copied once
-    /// (pods, label index, levels) instead of once per pod, which dominates a load.
+    /// Upserts pods in order under one writer lock, with the results
+    /// `upsert_pod_with_nominations` would give each. Bulk loads use it: every node entry a
+    /// batch touches is copied once (pods, label index, levels) instead of once per pod,
+    /// which dominates a load.
     pub fn upsert_pods(
         &self,
         pods: impl IntoIterator<Item = Pod>,
-    ) -> Vec<Result<UpdateOutcome, CacheError>> {
+    ) -> Vec<Result<PodUpsert, CacheError>> {
         let mut table = self.table.lock();
         table.staged = Some(std::collections::HashMap::new());
         let results = pods
@@ -969,6 +1015,13 @@ impl ClusterCache {
             .collect();
         table.unstage();
         results
+    }
+
+    /// Says a bulk load is over: the handles its conversions shared (see `server::memo`)
+    /// will not be asked about again, so the answers remembered for them are dropped, and
+    /// with them the handles.
+    pub fn end_bulk_load(&self) {
+        self.table.lock().interned.pod_details.forget_recent();
     }
 
     /// Deletes a pod by namespace/name (and uid when given, which must then match).
@@ -1359,14 +1412,19 @@ mod tests {
         // Pods before their node (orphans), then the nodes, then more pods.
         let (single, batched) = (ClusterCache::new(), ClusterCache::new());
         let (early, late) = pods.split_at(10);
-        let mut single_results: Vec<_> =
-            early.iter().map(|p| single.upsert_pod(p.clone())).collect();
+        let mut single_results: Vec<_> = early
+            .iter()
+            .map(|p| single.upsert_pod_with_nominations(p.clone()))
+            .collect();
         let mut batched_results = batched.upsert_pods(early.to_vec());
         for n in &cluster.nodes {
             single.upsert_node(n.clone());
             batched.upsert_node(n.clone());
         }
-        single_results.extend(late.iter().map(|p| single.upsert_pod(p.clone())));
+        single_results.extend(
+            late.iter()
+                .map(|p| single.upsert_pod_with_nominations(p.clone())),
+        );
         batched_results.extend(batched.upsert_pods(late.to_vec()));
         assert_eq!(single_results, batched_results);
         let (a, b) = (single.snapshot(), batched.snapshot());

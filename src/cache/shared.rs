@@ -1,26 +1,35 @@
 //! One copy of values many held objects have in common.
 
-use std::borrow::Borrow;
 use std::hash::Hash;
 
 use triomphe::Arc;
 
 use crate::model::labels::Labels;
 
-/// A shared handle that knows how many holders it has.
+/// A shared handle that knows how many holders it has and where its value lives.
 pub(crate) trait Handle: Clone + Hash + Eq {
     fn holders(&self) -> usize;
+    /// The address of the value: two handles with one address hold one value.
+    fn addr(&self) -> usize;
 }
 
 impl<T: ?Sized + Hash + Eq> Handle for Arc<T> {
     fn holders(&self) -> usize {
         Arc::count(self)
     }
+
+    fn addr(&self) -> usize {
+        Arc::as_ptr(self).cast::<u8>() as usize
+    }
 }
 
 impl Handle for Labels {
     fn holders(&self) -> usize {
         Labels::holders(self)
+    }
+
+    fn addr(&self) -> usize {
+        Labels::addr(self)
     }
 }
 
@@ -31,6 +40,10 @@ pub(crate) struct Shared<H> {
     values: hashbrown::HashSet<H>,
     /// `values.len()` after the last sweep.
     swept: usize,
+    /// Recent answers by the address of the handle asked about, which each entry holds
+    /// so the address cannot be reused meanwhile; at most `recent_capacity` of them.
+    recent: hashbrown::HashMap<usize, (H, H)>,
+    recent_capacity: usize,
 }
 
 impl<H> Default for Shared<H> {
@@ -38,6 +51,21 @@ impl<H> Default for Shared<H> {
         Self {
             values: hashbrown::HashSet::new(),
             swept: 0,
+            recent: hashbrown::HashMap::new(),
+            recent_capacity: 0,
+        }
+    }
+}
+
+impl<H> Shared<H> {
+    /// A set that also remembers up to `capacity` recent answers by the address of the
+    /// handle asked about. A bulk load asks about one memoized handle (see `server::memo`)
+    /// for pod after pod: for values dear to hash, such as pod details, looking up an
+    /// address is far cheaper.
+    pub(crate) fn remembering(capacity: usize) -> Self {
+        Self {
+            recent_capacity: capacity,
+            ..Self::default()
         }
     }
 }
@@ -45,27 +73,46 @@ impl<H> Default for Shared<H> {
 impl<H: Handle> Shared<H> {
     /// The shared value equal to `value`, which becomes the shared one if none is.
     pub(crate) fn share(&mut self, value: &H) -> H {
-        match self.values.get(value) {
-            Some(shared) => shared.clone(),
-            None => {
-                self.values.insert(value.clone());
-                value.clone()
-            }
-        }
+        self.share_by(value, H::clone)
     }
 
-    /// The shared value equal to `value`, if there is one.
-    pub(crate) fn get<Q: ?Sized + Hash + Eq>(&self, value: &Q) -> Option<H>
-    where
-        H: Borrow<Q>,
-    {
-        self.values.get(value).cloned()
+    /// The shared value equal to `value`; if none is, `make(value)` (an equal value)
+    /// becomes the shared one.
+    pub(crate) fn share_by(&mut self, value: &H, make: impl FnOnce(&H) -> H) -> H {
+        if self.recent_capacity > 0
+            && let Some((_, shared)) = self.recent.get(&value.addr())
+        {
+            return shared.clone();
+        }
+        let shared = match self.values.get(value) {
+            Some(shared) => shared.clone(),
+            None => {
+                let made = make(value);
+                self.values.insert(made.clone());
+                made
+            }
+        };
+        if self.recent_capacity > 0 {
+            if self.recent.len() >= self.recent_capacity {
+                self.recent.clear();
+            }
+            self.recent
+                .insert(value.addr(), (value.clone(), shared.clone()));
+        }
+        shared
+    }
+
+    /// Forgets the recent answers, and with them the handles asked about.
+    pub(crate) fn forget_recent(&mut self) {
+        self.recent = hashbrown::HashMap::new();
     }
 
     /// Forgets values nothing else holds any more, once the set has doubled since the
     /// last sweep (so sweeping stays amortized O(1) per value).
     pub(crate) fn sweep(&mut self) {
         if self.values.len() > 2 * self.swept + 4096 {
+            // The recent answers hold values too: forget them first.
+            self.forget_recent();
             self.values.retain(|v| v.holders() > 1);
             self.swept = self.values.len();
         }
@@ -83,10 +130,12 @@ mod tests {
 
     #[test]
     fn equal_values_share_one_allocation_until_swept() {
-        let mut shared = Shared::<Arc<str>>::default();
+        let mut shared = Shared::<Arc<str>>::remembering(16);
         let first: Arc<str> = "zone-a".into();
         let second: Arc<str> = "zone-a".into();
         assert!(Arc::ptr_eq(&shared.share(&first), &first));
+        assert!(Arc::ptr_eq(&shared.share(&second), &first));
+        // Asked again: answered from the address, the same answer.
         assert!(Arc::ptr_eq(&shared.share(&second), &first));
         drop(first);
         // Only the set holds it now; a sweep once the set has grown forgets it.
@@ -95,5 +144,54 @@ mod tests {
         }
         shared.sweep();
         assert_eq!(shared.len(), 0);
+    }
+
+    #[test]
+    fn a_made_copy_is_shared_and_made_once() {
+        let mut shared = Shared::<Arc<str>>::remembering(16);
+        let asked: Arc<str> = "app".into();
+        let made = std::cell::Cell::new(0);
+        let make = |value: &Arc<str>| {
+            made.set(made.get() + 1);
+            Arc::<str>::from(&**value)
+        };
+        let first = shared.share_by(&asked, make);
+        assert!(!Arc::ptr_eq(&first, &asked));
+        for value in [asked.clone(), "app".into()] {
+            assert!(Arc::ptr_eq(&shared.share_by(&value, make), &first));
+        }
+        assert_eq!(made.get(), 1);
+        // A sweep forgets the recent answers too: the asked handle no longer maps to a
+        // value the set has dropped.
+        drop(first);
+        for i in 0..5000 {
+            let _ = shared.share(&Arc::from(format!("v{i}")));
+        }
+        shared.sweep();
+        assert_eq!(shared.len(), 0);
+        let again = shared.share_by(&asked, make);
+        assert_eq!(shared.len(), 1);
+        assert_eq!(&*again, "app");
+        assert_eq!(made.get(), 2);
+    }
+
+    #[test]
+    fn forgetting_recent_answers_lets_go_of_the_handles_asked_about() {
+        let mut shared = Shared::<Arc<str>>::remembering(16);
+        let first: Arc<str> = "a".into();
+        let copy: Arc<str> = "a".into();
+        shared.share(&first);
+        assert!(Arc::ptr_eq(&shared.share(&copy), &first));
+        // Held here and by the answer remembered for it.
+        assert_eq!(Arc::count(&copy), 2);
+        shared.forget_recent();
+        assert_eq!(Arc::count(&copy), 1);
+        assert!(Arc::ptr_eq(&shared.share(&copy), &first));
+        drop(shared);
+        // Without remembering, nothing is held beyond the set's own values.
+        let mut plain = Shared::<Arc<str>>::default();
+        plain.share(&first);
+        plain.share(&copy);
+        assert_eq!(Arc::count(&copy), 1);
     }
 }

@@ -74,6 +74,11 @@ impl Labels {
         self.0.ptr() == other.0.ptr()
     }
 
+    /// The address of the allocation: equal for sets that are one (see [`Labels::ptr_eq`]).
+    pub fn addr(&self) -> usize {
+        self.0.ptr() as usize
+    }
+
     /// How many holders share this set.
     pub fn holders(&self) -> usize {
         ThinArc::strong_count(&self.0)

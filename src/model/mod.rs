@@ -372,8 +372,11 @@ pub struct Pod {
     /// [`Pod::name`], [`Pod::uid`]).
     identity: Str,
     /// Bytes of `identity` that are the name (Kubernetes names are at most 253 bytes;
-    /// 4 bytes rather than 8 keep the record at 112 bytes).
+    /// 4 bytes rather than 8 keep the record small).
     name_len: u32,
+    /// [`key_hash`] of the name and of the uid, for the cache's indexes: growing an index
+    /// rehashes every pod in it, and these spare it a read of each pod's identity string.
+    key_hashes: KeyHashes,
     pub namespace: Str,
     pub resource_version: u64,
     pub labels: Labels,
@@ -419,6 +422,63 @@ pub struct PodDetails {
     /// pod-level, overhead). Kept here, not in every pod: they follow from the spec
     /// above, so pods of one template share them (56 bytes a pod).
     pub requests: Resources,
+}
+
+impl PodDetails {
+    /// Recomputes the derived fields (`requests`, `host_ports`) from the spec fields.
+    pub fn finish(&mut self) {
+        self.requests = resources::effective_pod_requests(self);
+        self.host_ports = self
+            .containers
+            .iter()
+            .chain(self.init_containers.iter().filter(|c| c.restart_always))
+            .flat_map(|c| c.ports.iter().cloned())
+            .collect();
+    }
+
+    /// Whether the container specs and resource lists `finish` reads are still here.
+    pub fn holds_specs(&self) -> bool {
+        !(self.containers.is_empty()
+            && self.init_containers.is_empty()
+            && self.overhead.is_empty()
+            && self.pod_requests.is_empty())
+    }
+
+    /// Drops what `finish` has folded into `requests` and `host_ports`, for details held
+    /// long (see [`Pod::compact`]); `finish` must not run again afterwards.
+    pub fn drop_specs(&mut self) {
+        self.containers = Vec::new();
+        self.init_containers = Vec::new();
+        self.overhead = ContainerResources::default();
+        self.pod_requests = ContainerResources::default();
+        self.host_ports.shrink_to_fit();
+        self.conditions.shrink_to_fit();
+    }
+}
+
+/// A pod's [`key_hash`]es, kept with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyHashes {
+    pub name: u32,
+    pub uid: u32,
+}
+
+impl KeyHashes {
+    fn of(name: &str, uid: &str) -> Self {
+        KeyHashes {
+            name: key_hash(name),
+            uid: key_hash(uid),
+        }
+    }
+}
+
+/// A short hash of a pod's name or uid, the same for the process's life (seeded at
+/// random, so clients cannot choose colliding names).
+pub fn key_hash(key: &str) -> u32 {
+    static STATE: std::sync::LazyLock<ahash::RandomState> =
+        std::sync::LazyLock::new(ahash::RandomState::new);
+    // The low half of a 64-bit hash: every bit of it is mixed.
+    STATE.hash_one(key) as u32
 }
 
 /// A pod's name and uid as one string, allocated once (the usual short ones are joined on
@@ -472,6 +532,7 @@ impl Pod {
         Pod {
             identity: identity(name, uid),
             name_len: name_len(name),
+            key_hashes: KeyHashes::of(name, uid),
             namespace,
             resource_version: 0,
             labels: Labels::default(),
@@ -496,10 +557,16 @@ impl Pod {
         &self.identity[self.name_len as usize..]
     }
 
+    /// [`key_hash`] of the name and of the uid.
+    pub fn key_hashes(&self) -> KeyHashes {
+        self.key_hashes
+    }
+
     /// The same pod under another name and uid.
     pub fn renamed(mut self, name: &str, uid: &str) -> Self {
         self.identity = identity(name, uid);
         self.name_len = name_len(name);
+        self.key_hashes = KeyHashes::of(name, uid);
         self
     }
 
@@ -523,15 +590,7 @@ impl Pod {
 
     /// Recomputes the derived fields from the spec fields.
     pub fn finish(mut self) -> Self {
-        let requests = resources::effective_pod_requests(&self);
-        let details = self.details_mut();
-        details.requests = requests;
-        details.host_ports = details
-            .containers
-            .iter()
-            .chain(details.init_containers.iter().filter(|c| c.restart_always))
-            .flat_map(|c| c.ports.iter().cloned())
-            .collect();
+        self.details_mut().finish();
         self
     }
 
@@ -548,19 +607,8 @@ impl Pod {
             *name = interner.share_str(name);
         }
         self.labels = interner.share_labels(&self.labels);
-        let details = &self.details;
-        if !(details.containers.is_empty()
-            && details.init_containers.is_empty()
-            && details.overhead.is_empty()
-            && details.pod_requests.is_empty())
-        {
-            let details = self.details_mut();
-            details.containers = Vec::new();
-            details.init_containers = Vec::new();
-            details.overhead = ContainerResources::default();
-            details.pod_requests = ContainerResources::default();
-            details.host_ports.shrink_to_fit();
-            details.conditions.shrink_to_fit();
+        if self.details.holds_specs() {
+            self.details_mut().drop_specs();
         }
         self.details = interner.share_details(&self.details);
     }
@@ -655,10 +703,10 @@ mod tests {
 
     #[test]
     fn a_held_pod_fits_a_128_byte_allocation() {
-        // Held as `triomphe::Arc<Pod>` (an 8-byte count, no weak count): 8 + 112 bytes
-        // plus malloc's 8-byte header is one 128-byte chunk; at 113 bytes it is 144.
+        // Held as `triomphe::Arc<Pod>` (an 8-byte count, no weak count): 8 + 120 bytes is
+        // jemalloc's 128-byte size class; at 121 bytes it is 160.
         assert!(
-            std::mem::size_of::<Pod>() <= 112,
+            std::mem::size_of::<Pod>() <= 120,
             "{}",
             std::mem::size_of::<Pod>()
         );

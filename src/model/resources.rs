@@ -2,7 +2,7 @@
 //! aggregate (`Resources`: cpu in millicores, bytes, integer scalars).
 
 use super::quantity::Quantity;
-use super::{Pod, PodDetails, Str};
+use super::{PodDetails, Str};
 
 pub const CPU: &str = "cpu";
 pub const MEMORY: &str = "memory";
@@ -183,14 +183,14 @@ impl Resources {
 /// Upstream `resource.PodRequests`: max(containers + sidecars, every init step including
 /// the sidecars declared before it), pod-level requests replacing the aggregate for the
 /// resources they set, plus overhead. No non-zero defaults.
-pub fn effective_pod_requests(pod: &Pod) -> Resources {
+pub fn effective_pod_requests(details: &PodDetails) -> Resources {
     let mut running = ContainerResources::default();
-    for c in &pod.details.containers {
+    for c in &details.containers {
         running.add(&c.requests);
     }
     let mut sidecars = ContainerResources::default();
     let mut init_max = ContainerResources::default();
-    for c in &pod.details.init_containers {
+    for c in &details.init_containers {
         if c.restart_always {
             running.add(&c.requests);
             sidecars.add(&c.requests);
@@ -202,8 +202,7 @@ pub fn effective_pod_requests(pod: &Pod) -> Resources {
         }
     }
     running.max_with(&init_max);
-    let pod_level: Vec<_> = pod
-        .details
+    let pod_level: Vec<_> = details
         .pod_requests
         .iter()
         .filter(|(name, _)| is_pod_level_resource(name))
@@ -211,14 +210,14 @@ pub fn effective_pod_requests(pod: &Pod) -> Resources {
     for (name, q) in pod_level {
         running.set(name, q);
     }
-    running.add(&pod.details.overhead);
+    running.add(&details.overhead);
     running.to_resources()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Container;
+    use crate::model::{Container, Pod};
 
     fn list(items: &[(&str, &str)]) -> ContainerResources {
         ContainerResources::new(

@@ -17,6 +17,7 @@ use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::FilterExt as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
@@ -123,12 +124,33 @@ impl Drop for TelemetryGuard {
     }
 }
 
+/// What the log layer takes under `filter`. Spans are context for its lines only when
+/// `filter` enables debug somewhere: a span the layer takes is formatted when it opens,
+/// a few microseconds a call for lines that at info are rare and carry their own fields.
+/// A span no layer takes (no exporter) costs nothing.
+fn log_filter<S>(
+    filter: tracing_subscriber::EnvFilter,
+) -> impl tracing_subscriber::layer::Filter<S> + Send + Sync + 'static
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let log_spans = filter
+        .max_level_hint()
+        .is_none_or(|level| level >= tracing_subscriber::filter::LevelFilter::DEBUG);
+    // Without a level hint of its own, the pair would have none (any level), and every
+    // trace line in the gRPC stack would be checked one by one.
+    let spans = tracing_subscriber::filter::filter_fn(move |meta| log_spans || !meta.is_span())
+        .with_max_level_hint(tracing_subscriber::filter::LevelFilter::TRACE);
+    filter.and(spans)
+}
+
 /// Installs the global tracing subscriber (once per process: a second call fails) and,
 /// with an endpoint, the OTLP exporter and the W3C trace-context propagator. With an
 /// endpoint it must run inside a tokio runtime (the exporter's channel is spawned on it).
 pub fn init(config: &TelemetryConfig) -> anyhow::Result<TelemetryGuard> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = log_filter(filter);
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let fmt = match config.log_format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
@@ -207,4 +229,62 @@ pub fn set_remote_parent(span: &tracing::Span, headers: &http::HeaderMap) {
     let context = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
     // Fails only when the span is disabled; then there is nothing to parent.
     let _ = span.set_parent(context);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// The log layer's output, kept.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What the log layer writes under `directives` for an info line inside an rpc span.
+    fn logged(directives: &str) -> String {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let layer = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .with_filter(log_filter(tracing_subscriber::EnvFilter::new(directives)));
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+            let span = tracing::info_span!("rpc", rpc.method = "UpdatePod");
+            let _entered = span.enter();
+            tracing::info!(pod = "web-0", "pod upserted");
+            tracing::debug!("rpc finished");
+        });
+        let bytes = captured.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn spans_are_log_context_only_from_debug_on() {
+        let info = logged("info");
+        assert!(
+            info.contains("pod upserted") && info.contains("web-0"),
+            "{info}"
+        );
+        assert!(
+            !info.contains("rpc{") && !info.contains("rpc finished"),
+            "{info}"
+        );
+        for directives in ["debug", "info,preemptd=debug"] {
+            let debug = logged(directives);
+            assert!(debug.contains("rpc{rpc.method=\"UpdatePod\"}: "), "{debug}");
+            assert!(debug.contains("pod upserted") && debug.contains("rpc finished"));
+        }
+    }
 }

@@ -207,6 +207,22 @@ pub(super) struct PodFields<'a> {
     /// Init containers, overhead, pod-level resources, tolerations, affinity, spread
     /// constraints and conditions: `None` when the pod sets none of them.
     pub rest: Option<&'a pb::Pod>,
+    pub template: Template<'a>,
+}
+
+/// Where a pod's details come from, and whether the memo keeps them (see
+/// [`ConvertMemo::details`]).
+#[derive(Default)]
+pub(super) enum Template<'a> {
+    /// Converted from the fields above, as they are.
+    #[default]
+    Decoded,
+    /// Converted from the fields above, read from an encoding in which the fields the
+    /// details are made of (`rest` is `None`) were these, in order: the memo keeps the
+    /// details, finished and without their specs, as `Pod::compact` would leave them.
+    Encoded(SmallVec<[&'a [u8]; 4]>),
+    /// Details the memo made before from the same encoded fields (left out above).
+    Remembered(Arc<PodDetails>),
 }
 
 impl<'a> PodFields<'a> {
@@ -228,6 +244,7 @@ impl<'a> PodFields<'a> {
             nominated_node_name: &p.nominated_node_name,
             phase: &p.phase,
             rest: Some(p),
+            template: Template::Decoded,
         }
     }
 }
@@ -278,26 +295,19 @@ fn namespace_or_default(namespace: &str) -> &str {
 pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
     let path = Path::Root(path);
     required(path.field("name"), &n.name)?;
-    let taints = n
-        .taints
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let taints = path.field("taints");
-            let p = taints.index(i);
-            required(p.field("key"), &t.key)?;
-            Ok(Taint {
-                key: t.key.as_str().into(),
-                value: t.value.as_str().into(),
-                effect: enum_value(
-                    p.field("effect"),
-                    &t.effect,
-                    TaintEffect::parse,
-                    TAINT_EFFECTS,
-                )?,
-            })
+    let taints = each(path.field("taints"), &n.taints, |p, t| {
+        required(p.field("key"), &t.key)?;
+        Ok(Taint {
+            key: t.key.as_str().into(),
+            value: t.value.as_str().into(),
+            effect: enum_value(
+                p.field("effect"),
+                &t.effect,
+                TaintEffect::parse,
+                TAINT_EFFECTS,
+            )?,
         })
-        .collect::<Result<_>>()?;
+    })?;
     let allocatable = resource_list(
         path.field("allocatable"),
         &pairs::<8>(&n.allocatable),
@@ -345,13 +355,10 @@ pub fn pdb(path: &str, p: &pb::PodDisruptionBudget) -> Result<PodDisruptionBudge
 /// `strict`: pods' selectors must be valid (In/NotIn need values, Exists/DoesNotExist
 /// take none), as the API server validates them.
 fn label_selector(path: Path<'_>, s: &pb::LabelSelector, strict: bool) -> Result<LabelSelector> {
-    let match_expressions = s
-        .match_expressions
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let expressions = path.field("match_expressions");
-            let p = expressions.index(i);
+    let match_expressions = each(
+        path.field("match_expressions"),
+        &s.match_expressions,
+        |p, r| {
             let operator = enum_value(
                 p.field("operator"),
                 &r.operator,
@@ -380,8 +387,8 @@ fn label_selector(path: Path<'_>, s: &pb::LabelSelector, strict: bool) -> Result
                 operator,
                 values: strings(&r.values),
             })
-        })
-        .collect::<Result<_>>()?;
+        },
+    )?;
     Ok(LabelSelector {
         match_labels: labels(&s.match_labels),
         match_expressions,
@@ -518,13 +525,10 @@ fn node_selector_requirements(
 }
 
 fn node_selector(path: Path<'_>, s: &pb::NodeSelector) -> Result<NodeSelector> {
-    let terms = s
-        .node_selector_terms
-        .iter()
-        .enumerate()
-        .map(|(i, term)| {
-            let terms = path.field("node_selector_terms");
-            let p = terms.index(i);
+    let terms = each(
+        path.field("node_selector_terms"),
+        &s.node_selector_terms,
+        |p, term| {
             Ok(NodeSelectorTerm {
                 match_expressions: node_selector_requirements(
                     p.field("match_expressions"),
@@ -535,8 +539,8 @@ fn node_selector(path: Path<'_>, s: &pb::NodeSelector) -> Result<NodeSelector> {
                     &term.match_fields,
                 )?,
             })
-        })
-        .collect::<Result<_>>()?;
+        },
+    )?;
     Ok(NodeSelector { terms })
 }
 
@@ -544,26 +548,21 @@ fn pod_affinity_terms(
     path: Path<'_>,
     terms: &[pb::PodAffinityTerm],
 ) -> Result<Vec<PodAffinityTerm>> {
-    terms
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let p = path.index(i);
-            required(p.field("topology_key"), &t.topology_key)?;
-            Ok(PodAffinityTerm {
-                label_selector: optional_selector(
-                    p.field("label_selector"),
-                    t.label_selector.as_ref(),
-                )?,
-                namespaces: strings(&t.namespaces),
-                namespace_selector: optional_selector(
-                    p.field("namespace_selector"),
-                    t.namespace_selector.as_ref(),
-                )?,
-                topology_key: t.topology_key.as_str().into(),
-            })
+    each(path, terms, |p, t| {
+        required(p.field("topology_key"), &t.topology_key)?;
+        Ok(PodAffinityTerm {
+            label_selector: optional_selector(
+                p.field("label_selector"),
+                t.label_selector.as_ref(),
+            )?,
+            namespaces: strings(&t.namespaces),
+            namespace_selector: optional_selector(
+                p.field("namespace_selector"),
+                t.namespace_selector.as_ref(),
+            )?,
+            topology_key: t.topology_key.as_str().into(),
         })
-        .collect()
+    })
 }
 
 fn inclusion_policy(
@@ -663,46 +662,72 @@ pub(super) fn pod_from_fields(
             ));
         }
     };
+    pod.details = match &p.template {
+        Template::Remembered(details) => details.clone(),
+        _ => Arc::new(pod_details(path, p, memo)?),
+    };
+    pod.start_time = timestamp(path.field("start_time"), p.start_time)?.into();
+    pod.terminating = timestamp(path.field("deletion_timestamp"), p.deletion_timestamp)?.is_some();
+    pod.nominated_node_name =
+        (!p.nominated_node_name.is_empty()).then(|| memo.str(p.nominated_node_name));
+    pod.phase = enum_value(path.field("phase"), p.phase, PodPhase::parse, PHASES)?;
+    Ok(match &p.template {
+        Template::Decoded => pod.finish(),
+        Template::Encoded(fields) => {
+            let details = pod.details_mut();
+            details.finish();
+            details.drop_specs();
+            memo.remember_details(fields, &pod.details);
+            pod
+        }
+        Template::Remembered(_) => pod,
+    })
+}
+
+/// Each item of a repeated field converted, under its index in `field`.
+fn each<T, U>(
+    field: Path<'_>,
+    items: &[T],
+    mut convert: impl FnMut(Path<'_>, &T) -> Result<U>,
+) -> Result<Vec<U>> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| convert(field.index(i), item))
+        .collect()
+}
+
+/// The details of `p`, before `finish`.
+fn pod_details(path: Path<'_>, p: &PodFields<'_>, memo: &mut ConvertMemo) -> Result<PodDetails> {
     let mut details = PodDetails {
         scheduler_name: (!p.scheduler_name.is_empty()
             && p.scheduler_name != crate::model::DEFAULT_SCHEDULER)
             .then(|| memo.str(p.scheduler_name)),
-        containers: p
-            .containers
-            .iter()
-            .enumerate()
-            .map(|(i, c)| container(path.field("containers").index(i), c, false, memo))
-            .collect::<Result<_>>()?,
+        containers: each(path.field("containers"), &p.containers, |p, c| {
+            container(p, c, false, memo)
+        })?,
+        node_selector: memo.labels(&p.node_selector),
         ..PodDetails::default()
     };
-    if let Some(rest) = p.rest {
-        details.init_containers = rest
-            .init_containers
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let c = ContainerFields::of(c);
-                container(path.field("init_containers").index(i), &c, true, memo)
-            })
-            .collect::<Result<_>>()?;
-        details.overhead = ContainerResources::new(resource_list(
-            path.field("overhead"),
-            &pairs::<4>(&rest.overhead),
-            memo,
-        )?);
-        if let Some(resources) = &rest.resources {
-            details.pod_requests =
-                pod_level_requests(path.field("resources"), resources, &details, memo)?;
-        }
-        details.tolerations = rest
-            .tolerations
-            .iter()
-            .enumerate()
-            .map(|(i, t)| toleration(path.field("tolerations").index(i), t))
-            .collect::<Result<_>>()?;
+    let Some(rest) = p.rest else {
+        return Ok(details);
+    };
+    details.init_containers = each(
+        path.field("init_containers"),
+        &rest.init_containers,
+        |p, c| container(p, &ContainerFields::of(c), true, memo),
+    )?;
+    details.overhead = ContainerResources::new(resource_list(
+        path.field("overhead"),
+        &pairs::<4>(&rest.overhead),
+        memo,
+    )?);
+    if let Some(resources) = &rest.resources {
+        details.pod_requests =
+            pod_level_requests(path.field("resources"), resources, &details, memo)?;
     }
-    details.node_selector = memo.labels(&p.node_selector);
-    if let Some(affinity) = p.rest.and_then(|rest| rest.affinity.as_ref()) {
+    details.tolerations = each(path.field("tolerations"), &rest.tolerations, toleration)?;
+    if let Some(affinity) = &rest.affinity {
         let a = path.field("affinity");
         if let Some(required) = affinity.node_affinity.as_ref().and_then(|n| {
             n.required_during_scheduling_ignored_during_execution
@@ -726,32 +751,21 @@ pub(super) fn pod_from_fields(
             )?;
         }
     }
-    if let Some(rest) = p.rest {
-        details.topology_spread = rest
-            .topology_spread_constraints
-            .iter()
-            .enumerate()
-            .map(|(i, c)| spread_constraint(path.field("topology_spread_constraints").index(i), c))
-            .collect::<Result<_>>()?;
-    }
-    pod.start_time = timestamp(path.field("start_time"), p.start_time)?.into();
-    pod.terminating = timestamp(path.field("deletion_timestamp"), p.deletion_timestamp)?.is_some();
-    if let Some(rest) = p.rest {
-        details.conditions = rest
-            .conditions
-            .iter()
-            .map(|c| PodCondition {
-                type_: c.r#type.as_str().into(),
-                status: c.status.as_str().into(),
-                reason: c.reason.as_str().into(),
-            })
-            .collect();
-    }
-    pod.details = Arc::new(details);
-    pod.nominated_node_name =
-        (!p.nominated_node_name.is_empty()).then(|| memo.str(p.nominated_node_name));
-    pod.phase = enum_value(path.field("phase"), p.phase, PodPhase::parse, PHASES)?;
-    Ok(pod.finish())
+    details.topology_spread = each(
+        path.field("topology_spread_constraints"),
+        &rest.topology_spread_constraints,
+        spread_constraint,
+    )?;
+    details.conditions = rest
+        .conditions
+        .iter()
+        .map(|c| PodCondition {
+            type_: c.r#type.as_str().into(),
+            status: c.status.as_str().into(),
+            reason: c.reason.as_str().into(),
+        })
+        .collect();
+    Ok(details)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -10,8 +10,14 @@ use std::hash::{BuildHasher, Hasher};
 
 use hashbrown::HashTable;
 
+use triomphe::Arc;
+
 use crate::model::quantity::Quantity;
-use crate::model::{Labels, Str};
+use crate::model::{Labels, PodDetails, Str};
+
+/// The longest encoding the memo keeps details by: a template's container specs are a few
+/// hundred bytes, and a bound keeps a memo of odd pods small.
+const MAX_TEMPLATE_BYTES: usize = 1024;
 
 /// A bounded memo of recent strings and label sets. Once either table holds `capacity`
 /// values it starts over, so a stream of ever-new values costs a bounded amount of
@@ -23,6 +29,11 @@ pub struct ConvertMemo {
     /// Quantity texts already parsed (and valid): requests repeat across a load's pods,
     /// and a parse costs far more than a lookup.
     quantities: HashTable<(Box<str>, Quantity)>,
+    /// Pod details by the encoding of the fields they are made of: the pods of one
+    /// template share them, so one conversion serves them all.
+    templates: HashTable<(Box<[u8]>, Arc<PodDetails>)>,
+    /// Where a template's fields are joined to be looked up.
+    template_key: Vec<u8>,
     capacity: usize,
 }
 
@@ -34,6 +45,8 @@ impl ConvertMemo {
             strings: HashTable::new(),
             label_sets: HashTable::new(),
             quantities: HashTable::new(),
+            templates: HashTable::new(),
+            template_key: Vec::new(),
             capacity,
         }
     }
@@ -117,6 +130,52 @@ impl ConvertMemo {
                 hasher.hash_one(&**held)
             });
         Ok(quantity)
+    }
+
+    /// The details made before for a pod whose detail fields were encoded as `fields`
+    /// (each whole, in order).
+    pub fn details(&mut self, fields: &[&[u8]]) -> Option<Arc<PodDetails>> {
+        let hash = self.template_hash(fields)?;
+        let key = &self.template_key;
+        self.templates
+            .find(hash, |(held, _)| **held == **key)
+            .map(|(_, details)| details.clone())
+    }
+
+    /// Keeps `details` as those of pods whose detail fields are encoded as `fields`.
+    pub fn remember_details(&mut self, fields: &[&[u8]], details: &Arc<PodDetails>) {
+        let Some(hash) = self.template_hash(fields) else {
+            return;
+        };
+        if self.templates.len() >= self.capacity {
+            self.templates.clear();
+        }
+        let hasher = &self.hasher;
+        let key = &self.template_key;
+        match self.templates.entry(
+            hash,
+            |(held, _)| **held == **key,
+            |(held, _)| hasher.hash_one(&**held),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(mut held) => held.get_mut().1 = details.clone(),
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert((key.as_slice().into(), details.clone()));
+            }
+        }
+    }
+
+    /// Joins `fields` into `template_key` and hashes it; `None` when the memo keeps no
+    /// details for them (disabled, or too long an encoding).
+    fn template_hash(&mut self, fields: &[&[u8]]) -> Option<u64> {
+        let len: usize = fields.iter().map(|f| f.len()).sum();
+        if self.capacity == 0 || len > MAX_TEMPLATE_BYTES {
+            return None;
+        }
+        self.template_key.clear();
+        fields
+            .iter()
+            .for_each(|f| self.template_key.extend_from_slice(f));
+        Some(self.hasher.hash_one(self.template_key.as_slice()))
     }
 
     fn pairs_hash<'a>(&self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {

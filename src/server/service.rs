@@ -16,7 +16,7 @@ use tokio::sync::Semaphore;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cache::{ClusterCache, Commit, CommitChange, Nomination, UpdateOutcome};
+use crate::cache::{ClusterCache, Commit, CommitChange, Nomination, PodUpsert, UpdateOutcome};
 use crate::engine::{self, DecideOptions, Outcome};
 use crate::model::decode::{self, DecodeError};
 use crate::model::{Pod, Str};
@@ -108,13 +108,10 @@ impl State {
 
     /// Upserts a pod and records how its nomination moved.
     fn upsert_pod(&self, pod: Pod) -> Result<UpdateOutcome, ApiError> {
-        let uid = pod.uid().to_owned();
         let _sync = self.sync.lock();
-        let before = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
-        let outcome = self.cache.upsert_pod(pod)?;
-        let after = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
-        self.log.publish(nomination_events(before, after));
-        Ok(outcome)
+        let upsert = self.cache.upsert_pod_with_nominations(pod)?;
+        self.log.publish(upsert_events(&upsert));
+        Ok(upsert.outcome)
     }
 
     fn delete_pod(
@@ -274,6 +271,14 @@ fn nomination_of(pod: &Pod) -> Option<Nomination> {
         priority: pod.priority,
         node: node.clone(),
     })
+}
+
+/// The events of a pod upsert: how it moved the pod's nomination.
+fn upsert_events(upsert: &PodUpsert) -> Vec<Event> {
+    nomination_events(
+        upsert.nominated_before.as_deref().and_then(nomination_of),
+        upsert.nominated_after.as_deref().and_then(nomination_of),
+    )
 }
 
 /// The events that take a pod's nomination from `before` to `after`.

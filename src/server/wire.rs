@@ -17,7 +17,7 @@ use prost::Message as _;
 use prost::encoding::{DecodeContext, WireType};
 use smallvec::SmallVec;
 
-use super::convert::{self, ContainerFields, Pairs, PodFields};
+use super::convert::{self, ContainerFields, Pairs, PodFields, Template};
 use super::errors::ApiError;
 use super::memo::ConvertMemo;
 use super::pb;
@@ -126,7 +126,7 @@ pub fn receive_pod(
     encoding: Bytes,
     memo: &mut ConvertMemo,
 ) -> Result<ReceivedPod, prost::DecodeError> {
-    if let Some(fields) = pod_upsert_fields(&encoding) {
+    if let Some(fields) = pod_upsert_fields(&encoding, memo) {
         return Ok(ReceivedPod::Upserted(convert::pod_from_fields(
             "upsert", &fields, memo,
         )));
@@ -156,8 +156,9 @@ fn within_item(mut error: prost::DecodeError) -> prost::DecodeError {
 }
 
 /// The pod an `UpdatePodRequest` upserts, read from its encoding; `None` when the request
-/// does anything else or the pod has a field left to prost.
-fn pod_upsert_fields(request: &[u8]) -> Option<PodFields<'_>> {
+/// does anything else or the pod has a field left to prost. Details `memo` made before
+/// from the same encoding are taken as they are.
+fn pod_upsert_fields<'a>(request: &'a [u8], memo: &mut ConvertMemo) -> Option<PodFields<'a>> {
     let mut reader = Reader(request);
     let (tag, wire_type) = reader.key()?;
     // `upsert`, alone: a oneof set twice is prost's to sort out.
@@ -168,36 +169,61 @@ fn pod_upsert_fields(request: &[u8]) -> Option<PodFields<'_>> {
     if !reader.0.is_empty() {
         return None;
     }
-    pod_fields(pod)
+    pod_fields(pod, memo)
 }
 
-fn pod_fields(encoding: &[u8]) -> Option<PodFields<'_>> {
+fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodFields<'a>> {
     use WireType::{LengthDelimited as Len, Varint};
     let mut f = PodFields::default();
+    // The fields the details are made of: whole, to ask the memo by, and their payloads,
+    // read only when it has no answer.
+    let mut detail_fields: SmallVec<[&[u8]; 4]> = SmallVec::new();
+    let mut scheduler_name = None;
+    let mut containers: SmallVec<[&[u8]; 2]> = SmallVec::new();
+    let mut node_selector: SmallVec<[&[u8]; 4]> = SmallVec::new();
     let mut reader = Reader(encoding);
     while !reader.0.is_empty() {
-        match reader.key()? {
+        let field = reader.0;
+        let key = reader.key()?;
+        match key {
             (1, Len) => f.namespace = reader.str()?,
             (2, Len) => f.name = reader.str()?,
             (3, Len) => f.uid = reader.str()?,
             (4, Varint) => f.resource_version = reader.varint()?,
             (5, Len) => f.labels.push(map_entry(reader.bytes()?)?),
             (6, Len) => f.node_name = reader.str()?,
-            (7, Len) => f.scheduler_name = reader.str()?,
+            (7, Len) => scheduler_name = Some(reader.bytes()?),
             // As prost reads an int32: the varint's low 32 bits.
             (8, Varint) => f.priority = Some(reader.varint()? as i32),
             (9, Len) => f.preemption_policy = reader.str()?,
-            (10, Len) => f.containers.push(container(reader.bytes()?)?),
-            (15, Len) => f.node_selector.push(map_entry(reader.bytes()?)?),
+            (10, Len) => containers.push(reader.bytes()?),
+            (15, Len) => node_selector.push(reader.bytes()?),
             (18, Len) => f.start_time = reader.str()?,
             (19, Len) => f.deletion_timestamp = reader.str()?,
             (21, Len) => f.nominated_node_name = reader.str()?,
             (22, Len) => f.phase = reader.str()?,
             _ => return None,
+        };
+        if matches!(key.0, 7 | 10 | 15) {
+            detail_fields.push(&field[..field.len() - reader.0.len()]);
         }
     }
     as_map(&mut f.labels);
+    if let Some(details) = memo.details(&detail_fields) {
+        f.template = Template::Remembered(details);
+        return Some(f);
+    }
+    if let Some(name) = scheduler_name {
+        f.scheduler_name = std::str::from_utf8(name).ok()?;
+    }
+    for encoding in containers {
+        f.containers.push(container(encoding)?);
+    }
+    for encoding in node_selector {
+        f.node_selector.push(map_entry(encoding)?);
+    }
     as_map(&mut f.node_selector);
+    f.template = Template::Encoded(detail_fields);
     Some(f)
 }
 
@@ -315,6 +341,8 @@ mod tests {
     use proptest::prelude::*;
     use prost::Message as _;
 
+    use triomphe::Arc;
+
     use super::*;
     use crate::generate;
 
@@ -347,10 +375,19 @@ mod tests {
     fn of_request(request: Box<pb::UpdatePodRequest>) -> Outcome {
         match request.change {
             Some(pb::update_pod_request::Change::Upsert(p)) => {
-                Outcome::Upsert(convert::pod("upsert", &p))
+                Outcome::Upsert(convert::pod("upsert", &p).map(held))
             }
             _ => Outcome::Other(request),
         }
+    }
+
+    /// A pod as the cache holds it: pods read from their encoding come without the specs
+    /// `finish` has folded into their requests (see `convert::Template`).
+    fn held(mut pod: Pod) -> Pod {
+        if pod.details.holds_specs() {
+            pod.details_mut().drop_specs();
+        }
+        pod
     }
 
     /// As the server receives: the wire request, then `receive_pod`. Also says whether
@@ -363,10 +400,10 @@ mod tests {
             }) => encoding,
             Ok(other) => panic!("not a pod item: {other:?}"),
         };
-        let read = pod_upsert_fields(&encoding).is_some();
+        let read = pod_upsert_fields(&encoding, &mut ConvertMemo::disabled()).is_some();
         let outcome = match receive_pod(encoding, memo) {
             Err(error) => Outcome::Undecodable(error.to_string()),
-            Ok(ReceivedPod::Upserted(pod)) => Outcome::Upsert(pod),
+            Ok(ReceivedPod::Upserted(pod)) => Outcome::Upsert(pod.map(held)),
             Ok(ReceivedPod::Decoded(request)) => of_request(request),
         };
         (outcome, read)
@@ -434,6 +471,55 @@ mod tests {
         // the rest (tolerations, affinity, init containers, ports) went through prost.
         assert!(read * 4 > pods.len() * 3, "{read} of {} read", pods.len());
         assert!(read < pods.len());
+    }
+
+    #[test]
+    fn pods_of_one_template_share_the_details_converted_once() {
+        let mut memo = ConvertMemo::new(64);
+        let pods: Vec<pb::Pod> = pods()
+            .into_iter()
+            .filter(|p| {
+                let request = sync_request(&upsert(p.clone()));
+                with_wire(&request, &mut ConvertMemo::disabled()).1
+            })
+            .take(20)
+            .collect();
+        for pod in &pods {
+            let receive = |pod: pb::Pod, memo: &mut ConvertMemo| {
+                let request = sync_request(&upsert(pod));
+                let (outcome, _) = with_wire(&request, memo);
+                assert_eq!(outcome, with_prost(&request));
+                match outcome {
+                    Outcome::Upsert(result) => result,
+                    other => panic!("not an upsert: {other:?}"),
+                }
+            };
+            let first = receive(pod.clone(), &mut memo).unwrap();
+            // Another pod of the template: its own identity, the same details.
+            let sibling = pb::Pod {
+                name: format!("{}-sibling", pod.name),
+                uid: format!("{}-sibling", pod.uid),
+                start_time: String::new(),
+                ..pod.clone()
+            };
+            let second = receive(sibling.clone(), &mut memo).unwrap();
+            assert!(Arc::ptr_eq(&first.details, &second.details));
+            assert_eq!(second.name(), sibling.name);
+            // The details came from the memo; the pod's own fields are still checked.
+            let invalid = pb::Pod {
+                phase: "Sleeping".into(),
+                ..sibling.clone()
+            };
+            assert!(receive(invalid, &mut memo).is_err());
+            // Another request is another template.
+            let mut bigger = sibling.clone();
+            bigger.containers[0]
+                .requests
+                .insert("cpu".into(), "12345m".into());
+            let third = receive(bigger, &mut memo).unwrap();
+            assert!(!Arc::ptr_eq(&first.details, &third.details));
+            assert_eq!(third.requests().milli_cpu, 12_345);
+        }
     }
 
     #[test]
@@ -587,7 +673,10 @@ mod tests {
                 request[at] = byte;
             }
             let request = sync_request(&request);
+            // The memo has seen the pod as it was: what it made then must not stand in
+            // for what changed.
             let mut memo = ConvertMemo::new(64);
+            with_wire(&sync_request(&upsert(pod.clone())), &mut memo);
             prop_assert_eq!(kind(with_wire(&request, &mut memo).0), kind(with_prost(&request)));
         }
     }

@@ -34,6 +34,7 @@ use super::super::pb;
 use super::super::wire::{self, ReceivedPod, SyncRequestWire, WireItem};
 use super::{
     State, delete_name, missing_change, namespace_or_default, nomination_events, nomination_of,
+    upsert_events,
 };
 
 /// Most items per chunk: large enough to amortize the hand-off to the applier and the
@@ -345,6 +346,7 @@ impl State {
             }
             self.apply_sync_chunk(chunk, &mut tally);
         }
+        self.cache.end_bulk_load();
         tally
     }
 
@@ -352,8 +354,7 @@ impl State {
     ///
     /// Under the nominations ordering lock (held for the chunk, a few milliseconds at
     /// most, so pod changes and their events are published as one batch in order), items
-    /// are applied in stream order; runs of pod upserts that cannot move a nomination go
-    /// to the cache as one batch.
+    /// are applied in stream order; runs of pod upserts go to the cache as one batch.
     fn apply_sync_chunk(&self, chunk: Vec<Received>, tally: &mut Tally) {
         let _sync = self.sync.lock();
         let mut events = Vec::new();
@@ -364,13 +365,13 @@ impl State {
                 Received::Json(request) => prepare(*request, &mut ConvertMemo::disabled()),
             };
             let item = match item {
-                Prepared::Pod(Ok(Change::Upsert(pod))) if self.cannot_move_nomination(&pod) => {
+                Prepared::Pod(Ok(Change::Upsert(pod))) => {
                     batch.push(pod);
                     continue;
                 }
                 other => other,
             };
-            self.flush_pod_batch(&mut batch, tally);
+            self.flush_pod_batch(&mut batch, tally, &mut events);
             match item {
                 Prepared::Missing => tally.record(
                     None,
@@ -391,28 +392,21 @@ impl State {
                 }
             }
         }
-        self.flush_pod_batch(&mut batch, tally);
+        self.flush_pod_batch(&mut batch, tally, &mut events);
         self.log.publish(events);
     }
 
-    /// Neither the pod nor the version the cache holds is nominated: no events.
-    fn cannot_move_nomination(&self, pod: &Pod) -> bool {
-        pod.nomination().is_none()
-            && self
-                .cache
-                .get_pod(pod.uid())
-                .is_none_or(|held| held.nomination().is_none())
-    }
-
-    fn flush_pod_batch(&self, batch: &mut Vec<Pod>, tally: &mut Tally) {
+    /// Upserts the batched pods, with their nomination events appended to `events`.
+    fn flush_pod_batch(&self, batch: &mut Vec<Pod>, tally: &mut Tally, events: &mut Vec<Event>) {
         if batch.is_empty() {
             return;
         }
         for result in self.cache.upsert_pods(batch.drain(..)) {
-            tally.record(
-                Some(Kind::Pod),
-                result.map(|o| o.applied).map_err(ApiError::from),
-            );
+            let result = result.map_err(ApiError::from).map(|upsert| {
+                events.extend(upsert_events(&upsert));
+                upsert.outcome.applied
+            });
+            tally.record(Some(Kind::Pod), result);
         }
     }
 
@@ -453,12 +447,9 @@ impl State {
                 outcome
             }
             Change::Upsert(pod) => {
-                let uid = pod.uid().to_owned();
-                let before = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
-                let outcome = self.cache.upsert_pod(pod)?;
-                let after = self.cache.get_pod(&uid).and_then(|p| nomination_of(&p));
-                events.extend(nomination_events(before, after));
-                outcome
+                let upsert = self.cache.upsert_pod_with_nominations(pod)?;
+                events.extend(upsert_events(&upsert));
+                upsert.outcome
             }
         };
         Ok(outcome.applied)
