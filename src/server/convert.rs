@@ -207,22 +207,25 @@ pub(super) struct PodFields<'a> {
     /// Init containers, overhead, pod-level resources, tolerations, affinity, spread
     /// constraints and conditions: `None` when the pod sets none of them.
     pub rest: Option<&'a pb::Pod>,
-    pub template: Template<'a>,
+    /// Where the details come from. The memo keeps those of encoded fields (`rest` is
+    /// then `None`) finished and without their specs, as `Pod::compact` leaves them.
+    pub details: Source<'a, Arc<PodDetails>>,
+    /// Where the label set comes from.
+    pub label_set: Source<'a, Labels>,
 }
 
-/// Where a pod's details come from, and whether the memo keeps them (see
-/// [`ConvertMemo::details`]).
+/// Where a value of a pod comes from, and whether the memo keeps it by its encoding (see
+/// [`ConvertMemo::details`], [`ConvertMemo::encoded_labels`]).
 #[derive(Default)]
-pub(super) enum Template<'a> {
+pub(super) enum Source<'a, V> {
     /// Converted from the fields above, as they are.
     #[default]
     Decoded,
-    /// Converted from the fields above, read from an encoding in which the fields the
-    /// details are made of (`rest` is `None`) were these, in order: the memo keeps the
-    /// details, finished and without their specs, as `Pod::compact` would leave them.
+    /// Converted from the fields above, read from these fields of an encoding (each
+    /// whole, in order): the memo keeps the value by them.
     Encoded(SmallVec<[&'a [u8]; 4]>),
-    /// Details the memo made before from the same encoded fields (left out above).
-    Remembered(Arc<PodDetails>),
+    /// Made before from the same encoded fields (left out above).
+    Remembered(V),
 }
 
 impl<'a> PodFields<'a> {
@@ -244,7 +247,8 @@ impl<'a> PodFields<'a> {
             nominated_node_name: &p.nominated_node_name,
             phase: &p.phase,
             rest: Some(p),
-            template: Template::Decoded,
+            details: Source::Decoded,
+            label_set: Source::Decoded,
         }
     }
 }
@@ -649,7 +653,15 @@ pub(super) fn pod_from_fields(
     };
     let mut pod = Pod::new_in(memo.str(namespace), p.name, &uid);
     pod.resource_version = p.resource_version;
-    pod.labels = memo.labels(&p.labels);
+    pod.labels = match &p.label_set {
+        Source::Decoded => memo.labels(&p.labels),
+        Source::Encoded(fields) => {
+            let labels = memo.labels(&p.labels);
+            memo.remember_labels(fields, &labels);
+            labels
+        }
+        Source::Remembered(labels) => labels.clone(),
+    };
     pod.node_name = (!p.node_name.is_empty()).then(|| memo.str(p.node_name));
     pod.priority = p.priority.unwrap_or(0);
     pod.preemption_policy = match p.preemption_policy {
@@ -662,8 +674,8 @@ pub(super) fn pod_from_fields(
             ));
         }
     };
-    pod.details = match &p.template {
-        Template::Remembered(details) => details.clone(),
+    pod.details = match &p.details {
+        Source::Remembered(details) => details.clone(),
         _ => Arc::new(pod_details(path, p, memo)?),
     };
     pod.start_time = timestamp(path.field("start_time"), p.start_time)?.into();
@@ -671,16 +683,16 @@ pub(super) fn pod_from_fields(
     pod.nominated_node_name =
         (!p.nominated_node_name.is_empty()).then(|| memo.str(p.nominated_node_name));
     pod.phase = enum_value(path.field("phase"), p.phase, PodPhase::parse, PHASES)?;
-    Ok(match &p.template {
-        Template::Decoded => pod.finish(),
-        Template::Encoded(fields) => {
+    Ok(match &p.details {
+        Source::Decoded => pod.finish(),
+        Source::Encoded(fields) => {
             let details = pod.details_mut();
             details.finish();
             details.drop_specs();
             memo.remember_details(fields, &pod.details);
             pod
         }
-        Template::Remembered(_) => pod,
+        Source::Remembered(_) => pod,
     })
 }
 

@@ -1,10 +1,13 @@
-//! Strings and label sets a stream of conversions has already made, handed out again.
+//! Strings, label sets and pod details a stream of conversions has already made, handed
+//! out again.
 //!
 //! A bulk load converts hundreds of thousands of pods whose namespaces, node names, label
-//! sets and resource names repeat. Without a memo, each conversion allocates its own copy
-//! of each, which the cache then drops in favour of the copy it already shares (on another
-//! thread, which makes the free dearer). With one, a repeated value costs a lookup and a
-//! reference count, and the cache's interning meets a pointer it already holds.
+//! sets, resource names and templates repeat. Without a memo, each conversion allocates its
+//! own copy of each, which the cache then drops in favour of the copy it already shares (on
+//! another thread, which makes the free dearer). With one, a repeated value costs a lookup
+//! and a reference count, and the cache's interning meets a pointer it already holds. Label
+//! sets and details read from an encoding are also kept by that encoding: the same bytes
+//! again skip their reading and conversion altogether.
 
 use std::hash::{BuildHasher, Hasher};
 
@@ -15,9 +18,34 @@ use triomphe::Arc;
 use crate::model::quantity::Quantity;
 use crate::model::{Labels, PodDetails, Str};
 
-/// The longest encoding the memo keeps details by: a template's container specs are a few
+/// The longest encoding the memo keeps a value by: a template's container specs are a few
 /// hundred bytes, and a bound keeps a memo of odd pods small.
-const MAX_TEMPLATE_BYTES: usize = 1024;
+const MAX_ENCODING_BYTES: usize = 1024;
+
+/// Values kept by the encoding of the fields they were converted from (each whole, in
+/// order): the same fields again make the same value.
+struct ByEncoding<V>(HashTable<(Box<[u8]>, V)>);
+
+impl<V: Clone> ByEncoding<V> {
+    fn get(&self, hash: u64, encoding: &[u8]) -> Option<V> {
+        self.0
+            .find(hash, |(held, _)| **held == *encoding)
+            .map(|(_, value)| value.clone())
+    }
+
+    fn insert(&mut self, hash: u64, encoding: &[u8], value: &V, hasher: &ahash::RandomState) {
+        match self.0.entry(
+            hash,
+            |(held, _)| **held == *encoding,
+            |(held, _)| hasher.hash_one(&**held),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(mut held) => held.get_mut().1 = value.clone(),
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert((encoding.into(), value.clone()));
+            }
+        }
+    }
+}
 
 /// A bounded memo of recent strings and label sets. Once either table holds `capacity`
 /// values it starts over, so a stream of ever-new values costs a bounded amount of
@@ -31,9 +59,11 @@ pub struct ConvertMemo {
     quantities: HashTable<(Box<str>, Quantity)>,
     /// Pod details by the encoding of the fields they are made of: the pods of one
     /// template share them, so one conversion serves them all.
-    templates: HashTable<(Box<[u8]>, Arc<PodDetails>)>,
-    /// Where a template's fields are joined to be looked up.
-    template_key: Vec<u8>,
+    details: ByEncoding<Arc<PodDetails>>,
+    /// Pods' label sets by the encoding of their entries.
+    encoded_labels: ByEncoding<Labels>,
+    /// Where encoded fields are joined to be looked up.
+    joined: Vec<u8>,
     capacity: usize,
 }
 
@@ -45,8 +75,9 @@ impl ConvertMemo {
             strings: HashTable::new(),
             label_sets: HashTable::new(),
             quantities: HashTable::new(),
-            templates: HashTable::new(),
-            template_key: Vec::new(),
+            details: ByEncoding(HashTable::new()),
+            encoded_labels: ByEncoding(HashTable::new()),
+            joined: Vec::new(),
             capacity,
         }
     }
@@ -135,47 +166,49 @@ impl ConvertMemo {
     /// The details made before for a pod whose detail fields were encoded as `fields`
     /// (each whole, in order).
     pub fn details(&mut self, fields: &[&[u8]]) -> Option<Arc<PodDetails>> {
-        let hash = self.template_hash(fields)?;
-        let key = &self.template_key;
-        self.templates
-            .find(hash, |(held, _)| **held == **key)
-            .map(|(_, details)| details.clone())
+        let hash = self.join(fields)?;
+        self.details.get(hash, &self.joined)
     }
 
     /// Keeps `details` as those of pods whose detail fields are encoded as `fields`.
     pub fn remember_details(&mut self, fields: &[&[u8]], details: &Arc<PodDetails>) {
-        let Some(hash) = self.template_hash(fields) else {
-            return;
-        };
-        if self.templates.len() >= self.capacity {
-            self.templates.clear();
-        }
-        let hasher = &self.hasher;
-        let key = &self.template_key;
-        match self.templates.entry(
-            hash,
-            |(held, _)| **held == **key,
-            |(held, _)| hasher.hash_one(&**held),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(mut held) => held.get_mut().1 = details.clone(),
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert((key.as_slice().into(), details.clone()));
+        if let Some(hash) = self.join(fields) {
+            if self.details.0.len() >= self.capacity {
+                self.details.0.clear();
             }
+            self.details
+                .insert(hash, &self.joined, details, &self.hasher);
         }
     }
 
-    /// Joins `fields` into `template_key` and hashes it; `None` when the memo keeps no
-    /// details for them (disabled, or too long an encoding).
-    fn template_hash(&mut self, fields: &[&[u8]]) -> Option<u64> {
+    /// The label set made before from label entries encoded as `fields` (each whole, in
+    /// order).
+    pub fn encoded_labels(&mut self, fields: &[&[u8]]) -> Option<Labels> {
+        let hash = self.join(fields)?;
+        self.encoded_labels.get(hash, &self.joined)
+    }
+
+    /// Keeps `labels` as the label set of entries encoded as `fields`.
+    pub fn remember_labels(&mut self, fields: &[&[u8]], labels: &Labels) {
+        if let Some(hash) = self.join(fields) {
+            if self.encoded_labels.0.len() >= self.capacity {
+                self.encoded_labels.0.clear();
+            }
+            self.encoded_labels
+                .insert(hash, &self.joined, labels, &self.hasher);
+        }
+    }
+
+    /// Joins `fields` into `joined` and hashes it; `None` when the memo keeps nothing by
+    /// them (disabled, or too long an encoding).
+    fn join(&mut self, fields: &[&[u8]]) -> Option<u64> {
         let len: usize = fields.iter().map(|f| f.len()).sum();
-        if self.capacity == 0 || len > MAX_TEMPLATE_BYTES {
+        if self.capacity == 0 || len > MAX_ENCODING_BYTES {
             return None;
         }
-        self.template_key.clear();
-        fields
-            .iter()
-            .for_each(|f| self.template_key.extend_from_slice(f));
-        Some(self.hasher.hash_one(self.template_key.as_slice()))
+        self.joined.clear();
+        fields.iter().for_each(|f| self.joined.extend_from_slice(f));
+        Some(self.hasher.hash_one(self.joined.as_slice()))
     }
 
     fn pairs_hash<'a>(&self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {

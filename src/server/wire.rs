@@ -17,7 +17,7 @@ use prost::Message as _;
 use prost::encoding::{DecodeContext, WireType};
 use smallvec::SmallVec;
 
-use super::convert::{self, ContainerFields, Pairs, PodFields, Template};
+use super::convert::{self, ContainerFields, Pairs, PodFields, Source};
 use super::errors::ApiError;
 use super::memo::ConvertMemo;
 use super::pb;
@@ -178,6 +178,9 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
     // The fields the details are made of: whole, to ask the memo by, and their payloads,
     // read only when it has no answer.
     let mut detail_fields: SmallVec<[&[u8]; 4]> = SmallVec::new();
+    // The label entries, likewise.
+    let mut label_fields: SmallVec<[&[u8]; 4]> = SmallVec::new();
+    let mut label_entries: SmallVec<[&[u8]; 4]> = SmallVec::new();
     let mut scheduler_name = None;
     let mut containers: SmallVec<[&[u8]; 2]> = SmallVec::new();
     let mut node_selector: SmallVec<[&[u8]; 4]> = SmallVec::new();
@@ -190,7 +193,7 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
             (2, Len) => f.name = reader.str()?,
             (3, Len) => f.uid = reader.str()?,
             (4, Varint) => f.resource_version = reader.varint()?,
-            (5, Len) => f.labels.push(map_entry(reader.bytes()?)?),
+            (5, Len) => label_entries.push(reader.bytes()?),
             (6, Len) => f.node_name = reader.str()?,
             (7, Len) => scheduler_name = Some(reader.bytes()?),
             // As prost reads an int32: the varint's low 32 bits.
@@ -204,13 +207,25 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
             (22, Len) => f.phase = reader.str()?,
             _ => return None,
         };
-        if matches!(key.0, 7 | 10 | 15) {
-            detail_fields.push(&field[..field.len() - reader.0.len()]);
+        let whole = &field[..field.len() - reader.0.len()];
+        match key.0 {
+            5 => label_fields.push(whole),
+            7 | 10 | 15 => detail_fields.push(whole),
+            _ => {}
         }
     }
-    as_map(&mut f.labels);
+    f.label_set = match memo.encoded_labels(&label_fields) {
+        Some(labels) => Source::Remembered(labels),
+        None => {
+            for encoding in label_entries {
+                f.labels.push(map_entry(encoding)?);
+            }
+            as_map(&mut f.labels);
+            Source::Encoded(label_fields)
+        }
+    };
     if let Some(details) = memo.details(&detail_fields) {
-        f.template = Template::Remembered(details);
+        f.details = Source::Remembered(details);
         return Some(f);
     }
     if let Some(name) = scheduler_name {
@@ -223,7 +238,7 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
         f.node_selector.push(map_entry(encoding)?);
     }
     as_map(&mut f.node_selector);
-    f.template = Template::Encoded(detail_fields);
+    f.details = Source::Encoded(detail_fields);
     Some(f)
 }
 
@@ -382,7 +397,7 @@ mod tests {
     }
 
     /// A pod as the cache holds it: pods read from their encoding come without the specs
-    /// `finish` has folded into their requests (see `convert::Template`).
+    /// `finish` has folded into their requests (see `convert::Source`).
     fn held(mut pod: Pod) -> Pod {
         if pod.details.holds_specs() {
             pod.details_mut().drop_specs();
