@@ -461,18 +461,27 @@ struct Interned {
     strings: Shared<Str>,
     label_sets: Shared<Labels>,
     pod_details: Shared<Arc<PodDetails>>,
+    /// A batch is being upserted (a bulk load): answers are remembered by address, as its
+    /// pods hand the same memoized handles again and again. A lone update's are new each
+    /// time, and remembering them would only hold garbage.
+    bulk: bool,
 }
 
-/// Pod details remembered by address (see [`Shared::remembering`]): more than a load's
-/// templates, which arrive interleaved, in a table of ~100 KB.
+/// Answers remembered by address (see [`Shared::remembering`]) for pod details: more
+/// than a load's templates, which arrive interleaved, in a table of ~100 KB.
 const RECENT_POD_DETAILS: usize = 4096;
+
+/// Answers remembered by address for strings and label sets: those of a load repeat pod
+/// after pod (namespaces, a node's name, an app's labels).
+const RECENT_VALUES: usize = 1024;
 
 impl Default for Interned {
     fn default() -> Self {
         Self {
-            strings: Shared::default(),
-            label_sets: Shared::default(),
+            strings: Shared::remembering(RECENT_VALUES),
+            label_sets: Shared::remembering(RECENT_VALUES),
             pod_details: Shared::remembering(RECENT_POD_DETAILS),
+            bulk: false,
         }
     }
 }
@@ -487,18 +496,20 @@ impl Interned {
 
 impl Interner for Interned {
     fn share_str(&mut self, s: &Str) -> Str {
-        self.strings.share(s)
+        self.strings.share_by(s, Str::clone, self.bulk)
     }
 
     fn share_labels(&mut self, labels: &Labels) -> Labels {
-        let strings = &mut self.strings;
-        self.label_sets.share_by(labels, |labels| {
-            labels.with_shared_strings(|s| strings.share(s))
-        })
+        let (strings, bulk) = (&mut self.strings, self.bulk);
+        self.label_sets.share_by(
+            labels,
+            |labels| labels.with_shared_strings(|s| strings.share_by(s, Str::clone, bulk)),
+            bulk,
+        )
     }
 
     fn share_details(&mut self, details: &Arc<PodDetails>) -> Arc<PodDetails> {
-        self.pod_details.share(details)
+        self.pod_details.share_by(details, Arc::clone, self.bulk)
     }
 }
 
@@ -742,6 +753,7 @@ impl NodeTable {
     /// See [`Pod::compact`].
     fn compact_pod(&mut self, pod: &mut Pod) {
         self.interned.sweep();
+        self.interned.bulk = self.staged.is_some();
         pod.compact(&mut self.interned);
     }
 
@@ -1021,7 +1033,10 @@ impl ClusterCache {
     /// will not be asked about again, so the answers remembered for them are dropped, and
     /// with them the handles.
     pub fn end_bulk_load(&self) {
-        self.table.lock().interned.pod_details.forget_recent();
+        let mut table = self.table.lock();
+        table.interned.strings.forget_recent();
+        table.interned.label_sets.forget_recent();
+        table.interned.pod_details.forget_recent();
     }
 
     /// Deletes a pod by namespace/name (and uid when given, which must then match).

@@ -73,15 +73,16 @@ impl<H> Shared<H> {
 impl<H: Handle> Shared<H> {
     /// The shared value equal to `value`, which becomes the shared one if none is.
     pub(crate) fn share(&mut self, value: &H) -> H {
-        self.share_by(value, H::clone)
+        self.share_by(value, H::clone, false)
     }
 
     /// The shared value equal to `value`; if none is, `make(value)` (an equal value)
-    /// becomes the shared one.
-    pub(crate) fn share_by(&mut self, value: &H, make: impl FnOnce(&H) -> H) -> H {
-        if self.recent_capacity > 0
-            && let Some((_, shared)) = self.recent.get(&value.addr())
-        {
+    /// becomes the shared one. With `remember` (and a set made
+    /// [`remembering`](Shared::remembering)), the answer is remembered by `value`'s
+    /// address, and an answer remembered before is used.
+    pub(crate) fn share_by(&mut self, value: &H, make: impl FnOnce(&H) -> H, remember: bool) -> H {
+        let remember = remember && self.recent_capacity > 0;
+        if remember && let Some((_, shared)) = self.recent.get(&value.addr()) {
             return shared.clone();
         }
         let shared = match self.values.get(value) {
@@ -92,7 +93,7 @@ impl<H: Handle> Shared<H> {
                 made
             }
         };
-        if self.recent_capacity > 0 {
+        if remember {
             if self.recent.len() >= self.recent_capacity {
                 self.recent.clear();
             }
@@ -133,10 +134,19 @@ mod tests {
         let mut shared = Shared::<Arc<str>>::remembering(16);
         let first: Arc<str> = "zone-a".into();
         let second: Arc<str> = "zone-a".into();
-        assert!(Arc::ptr_eq(&shared.share(&first), &first));
-        assert!(Arc::ptr_eq(&shared.share(&second), &first));
+        assert!(Arc::ptr_eq(
+            &shared.share_by(&first, Arc::clone, true),
+            &first
+        ));
+        assert!(Arc::ptr_eq(
+            &shared.share_by(&second, Arc::clone, true),
+            &first
+        ));
         // Asked again: answered from the address, the same answer.
-        assert!(Arc::ptr_eq(&shared.share(&second), &first));
+        assert!(Arc::ptr_eq(
+            &shared.share_by(&second, Arc::clone, true),
+            &first
+        ));
         drop(first);
         // Only the set holds it now; a sweep once the set has grown forgets it.
         for i in 0..5000 {
@@ -155,10 +165,10 @@ mod tests {
             made.set(made.get() + 1);
             Arc::<str>::from(&**value)
         };
-        let first = shared.share_by(&asked, make);
+        let first = shared.share_by(&asked, make, true);
         assert!(!Arc::ptr_eq(&first, &asked));
         for value in [asked.clone(), "app".into()] {
-            assert!(Arc::ptr_eq(&shared.share_by(&value, make), &first));
+            assert!(Arc::ptr_eq(&shared.share_by(&value, make, true), &first));
         }
         assert_eq!(made.get(), 1);
         // A sweep forgets the recent answers too: the asked handle no longer maps to a
@@ -169,7 +179,7 @@ mod tests {
         }
         shared.sweep();
         assert_eq!(shared.len(), 0);
-        let again = shared.share_by(&asked, make);
+        let again = shared.share_by(&asked, make, true);
         assert_eq!(shared.len(), 1);
         assert_eq!(&*again, "app");
         assert_eq!(made.get(), 2);
@@ -180,18 +190,28 @@ mod tests {
         let mut shared = Shared::<Arc<str>>::remembering(16);
         let first: Arc<str> = "a".into();
         let copy: Arc<str> = "a".into();
-        shared.share(&first);
-        assert!(Arc::ptr_eq(&shared.share(&copy), &first));
+        shared.share_by(&first, Arc::clone, true);
+        assert!(Arc::ptr_eq(
+            &shared.share_by(&copy, Arc::clone, true),
+            &first
+        ));
         // Held here and by the answer remembered for it.
         assert_eq!(Arc::count(&copy), 2);
         shared.forget_recent();
         assert_eq!(Arc::count(&copy), 1);
-        assert!(Arc::ptr_eq(&shared.share(&copy), &first));
+        assert!(Arc::ptr_eq(
+            &shared.share_by(&copy, Arc::clone, true),
+            &first
+        ));
         drop(shared);
         // Without remembering, nothing is held beyond the set's own values.
-        let mut plain = Shared::<Arc<str>>::default();
-        plain.share(&first);
+        let mut plain = Shared::<Arc<str>>::remembering(16);
+        plain.share_by(&first, Arc::clone, true);
         plain.share(&copy);
+        assert_eq!(Arc::count(&copy), 1);
+        let mut never = Shared::<Arc<str>>::default();
+        never.share_by(&first, Arc::clone, true);
+        never.share_by(&copy, Arc::clone, true);
         assert_eq!(Arc::count(&copy), 1);
     }
 }
