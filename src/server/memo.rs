@@ -304,4 +304,34 @@ mod tests {
         }
         assert_eq!(parses, 2);
     }
+
+    #[test]
+    fn values_kept_by_encoding_come_back_for_the_same_bytes_only() {
+        let mut memo = ConvertMemo::new(2);
+        let labels = memo.labels(&[("app", "web")]);
+        let details = Arc::new(PodDetails::default());
+        let fields: [&[u8]; 2] = [b"\x2a\x02ab", b"\x2a\x01c"];
+        assert!(memo.encoded_labels(&fields).is_none());
+        memo.remember_labels(&fields, &labels);
+        assert!(memo.encoded_labels(&fields).unwrap().ptr_eq(&labels));
+        assert!(memo.encoded_labels(&fields[..1]).is_none());
+        // Details are kept apart from label sets, by the same kind of key.
+        assert!(memo.details(&fields).is_none());
+        memo.remember_details(&fields, &details);
+        assert!(Arc::ptr_eq(&memo.details(&fields).unwrap(), &details));
+
+        // Too long an encoding is not kept.
+        let long = vec![0u8; MAX_ENCODING_BYTES + 1];
+        memo.remember_labels(&[&long], &labels);
+        assert!(memo.encoded_labels(&[&long]).is_none());
+        // A full table starts over.
+        memo.remember_labels(&[b"1"], &labels);
+        memo.remember_labels(&[b"2"], &labels);
+        assert!(memo.encoded_labels(&fields).is_none());
+        assert!(memo.encoded_labels(&[b"2"]).is_some());
+
+        let mut disabled = ConvertMemo::disabled();
+        disabled.remember_details(&fields, &details);
+        assert!(disabled.details(&fields).is_none());
+    }
 }
