@@ -1,7 +1,7 @@
 //! Compiles `proto/` with protox (pure Rust, no `protoc` anywhere), generates the tonic
 //! client and messages, then the tonic server from a copy of the descriptors in which
-//! `Sync` receives `SyncRequestWire`, and writes the encoded descriptor set for server
-//! reflection (the real one: clients see no difference).
+//! `Sync` receives `SyncRequestWire` and `UpdatePod` `UpdatePodRequestWire`, and writes the
+//! encoded descriptor set for server reflection (the real one: clients see no difference).
 
 use std::path::PathBuf;
 
@@ -16,7 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fds = protox::compile([proto], ["proto"])?;
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out_dir.join("preemptd_descriptor.bin"), fds.encode_to_vec())?;
-    let server_fds = with_wire_sync_request(fds.clone())?;
+    let server_fds = with_wire_inputs(fds.clone())?;
     tonic_prost_build::configure()
         // Label and resource maps are a few entries each: a sorted map decodes faster than
         // a seeded hash map and hands entries out in a stable order.
@@ -36,15 +36,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             format!(".{PACKAGE}.SyncRequestWire"),
             "crate::server::wire::SyncRequestWire",
         )
+        .extern_path(
+            format!(".{PACKAGE}.UpdatePodRequestWire"),
+            "crate::server::wire::UpdatePodRequestWire",
+        )
         .compile_fds(server_fds)?;
     Ok(())
 }
 
 /// The descriptors with a `SyncRequestWire` message, `SyncRequest` with its `pod` item
-/// as `bytes`, as `Sync`'s input. On the wire the two are the same (a message and bytes
+/// as `bytes`, as `Sync`'s input: on the wire the two are the same (a message and bytes
 /// are both length-delimited), so the server receives each pod's encoding undecoded and
-/// decodes it itself, straight into its model.
-fn with_wire_sync_request(
+/// decodes it itself, straight into its model. Likewise `UpdatePod`'s request.
+fn with_wire_inputs(
     mut fds: prost_types::FileDescriptorSet,
 ) -> Result<prost_types::FileDescriptorSet, Box<dyn std::error::Error>> {
     let file = fds
@@ -67,12 +71,26 @@ fn with_wire_sync_request(
     pod.set_type(Type::Bytes);
     pod.type_name = None;
     file.message_type.push(wire);
-    let sync = file
-        .service
-        .iter_mut()
-        .flat_map(|s| s.method.iter_mut())
-        .find(|m| m.name() == "Sync")
-        .ok_or("no Sync method")?;
-    sync.input_type = Some(format!(".{PACKAGE}.SyncRequestWire"));
+    // `UpdatePod` receives its request whole, undecoded (a copy of the message under
+    // another name: the server's type reads the bytes as they are).
+    let mut update_pod = file
+        .message_type
+        .iter()
+        .find(|m| m.name() == "UpdatePodRequest")
+        .ok_or("no UpdatePodRequest message")?
+        .clone();
+    update_pod.name = Some("UpdatePodRequestWire".to_string());
+    file.message_type.push(update_pod);
+    for (method, input) in [
+        ("Sync", "SyncRequestWire"),
+        ("UpdatePod", "UpdatePodRequestWire"),
+    ] {
+        file.service
+            .iter_mut()
+            .flat_map(|s| s.method.iter_mut())
+            .find(|m| m.name() == method)
+            .ok_or(format!("no {method} method"))?
+            .input_type = Some(format!(".{PACKAGE}.{input}"));
+    }
     Ok(fds)
 }

@@ -584,3 +584,76 @@ async fn malformed_requests_are_rejected_with_their_field_and_change_nothing() {
     .await
     .expect("test timed out");
 }
+
+/// `UpdatePod` with `encoding` as its request, sent as it is.
+async fn raw_update_pod(
+    server: &preemptd::server::RunningServer,
+    encoding: Vec<u8>,
+) -> Result<pb::UpdatePodResponse, tonic::Status> {
+    use preemptd::server::wire::UpdatePodRequestWire;
+    let mut grpc = tonic::client::Grpc::new(channel(server).await);
+    grpc.ready().await.expect("channel ready");
+    let codec = tonic_prost::ProstCodec::<UpdatePodRequestWire, pb::UpdatePodResponse>::default();
+    let path =
+        tonic::codegen::http::uri::PathAndQuery::from_static("/preemptd.v1.Preemption/UpdatePod");
+    let request = UpdatePodRequestWire {
+        encoding: encoding.into(),
+    };
+    grpc.unary(tonic::Request::new(request), path, codec)
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undecodable_update_pod_requests_get_the_error_prost_gives_and_change_nothing() {
+    use prost::Message as _;
+    timeout(TEST_TIMEOUT, async {
+        let (server, mut client) = start().await;
+        upsert_node(&mut client, node("n1", "4")).await;
+        upsert_pod(&mut client, pod("v1", 10, "2", "n1")).await;
+        let baseline = observe(&mut client).await;
+
+        let mut with_port = pod("ported", 5, "1", "n1");
+        with_port.containers[0].ports = vec![pb::ContainerPort {
+            host_port: 8080,
+            ..Default::default()
+        }];
+        let valid = pb::UpdatePodRequest {
+            change: Some(PodChange::Upsert(with_port)),
+        }
+        .encode_to_vec();
+        // The pod's first field (its namespace) follows the request's key and length.
+        let pod_at = 2;
+        assert_eq!(valid[pod_at], 0x0a, "the namespace's key");
+        let name = valid
+            .windows(b"ported".len())
+            .position(|w| w == b"ported")
+            .expect("the name");
+        let mut bad_utf8_name = valid.clone();
+        bad_utf8_name[name] = 0xff;
+        let mut wrong_wire_type = valid.clone();
+        wrong_wire_type[pod_at] = 0x08; // the namespace as a varint
+        let cases = [
+            ("truncated", valid[..valid.len() - 1].to_vec()),
+            ("name not UTF-8", bad_utf8_name),
+            ("field of the wrong wire type", wrong_wire_type),
+            ("request cut in its key", vec![0x0a]),
+        ];
+        for (name, encoding) in cases {
+            let expected = pb::UpdatePodRequest::decode(&encoding[..])
+                .expect_err("undecodable")
+                .to_string();
+            let status = raw_update_pod(&server, encoding)
+                .await
+                .expect_err("rejected");
+            assert_eq!(status.code(), Code::Internal, "{name}");
+            assert_eq!(status.message(), expected, "{name}");
+            assert_eq!(observe(&mut client).await, baseline, "{name}");
+        }
+        // The same bytes whole are a valid update.
+        let applied = raw_update_pod(&server, valid).await.expect("valid update");
+        assert!(applied.applied);
+    })
+    .await
+    .expect("test timed out");
+}

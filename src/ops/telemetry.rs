@@ -189,11 +189,16 @@ pub fn init(config: &TelemetryConfig) -> anyhow::Result<TelemetryGuard> {
             (Some(layer), Some(provider))
         }
     };
-    tracing_subscriber::registry()
-        .with(fmt)
-        .with(otel)
-        .try_init()
-        .context("install the tracing subscriber")?;
+    // Without an exporter, no `Option` layer at all: a `None` one enables every span
+    // for the registry, which then records each call's span that nothing reads.
+    match otel {
+        Some(otel) => tracing_subscriber::registry()
+            .with(fmt)
+            .with(otel)
+            .try_init(),
+        None => tracing_subscriber::registry().with(fmt).try_init(),
+    }
+    .context("install the tracing subscriber")?;
     if provider.is_some() {
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
         EXPORTING.store(true, Ordering::Relaxed);

@@ -169,8 +169,46 @@ pub(super) struct ContainerFields<'a> {
     pub name: &'a str,
     pub requests: Pairs<'a, 4>,
     pub limits: Pairs<'a, 4>,
-    pub ports: &'a [pb::ContainerPort],
+    pub ports: SmallVec<[PortFields<'a>; 2]>,
     pub restart_policy: &'a str,
+}
+
+/// A container port's fields, borrowed (`container_port` is informational: left out).
+#[derive(Clone, Copy, Default)]
+pub(super) struct PortFields<'a> {
+    pub host_port: i32,
+    pub protocol: &'a str,
+    pub host_ip: &'a str,
+}
+
+impl<'a> PortFields<'a> {
+    fn of(p: &'a pb::ContainerPort) -> Self {
+        PortFields {
+            host_port: p.host_port,
+            protocol: &p.protocol,
+            host_ip: &p.host_ip,
+        }
+    }
+}
+
+/// A toleration's fields, borrowed (`toleration_seconds` is informational: left out).
+#[derive(Clone, Copy, Default)]
+pub(super) struct TolerationFields<'a> {
+    pub key: &'a str,
+    pub operator: &'a str,
+    pub value: &'a str,
+    pub effect: &'a str,
+}
+
+impl<'a> TolerationFields<'a> {
+    fn of(t: &'a pb::Toleration) -> Self {
+        TolerationFields {
+            key: &t.key,
+            operator: &t.operator,
+            value: &t.value,
+            effect: &t.effect,
+        }
+    }
 }
 
 impl<'a> ContainerFields<'a> {
@@ -179,7 +217,7 @@ impl<'a> ContainerFields<'a> {
             name: &c.name,
             requests: pairs(&c.requests),
             limits: pairs(&c.limits),
-            ports: &c.ports,
+            ports: c.ports.iter().map(PortFields::of).collect(),
             restart_policy: &c.restart_policy,
         }
     }
@@ -199,13 +237,14 @@ pub(super) struct PodFields<'a> {
     pub priority: Option<i32>,
     pub preemption_policy: &'a str,
     pub containers: SmallVec<[ContainerFields<'a>; 2]>,
+    pub tolerations: SmallVec<[TolerationFields<'a>; 2]>,
     pub node_selector: Pairs<'a, 4>,
     pub start_time: &'a str,
     pub deletion_timestamp: &'a str,
     pub nominated_node_name: &'a str,
     pub phase: &'a str,
-    /// Init containers, overhead, pod-level resources, tolerations, affinity, spread
-    /// constraints and conditions: `None` when the pod sets none of them.
+    /// Init containers, overhead, pod-level resources, affinity, spread constraints and
+    /// conditions: `None` when the pod sets none of them.
     pub rest: Option<&'a pb::Pod>,
     /// Where the details come from. The memo keeps those of encoded fields (`rest` is
     /// then `None`) finished and without their specs, as `Pod::compact` leaves them.
@@ -241,6 +280,7 @@ impl<'a> PodFields<'a> {
             priority: p.priority,
             preemption_policy: &p.preemption_policy,
             containers: p.containers.iter().map(ContainerFields::of).collect(),
+            tolerations: p.tolerations.iter().map(TolerationFields::of).collect(),
             node_selector: pairs(&p.node_selector),
             start_time: &p.start_time,
             deletion_timestamp: &p.deletion_timestamp,
@@ -428,7 +468,7 @@ fn container(
         } else {
             enum_value(
                 p.field("protocol"),
-                &port.protocol,
+                port.protocol,
                 Protocol::parse,
                 PROTOCOLS,
             )?
@@ -438,7 +478,7 @@ fn container(
                 ip: if port.host_ip.is_empty() {
                     BIND_ALL_IP
                 } else {
-                    &port.host_ip
+                    port.host_ip
                 }
                 .into(),
                 protocol,
@@ -478,8 +518,8 @@ fn pod_level_requests(
     ))
 }
 
-fn toleration(path: Path<'_>, t: &pb::Toleration) -> Result<Toleration> {
-    let operator = match t.operator.as_str() {
+fn toleration(path: Path<'_>, t: &TolerationFields<'_>) -> Result<Toleration> {
+    let operator = match t.operator {
         "" | "Equal" => TolerationOperator::Equal,
         "Exists" => TolerationOperator::Exists,
         other => {
@@ -494,15 +534,15 @@ fn toleration(path: Path<'_>, t: &pb::Toleration) -> Result<Toleration> {
     } else {
         Some(enum_value(
             path.field("effect"),
-            &t.effect,
+            t.effect,
             TaintEffect::parse,
             TAINT_EFFECTS,
         )?)
     };
     Ok(Toleration {
-        key: t.key.as_str().into(),
+        key: t.key.into(),
         operator,
-        value: t.value.as_str().into(),
+        value: t.value.into(),
         effect,
     })
 }
@@ -709,7 +749,8 @@ fn each<T, U>(
         .collect()
 }
 
-/// The details of `p`, before `finish`.
+/// The details of `p`, before `finish`. Fields are checked in field-number order, so of
+/// several invalid ones the same is reported whichever path the pod came by.
 fn pod_details(path: Path<'_>, p: &PodFields<'_>, memo: &mut ConvertMemo) -> Result<PodDetails> {
     let mut details = PodDetails {
         scheduler_name: (!p.scheduler_name.is_empty()
@@ -721,24 +762,26 @@ fn pod_details(path: Path<'_>, p: &PodFields<'_>, memo: &mut ConvertMemo) -> Res
         node_selector: memo.labels(&p.node_selector),
         ..PodDetails::default()
     };
+    if let Some(rest) = p.rest {
+        details.init_containers = each(
+            path.field("init_containers"),
+            &rest.init_containers,
+            |p, c| container(p, &ContainerFields::of(c), true, memo),
+        )?;
+        details.overhead = ContainerResources::new(resource_list(
+            path.field("overhead"),
+            &pairs::<4>(&rest.overhead),
+            memo,
+        )?);
+        if let Some(resources) = &rest.resources {
+            details.pod_requests =
+                pod_level_requests(path.field("resources"), resources, &details, memo)?;
+        }
+    }
+    details.tolerations = each(path.field("tolerations"), &p.tolerations, toleration)?;
     let Some(rest) = p.rest else {
         return Ok(details);
     };
-    details.init_containers = each(
-        path.field("init_containers"),
-        &rest.init_containers,
-        |p, c| container(p, &ContainerFields::of(c), true, memo),
-    )?;
-    details.overhead = ContainerResources::new(resource_list(
-        path.field("overhead"),
-        &pairs::<4>(&rest.overhead),
-        memo,
-    )?);
-    if let Some(resources) = &rest.resources {
-        details.pod_requests =
-            pod_level_requests(path.field("resources"), resources, &details, memo)?;
-    }
-    details.tolerations = each(path.field("tolerations"), &rest.tolerations, toleration)?;
     if let Some(affinity) = &rest.affinity {
         let a = path.field("affinity");
         if let Some(required) = affinity.node_affinity.as_ref().and_then(|n| {

@@ -41,6 +41,10 @@ pub enum ApiError {
     /// A bug: a decision task panicked.
     #[error("{0}")]
     Internal(String),
+    /// A request that is not valid protobuf, read by the service itself (INTERNAL, as
+    /// tonic reports the requests it cannot decode).
+    #[error("{0}")]
+    Undecodable(String),
 }
 
 impl ApiError {
@@ -139,7 +143,7 @@ impl ApiError {
             ApiError::DeadlineExceeded(_) => Code::DeadlineExceeded,
             ApiError::Aborted(_) => Code::Aborted,
             ApiError::Unavailable(_) => Code::Unavailable,
-            ApiError::Internal(_) => Code::Internal,
+            ApiError::Internal(_) | ApiError::Undecodable(_) => Code::Internal,
         }
     }
 }

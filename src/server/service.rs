@@ -25,7 +25,9 @@ use crate::nominations::{Event, EventKind, NominationLog};
 use super::ServeConfig;
 use super::convert;
 use super::errors::ApiError;
+use super::memo::ConvertMemo;
 use super::pb;
+use super::wire;
 
 mod sync;
 
@@ -35,6 +37,15 @@ const INLINE_DECODE_BYTES: usize = 32 * 1024;
 /// Commit attempts made without the preempt gate; later ones are serialized among
 /// `Preempt` calls so concurrent preemptors cannot keep invalidating each other.
 const OPTIMISTIC_ATTEMPTS: u32 = 4;
+
+/// Values a thread's unary `UpdatePod` calls recently converted. Updates of the pods of
+/// one template carry the same details and label sets: converted once, then looked up.
+const UNARY_MEMO_CAPACITY: usize = 1 << 10;
+
+thread_local! {
+    static UNARY_MEMO: std::cell::RefCell<ConvertMemo> =
+        std::cell::RefCell::new(ConvertMemo::new(UNARY_MEMO_CAPACITY));
+}
 
 pub(crate) struct State {
     pub cache: ClusterCache,
@@ -312,6 +323,17 @@ fn change_event(change: CommitChange) -> Event {
     }
 }
 
+/// `UpdatePod`'s answer to an update of a pod sent at `incoming` resource version.
+fn pod_response(state: &State, outcome: UpdateOutcome, incoming: u64) -> pb::UpdatePodResponse {
+    pb::UpdatePodResponse {
+        applied: outcome.applied,
+        resource_version: outcome.resource_version,
+        revision: outcome.revision,
+        epoch: state.epoch.clone(),
+        stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+    }
+}
+
 fn stale_reason(applied: bool, incoming: u64, held: u64) -> String {
     if applied {
         String::new()
@@ -403,12 +425,26 @@ impl pb::preemption_server::Preemption for PreemptionService {
 
     async fn update_pod(
         &self,
-        request: Request<pb::UpdatePodRequest>,
+        request: Request<wire::UpdatePodRequestWire>,
     ) -> Result<Response<pb::UpdatePodResponse>, Status> {
         let state = &self.state;
         state.check_running()?;
+        let encoding = request.into_inner().encoding;
+        let received = UNARY_MEMO
+            .with_borrow_mut(|memo| wire::read_update_pod(encoding, memo))
+            // As tonic reports a request prost cannot decode.
+            .map_err(|error| ApiError::Undecodable(error.to_string()))?;
+        let change = match received {
+            wire::ReceivedPod::Upserted(pod) => {
+                let pod = pod?;
+                let rv = pod.resource_version;
+                let outcome = state.upsert_pod(pod)?;
+                return Ok(Response::new(pod_response(state, outcome, rv)));
+            }
+            wire::ReceivedPod::Decoded(request) => request.change,
+        };
         use pb::update_pod_request::Change;
-        let (outcome, incoming) = match request.into_inner().change {
+        let (outcome, incoming) = match change {
             None => return Err(missing_change().into()),
             Some(Change::Upsert(p)) => {
                 let pod = convert::pod("upsert", &p)?;
@@ -429,13 +465,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
                 )
             }
         };
-        Ok(Response::new(pb::UpdatePodResponse {
-            applied: outcome.applied,
-            resource_version: outcome.resource_version,
-            revision: outcome.revision,
-            epoch: state.epoch.clone(),
-            stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
-        }))
+        Ok(Response::new(pod_response(state, outcome, incoming)))
     }
 
     async fn update_pod_disruption_budget(

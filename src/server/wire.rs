@@ -1,23 +1,28 @@
-//! `Sync`'s pods, read straight from their encoding.
+//! `Sync`'s pods and `UpdatePod`'s requests, read straight from their encoding.
 //!
 //! Decoding a pod into a `pb::Pod` allocates a string per field and a sorted map per label
 //! set and resource list, which the conversion then reads once and drops: together more
 //! than half of a bulk load's receiving work. So `Sync` receives `SyncRequestWire` (the
 //! server is generated with it as the method's input): `SyncRequest` with the pod item
-//! left as bytes, the same on the wire. The fields every pod of a load sets are read from
-//! those bytes into borrowed [`PodFields`]; a pod with any other field, or anything out of
-//! the ordinary (a field of an unexpected wire type, invalid UTF-8, an unknown field) goes
-//! through prost and the usual conversion. Both paths end in the same conversion, so they
-//! give the same pod or the same error. Malformed protobuf is rejected as before; only the
-//! cause a decode error names can differ, when a field of a pod item claims to run past
-//! the item's end (prost, decoding the item in place, read on into what followed it).
+//! left as bytes, the same on the wire; `UpdatePod` receives its whole request as bytes
+//! (`UpdatePodRequestWire`). The fields most pods set (identity, labels, node, priority,
+//! containers with their requests, limits and ports, tolerations, node selector, times,
+//! phase) are read from those bytes into borrowed [`PodFields`]; a pod with any other
+//! field, or anything out of the ordinary (a field of an unexpected wire type, invalid
+//! UTF-8, an unknown field) goes through prost and the usual conversion. Both paths end in
+//! the same conversion, so they give the same pod or the same error. Malformed protobuf is
+//! rejected as before; only the cause a decode error names can differ, when a field of a
+//! `Sync` pod item claims to run past the item's end (prost, decoding the item in place,
+//! read on into what followed it).
 
 use bytes::{Buf, BufMut, Bytes};
 use prost::Message as _;
 use prost::encoding::{DecodeContext, WireType};
 use smallvec::SmallVec;
 
-use super::convert::{self, ContainerFields, Pairs, PodFields, Source};
+use super::convert::{
+    self, ContainerFields, Pairs, PodFields, PortFields, Source, TolerationFields,
+};
 use super::errors::ApiError;
 use super::memo::ConvertMemo;
 use super::pb;
@@ -110,7 +115,55 @@ impl prost::Message for SyncRequestWire {
     }
 }
 
-/// A `Sync` pod item as received.
+/// `UpdatePod`'s request, undecoded: the server reads the pod it upserts straight from
+/// these bytes (see [`read_update_pod`]), as `Sync` reads its pod items.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UpdatePodRequestWire {
+    /// The `UpdatePodRequest`'s encoding.
+    pub encoding: Bytes,
+}
+
+impl prost::Message for UpdatePodRequestWire {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        buf.put_slice(&self.encoding);
+    }
+
+    /// Takes the whole request as it is (a method's input is decoded through `merge`).
+    fn merge(&mut self, mut buf: impl Buf) -> Result<(), prost::DecodeError> {
+        let more = buf.copy_to_bytes(buf.remaining());
+        self.encoding = if self.encoding.is_empty() {
+            more
+        } else {
+            [&self.encoding[..], &more[..]].concat().into()
+        };
+        Ok(())
+    }
+
+    /// Field by field, as when embedded in another message (never, as a method's input):
+    /// merged into the decoded request, as prost would.
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut impl Buf,
+        ctx: DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        let mut request = pb::UpdatePodRequest::decode(self.encoding.clone())?;
+        request.merge_field(tag, wire_type, buf, ctx)?;
+        self.encoding = request.encode_to_vec().into();
+        Ok(())
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.encoding.len()
+    }
+
+    fn clear(&mut self) {
+        self.encoding = Bytes::new();
+    }
+}
+
+/// A `Sync` pod item or an `UpdatePod` request as received.
 #[derive(Debug)]
 pub enum ReceivedPod {
     /// An upsert, read from its encoding and converted.
@@ -126,14 +179,21 @@ pub fn receive_pod(
     encoding: Bytes,
     memo: &mut ConvertMemo,
 ) -> Result<ReceivedPod, prost::DecodeError> {
+    read_update_pod(encoding, memo).map_err(within_item)
+}
+
+/// Reads an `UpdatePodRequest` from its encoding: an upsert straight into a pod when it
+/// can be, anything else decoded by prost (with the errors prost gives).
+pub fn read_update_pod(
+    encoding: Bytes,
+    memo: &mut ConvertMemo,
+) -> Result<ReceivedPod, prost::DecodeError> {
     if let Some(fields) = pod_upsert_fields(&encoding, memo) {
         return Ok(ReceivedPod::Upserted(convert::pod_from_fields(
             "upsert", &fields, memo,
         )));
     }
-    pb::UpdatePodRequest::decode(encoding)
-        .map(|request| ReceivedPod::Decoded(Box::new(request)))
-        .map_err(within_item)
+    pb::UpdatePodRequest::decode(encoding).map(|request| ReceivedPod::Decoded(Box::new(request)))
 }
 
 /// A message item merged into the one it continues (a oneof set to another item starts
@@ -183,6 +243,7 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
     let mut label_entries: SmallVec<[&[u8]; 4]> = SmallVec::new();
     let mut scheduler_name = None;
     let mut containers: SmallVec<[&[u8]; 2]> = SmallVec::new();
+    let mut tolerations: SmallVec<[&[u8]; 2]> = SmallVec::new();
     let mut node_selector: SmallVec<[&[u8]; 4]> = SmallVec::new();
     let mut reader = Reader(encoding);
     while !reader.0.is_empty() {
@@ -200,6 +261,7 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
             (8, Varint) => f.priority = Some(reader.varint()? as i32),
             (9, Len) => f.preemption_policy = reader.str()?,
             (10, Len) => containers.push(reader.bytes()?),
+            (14, Len) => tolerations.push(reader.bytes()?),
             (15, Len) => node_selector.push(reader.bytes()?),
             (18, Len) => f.start_time = reader.str()?,
             (19, Len) => f.deletion_timestamp = reader.str()?,
@@ -210,7 +272,7 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
         let whole = &field[..field.len() - reader.0.len()];
         match key.0 {
             5 => label_fields.push(whole),
-            7 | 10 | 15 => detail_fields.push(whole),
+            7 | 10 | 14 | 15 => detail_fields.push(whole),
             _ => {}
         }
     }
@@ -234,6 +296,9 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
     for encoding in containers {
         f.containers.push(container(encoding)?);
     }
+    for encoding in tolerations {
+        f.tolerations.push(toleration(encoding)?);
+    }
     for encoding in node_selector {
         f.node_selector.push(map_entry(encoding)?);
     }
@@ -248,7 +313,7 @@ fn container(encoding: &[u8]) -> Option<ContainerFields<'_>> {
         name: "",
         requests: SmallVec::new(),
         limits: SmallVec::new(),
-        ports: &[],
+        ports: SmallVec::new(),
         restart_policy: "",
     };
     let mut reader = Reader(encoding);
@@ -257,6 +322,7 @@ fn container(encoding: &[u8]) -> Option<ContainerFields<'_>> {
             (1, Len) => c.name = reader.str()?,
             (2, Len) => c.requests.push(map_entry(reader.bytes()?)?),
             (3, Len) => c.limits.push(map_entry(reader.bytes()?)?),
+            (4, Len) => c.ports.push(port(reader.bytes()?)?),
             (5, Len) => c.restart_policy = reader.str()?,
             _ => return None,
         }
@@ -264,6 +330,44 @@ fn container(encoding: &[u8]) -> Option<ContainerFields<'_>> {
     as_map(&mut c.requests);
     as_map(&mut c.limits);
     Some(c)
+}
+
+fn port(encoding: &[u8]) -> Option<PortFields<'_>> {
+    use WireType::{LengthDelimited as Len, Varint};
+    let mut p = PortFields::default();
+    let mut reader = Reader(encoding);
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            // int32s, as prost reads them: the varint's low 32 bits.
+            (1, Varint) => p.host_port = reader.varint()? as i32,
+            (2, Len) => p.protocol = reader.str()?,
+            (3, Len) => p.host_ip = reader.str()?,
+            (4, Varint) => {
+                reader.varint()?;
+            }
+            _ => return None,
+        }
+    }
+    Some(p)
+}
+
+fn toleration(encoding: &[u8]) -> Option<TolerationFields<'_>> {
+    use WireType::{LengthDelimited as Len, Varint};
+    let mut t = TolerationFields::default();
+    let mut reader = Reader(encoding);
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            (1, Len) => t.key = reader.str()?,
+            (2, Len) => t.operator = reader.str()?,
+            (3, Len) => t.value = reader.str()?,
+            (4, Len) => t.effect = reader.str()?,
+            (5, Varint) => {
+                reader.varint()?;
+            }
+            _ => return None,
+        }
+    }
+    Some(t)
 }
 
 /// A `map<string, string>` entry: a missing key or value is empty, as prost reads it.
@@ -474,17 +578,25 @@ mod tests {
     fn pods_read_from_their_encoding_are_the_ones_prost_and_the_conversion_make() {
         let pods = pods();
         let mut memo = ConvertMemo::new(64);
-        let mut read = 0;
+        let (mut read, mut read_with_ports_or_tolerations) = (0, 0);
         for pod in &pods {
             let request = sync_request(&upsert(pod.clone()));
             let (outcome, was_read) = with_wire(&request, &mut memo);
             assert_eq!(outcome, with_prost(&request), "pod {}", pod.name);
             assert!(matches!(outcome, Outcome::Upsert(Ok(_))));
             read += usize::from(was_read);
+            let ports = pod.containers.iter().any(|c| !c.ports.is_empty());
+            read_with_ports_or_tolerations +=
+                usize::from(was_read && (ports || !pod.tolerations.is_empty()));
         }
-        // Most of a generated cluster's pods set only the fields read from the encoding;
-        // the rest (tolerations, affinity, init containers, ports) went through prost.
+        // Most of a generated cluster's pods set only the fields read from the encoding
+        // (host ports and tolerations among them); the rest (affinity, spread constraints,
+        // init containers, overhead, pod-level resources) went through prost.
         assert!(read * 4 > pods.len() * 3, "{read} of {} read", pods.len());
+        assert!(
+            read_with_ports_or_tolerations * 20 > pods.len(),
+            "{read_with_ports_or_tolerations} with ports or tolerations read"
+        );
         assert!(read < pods.len());
     }
 
@@ -614,6 +726,56 @@ mod tests {
             pb::Pod {
                 priority: Some(-7),
                 resource_version: u64::MAX,
+                ..pod.clone()
+            },
+            pb::Pod {
+                containers: vec![pb::Container {
+                    name: "c".into(),
+                    ports: vec![pb::ContainerPort {
+                        host_port: 70_000,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..pod.clone()
+            },
+            pb::Pod {
+                containers: vec![pb::Container {
+                    name: "c".into(),
+                    ports: vec![pb::ContainerPort {
+                        host_port: -1,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..pod.clone()
+            },
+            pb::Pod {
+                containers: vec![pb::Container {
+                    name: "c".into(),
+                    ports: vec![pb::ContainerPort {
+                        host_port: 80,
+                        protocol: "ICMP".into(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..pod.clone()
+            },
+            pb::Pod {
+                tolerations: vec![pb::Toleration {
+                    key: "k".into(),
+                    operator: "Maybe".into(),
+                    ..Default::default()
+                }],
+                ..pod.clone()
+            },
+            pb::Pod {
+                tolerations: vec![pb::Toleration {
+                    effect: "Sometimes".into(),
+                    toleration_seconds: Some(-5),
+                    ..Default::default()
+                }],
                 ..pod.clone()
             },
         ] {
