@@ -5,8 +5,8 @@
 //! `Arc<NodeInfo>` replaced copy-on-write (the kube-rs reflector pattern), held in a
 //! persistent vector, so a [`Snapshot`] is an O(1) clone of that vector. Writers are
 //! serialized by one mutex so that changes touching several maps (a pod moving between
-//! nodes) are atomic for other writers and for snapshots. Pods are looked up by uid in a
-//! sharded map (dashmap) without taking the mutex.
+//! nodes) are atomic for other writers and for snapshots. Pods are looked up by uid or
+//! name in sharded hash sets (`pod_index`), PDBs in a dashmap, without taking the mutex.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use triomphe::Arc;
