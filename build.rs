@@ -56,13 +56,7 @@ fn with_wire_inputs(
         .iter_mut()
         .find(|f| f.package() == PACKAGE)
         .ok_or("no preemptd.v1 file")?;
-    let mut wire = file
-        .message_type
-        .iter()
-        .find(|m| m.name() == "SyncRequest")
-        .ok_or("no SyncRequest message")?
-        .clone();
-    wire.name = Some("SyncRequestWire".to_string());
+    let mut wire = copy_of(file, "SyncRequest", "SyncRequestWire")?;
     let pod = wire
         .field
         .iter_mut()
@@ -73,13 +67,7 @@ fn with_wire_inputs(
     file.message_type.push(wire);
     // `UpdatePod` receives its request whole, undecoded (a copy of the message under
     // another name: the server's type reads the bytes as they are).
-    let mut update_pod = file
-        .message_type
-        .iter()
-        .find(|m| m.name() == "UpdatePodRequest")
-        .ok_or("no UpdatePodRequest message")?
-        .clone();
-    update_pod.name = Some("UpdatePodRequestWire".to_string());
+    let update_pod = copy_of(file, "UpdatePodRequest", "UpdatePodRequestWire")?;
     file.message_type.push(update_pod);
     for (method, input) in [
         ("Sync", "SyncRequestWire"),
@@ -93,4 +81,20 @@ fn with_wire_inputs(
             .input_type = Some(format!(".{PACKAGE}.{input}"));
     }
     Ok(fds)
+}
+
+/// A copy of `file`'s message `name`, named `copy`.
+fn copy_of(
+    file: &prost_types::FileDescriptorProto,
+    name: &str,
+    copy: &str,
+) -> Result<prost_types::DescriptorProto, Box<dyn std::error::Error>> {
+    let mut message = file
+        .message_type
+        .iter()
+        .find(|m| m.name() == name)
+        .ok_or(format!("no {name} message"))?
+        .clone();
+    message.name = Some(copy.to_string());
+    Ok(message)
 }

@@ -729,40 +729,6 @@ mod tests {
                 ..pod.clone()
             },
             pb::Pod {
-                containers: vec![pb::Container {
-                    name: "c".into(),
-                    ports: vec![pb::ContainerPort {
-                        host_port: 70_000,
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }],
-                ..pod.clone()
-            },
-            pb::Pod {
-                containers: vec![pb::Container {
-                    name: "c".into(),
-                    ports: vec![pb::ContainerPort {
-                        host_port: -1,
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }],
-                ..pod.clone()
-            },
-            pb::Pod {
-                containers: vec![pb::Container {
-                    name: "c".into(),
-                    ports: vec![pb::ContainerPort {
-                        host_port: 80,
-                        protocol: "ICMP".into(),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }],
-                ..pod.clone()
-            },
-            pb::Pod {
                 tolerations: vec![pb::Toleration {
                     key: "k".into(),
                     operator: "Maybe".into(),
@@ -780,6 +746,32 @@ mod tests {
             },
         ] {
             cases.push(upsert(bad));
+        }
+        // Host ports out of range, an unknown protocol.
+        for port in [
+            pb::ContainerPort {
+                host_port: 70_000,
+                ..Default::default()
+            },
+            pb::ContainerPort {
+                host_port: -1,
+                ..Default::default()
+            },
+            pb::ContainerPort {
+                host_port: 80,
+                protocol: "ICMP".into(),
+                ..Default::default()
+            },
+        ] {
+            let container = pb::Container {
+                name: "c".into(),
+                ports: vec![port],
+                ..Default::default()
+            };
+            cases.push(upsert(pb::Pod {
+                containers: vec![container],
+                ..pod.clone()
+            }));
         }
         let mut memo = ConvertMemo::new(64);
         for (i, case) in cases.iter().enumerate() {
