@@ -91,8 +91,10 @@ pub struct BenchArgs {
     /// Unary UpdatePod calls (label changes on existing pods).
     #[arg(long, default_value_t = 20_000)]
     pub updates: u64,
-    /// UpdatePod calls in flight at once.
-    #[arg(long, default_value_t = 8)]
+    /// UpdatePod calls in flight at once (as a client's informer handlers would keep
+    /// them). 12 over two connections lets each side answer several calls per wake-up
+    /// while the ack p99 stays well under a millisecond (BENCHMARKS.md).
+    #[arg(long, default_value_t = 12)]
     pub update_concurrency: usize,
     /// WatchNominations subscribers.
     #[arg(long, default_value_t = 100)]

@@ -14,7 +14,7 @@ use std::hash::{BuildHasher, Hash};
 
 use smallvec::SmallVec;
 
-use crate::model::{Pod, Str};
+use crate::model::{Labels, Pod, Str};
 
 pub type LabelId = u64;
 
@@ -58,6 +58,22 @@ pub(crate) struct LabelInterner {
     /// id → (pods carrying it, its hash).
     refs: ahash::AHashMap<LabelId, (u32, u64)>,
     next: LabelId,
+    /// Ids of label sets seen lately, by the addresses of the set and its namespace. Pods
+    /// of one template share both once interned (`Pod::compact`), so most skip hashing
+    /// three strings per label and probing the id table. An entry holds its set and
+    /// namespace, so neither address can be reused for other strings while it is kept,
+    /// and all entries go whenever an id is forgotten, so every id kept is live.
+    recent: hashbrown::HashMap<(usize, usize), (Labels, Str, PodLabelIds)>,
+}
+
+/// Label sets whose ids are kept at most (then all are forgotten and it starts over).
+const RECENT_CAPACITY: usize = 4096;
+
+fn recent_key(pod: &Pod) -> (usize, usize) {
+    (
+        pod.labels.addr(),
+        Str::as_ptr(&pod.namespace).cast::<u8>() as usize,
+    )
 }
 
 impl LabelInterner {
@@ -67,6 +83,27 @@ impl LabelInterner {
 
     /// Ids for the pod's labels, each counted once more (created when new).
     pub fn acquire(&mut self, pod: &Pod) -> PodLabelIds {
+        let key = recent_key(pod);
+        if let Some((_, _, ids)) = self.recent.get(&key) {
+            for id in ids {
+                if let Some((count, _)) = self.refs.get_mut(id) {
+                    *count += 1;
+                }
+            }
+            return ids.clone();
+        }
+        let ids = self.acquire_by_value(pod);
+        if self.recent.len() >= RECENT_CAPACITY {
+            self.recent.clear();
+        }
+        self.recent.insert(
+            key,
+            (pod.labels.clone(), pod.namespace.clone(), ids.clone()),
+        );
+        ids
+    }
+
+    fn acquire_by_value(&mut self, pod: &Pod) -> PodLabelIds {
         let namespace = &pod.namespace;
         pod.labels
             .iter()
@@ -95,6 +132,9 @@ impl LabelInterner {
     /// Ids of a pod whose labels were acquired before (`None` for a label that was not,
     /// which the index then skips).
     pub fn ids_of(&self, pod: &Pod) -> SmallVec<[Option<LabelId>; 8]> {
+        if let Some((_, _, ids)) = self.recent.get(&recent_key(pod)) {
+            return ids.iter().copied().map(Some).collect();
+        }
         pod.labels
             .iter()
             .map(|(key, value)| self.ids.get(&pod.namespace, key, value))
@@ -113,6 +153,7 @@ impl LabelInterner {
             }
             let hash = *hash;
             self.refs.remove(&id);
+            self.recent.clear();
             if let Some(bucket) = self.ids.buckets.get_mut(&hash) {
                 bucket.retain(|entry| entry.3 != id);
                 if bucket.is_empty() {
@@ -164,6 +205,38 @@ mod tests {
                 .ids_of(&pod("ns", &[("app", "web"), ("x", "y")]))
                 .as_slice(),
             &[Some(again[0]), None]
+        );
+    }
+
+    #[test]
+    fn ids_remembered_by_address_stay_counted_and_live() {
+        let mut interner = LabelInterner::default();
+        let template = pod("ns", &[("app", "web"), ("tier", "1")]);
+        let first = interner.acquire(&template);
+        // The same set and namespace again: answered from the recent ids, still counted.
+        let second = interner.acquire(&template.clone());
+        assert_eq!(first, second);
+        assert_eq!(
+            interner.ids_of(&template).as_slice(),
+            &[Some(first[0]), Some(first[1])]
+        );
+        // An equal set at another address gets the same ids by value.
+        assert_eq!(
+            interner.acquire(&pod("ns", &[("app", "web"), ("tier", "1")])),
+            first
+        );
+        interner.release(first.iter().copied());
+        interner.release(second.iter().copied());
+        assert_eq!(interner.read().get("ns", "app", "web"), Some(first[0]));
+        interner.release(first.iter().copied());
+        assert_eq!(interner.len(), 0);
+        // Forgotten ids are not answered again for the same set: it gets new ones.
+        let again = interner.acquire(&template);
+        assert!(again.iter().all(|id| *id > first[1]));
+        assert_eq!(interner.read().get("ns", "app", "web"), Some(again[0]));
+        assert_eq!(
+            interner.ids_of(&template).as_slice(),
+            &[Some(again[0]), Some(again[1])]
         );
     }
 }
