@@ -371,9 +371,7 @@ fn timestamp(cur: &Cur<'_, '_>) -> Result<Option<i64>> {
     let Some(text) = cur.str()? else {
         return Ok(None);
     };
-    chrono::DateTime::parse_from_rfc3339(text)
-        .ok()
-        .and_then(|t| t.timestamp_nanos_opt())
+    super::rfc3339_nanos(text)
         .map(Some)
         .ok_or_else(|| cur.err(format!("invalid RFC 3339 timestamp {text:?}")))
 }

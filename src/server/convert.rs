@@ -306,9 +306,7 @@ fn timestamp(path: Path<'_>, text: &str) -> Result<Option<i64>> {
     if text.is_empty() {
         return Ok(None);
     }
-    chrono::DateTime::parse_from_rfc3339(text)
-        .ok()
-        .and_then(|t| t.timestamp_nanos_opt())
+    crate::model::rfc3339_nanos(text)
         .map(Some)
         .ok_or_else(|| ApiError::invalid(path, format!("invalid RFC 3339 timestamp {text:?}")))
 }

@@ -188,10 +188,15 @@ pub fn read_update_pod(
     encoding: Bytes,
     memo: &mut ConvertMemo,
 ) -> Result<ReceivedPod, prost::DecodeError> {
-    if let Some(fields) = pod_upsert_fields(&encoding, memo) {
-        return Ok(ReceivedPod::Upserted(convert::pod_from_fields(
-            "upsert", &fields, memo,
-        )));
+    // Filled in place: the fields are over a kilobyte, and returned by value they were
+    // copied twice a pod.
+    {
+        let mut fields = PodFields::default();
+        if pod_upsert_fields(&encoding, memo, &mut fields).is_some() {
+            return Ok(ReceivedPod::Upserted(convert::pod_from_fields(
+                "upsert", &fields, memo,
+            )));
+        }
     }
     pb::UpdatePodRequest::decode(encoding).map(|request| ReceivedPod::Decoded(Box::new(request)))
 }
@@ -215,10 +220,15 @@ fn within_item(mut error: prost::DecodeError) -> prost::DecodeError {
     error
 }
 
-/// The pod an `UpdatePodRequest` upserts, read from its encoding; `None` when the request
-/// does anything else or the pod has a field left to prost. Details `memo` made before
-/// from the same encoding are taken as they are.
-fn pod_upsert_fields<'a>(request: &'a [u8], memo: &mut ConvertMemo) -> Option<PodFields<'a>> {
+/// Reads the pod an `UpdatePodRequest` upserts from its encoding into `f` (empty); `None`
+/// when the request does anything else or the pod has a field left to prost, and `f` is
+/// then to be dropped. Details `memo` made before from the same encoding are taken as
+/// they are.
+fn pod_upsert_fields<'a>(
+    request: &'a [u8],
+    memo: &mut ConvertMemo,
+    f: &mut PodFields<'a>,
+) -> Option<()> {
     let mut reader = Reader(request);
     let (tag, wire_type) = reader.key()?;
     // `upsert`, alone: a oneof set twice is prost's to sort out.
@@ -229,12 +239,11 @@ fn pod_upsert_fields<'a>(request: &'a [u8], memo: &mut ConvertMemo) -> Option<Po
     if !reader.0.is_empty() {
         return None;
     }
-    pod_fields(pod, memo)
+    pod_fields(pod, memo, f)
 }
 
-fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodFields<'a>> {
+fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo, f: &mut PodFields<'a>) -> Option<()> {
     use WireType::{LengthDelimited as Len, Varint};
-    let mut f = PodFields::default();
     // The fields the details are made of: whole, to ask the memo by, and their payloads,
     // read only when it has no answer.
     let mut detail_fields: SmallVec<[&[u8]; 4]> = SmallVec::new();
@@ -288,10 +297,10 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
     };
     if let Some(details) = memo.details(&detail_fields) {
         f.details = Source::Remembered(details);
-        return Some(f);
+        return Some(());
     }
     if let Some(name) = scheduler_name {
-        f.scheduler_name = std::str::from_utf8(name).ok()?;
+        f.scheduler_name = crate::model::utf8(name)?;
     }
     for encoding in containers {
         f.containers.push(container(encoding)?);
@@ -304,7 +313,7 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo) -> Option<PodField
     }
     as_map(&mut f.node_selector);
     f.details = Source::Encoded(detail_fields);
-    Some(f)
+    Some(())
 }
 
 fn container(encoding: &[u8]) -> Option<ContainerFields<'_>> {
@@ -451,7 +460,7 @@ impl<'a> Reader<'a> {
 
     #[inline]
     fn str(&mut self) -> Option<&'a str> {
-        std::str::from_utf8(self.bytes()?).ok()
+        crate::model::utf8(self.bytes()?)
     }
 }
 
@@ -519,7 +528,12 @@ mod tests {
             }) => encoding,
             Ok(other) => panic!("not a pod item: {other:?}"),
         };
-        let read = pod_upsert_fields(&encoding, &mut ConvertMemo::disabled()).is_some();
+        let read = pod_upsert_fields(
+            &encoding,
+            &mut ConvertMemo::disabled(),
+            &mut PodFields::default(),
+        )
+        .is_some();
         let outcome = match receive_pod(encoding, memo) {
             Err(error) => Outcome::Undecodable(error.to_string()),
             Ok(ReceivedPod::Upserted(pod)) => Outcome::Upsert(pod.map(held)),
