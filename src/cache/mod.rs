@@ -261,18 +261,20 @@ impl NodeInfo {
 type NodeIndex =
     imbl::GenericHashMap<Str, usize, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Place {
-    Bound(Str),
-    Nominated(Str),
+/// Where a pod is placed: borrowed from the pod, as a bulk load's applier asks at every
+/// pod, and a count changed there would be a locked instruction per ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place<'a> {
+    Bound(&'a Str),
+    Nominated(&'a Str),
     Pending,
 }
 
-impl Place {
-    fn of(pod: &Pod) -> Place {
+impl Place<'_> {
+    fn of(pod: &Pod) -> Place<'_> {
         match (&pod.node_name, pod.nomination()) {
-            (Some(node), _) => Place::Bound(node.clone()),
-            (None, Some(node)) => Place::Nominated(node.clone()),
+            (Some(node), _) => Place::Bound(node),
+            (None, Some(node)) => Place::Nominated(node),
             (None, None) => Place::Pending,
         }
     }
@@ -448,7 +450,7 @@ struct NodeTable {
     shared_label_keys: Arc<std::collections::HashSet<Str>>,
     /// During [`ClusterCache::upsert_pods`]: the entries edited so far, filed once at the
     /// end, so a batch copies each touched entry once instead of once per change.
-    staged: Option<std::collections::HashMap<Str, NodeInfo>>,
+    staged: Option<hashbrown::HashMap<Str, NodeInfo>>,
     /// Ids of the labels of every bound pod.
     labels: LabelInterner,
     /// Values nodes and pods have in common.
@@ -495,21 +497,30 @@ impl Interned {
 }
 
 impl Interner for Interned {
-    fn share_str(&mut self, s: &Str) -> Str {
-        self.strings.share_by(s, Str::clone, self.bulk)
+    fn share_str(&mut self, s: &mut Str) {
+        self.strings.share_in_place(s, Str::clone, self.bulk);
     }
 
-    fn share_labels(&mut self, labels: &Labels) -> Labels {
+    fn share_labels(&mut self, labels: &mut Labels) {
         let (strings, bulk) = (&mut self.strings, self.bulk);
-        self.label_sets.share_by(
+        self.label_sets.share_in_place(
             labels,
             |labels| labels.with_shared_strings(|s| strings.share_by(s, Str::clone, bulk)),
             bulk,
-        )
+        );
     }
 
-    fn share_details(&mut self, details: &Arc<PodDetails>) -> Arc<PodDetails> {
-        self.pod_details.share_by(details, Arc::clone, self.bulk)
+    fn share_details(&mut self, details: &mut Arc<PodDetails>) {
+        // A handle answered before is known to be held already, specs dropped: its value
+        // is not read (see `Shared::share_in_place`).
+        if self.bulk && self.pod_details.recall(details) {
+            return;
+        }
+        if details.holds_specs() {
+            Arc::make_mut(details).drop_specs();
+        }
+        self.pod_details
+            .share_in_place(details, Arc::clone, self.bulk);
     }
 }
 
@@ -547,15 +558,21 @@ impl NodeTable {
     /// ones change that copy in place.
     fn edit_staged<R>(&mut self, name: &Str, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
         let mut staged = self.staged.take().unwrap_or_default();
-        let info = staged
-            .entry(name.clone())
-            .or_insert_with(|| match self.index.get(name) {
+        // Looked up before any insert: the key is cloned only for a new entry, not at
+        // every pod of the node (its count is a shared cache line).
+        if !staged.contains_key(name) {
+            let info = match self.index.get(name) {
                 Some(&i) => (*self.nodes[i]).clone(),
                 None => self
                     .orphans
                     .remove(name)
                     .unwrap_or_else(|| NodeInfo::empty(name.clone())),
-            });
+            };
+            staged.insert(name.clone(), info);
+        }
+        let info = staged
+            .get_mut(name)
+            .expect("a staged entry was just made if there was none");
         let result = change(info);
         info.generation += 1;
         self.staged = Some(staged);
@@ -835,8 +852,13 @@ impl ClusterCache {
         self.revision.load(Ordering::Acquire)
     }
 
-    fn bump(&self) -> u64 {
-        self.revision.fetch_add(1, Ordering::AcqRel) + 1
+    /// Moves the revision on. Only the holder of the table lock (`_held`) writes it, so a
+    /// load and a store do: a locked add would first wait for every store before it to
+    /// land, and a bulk load's applier has cache-missing stores in flight at every pod.
+    fn bump(&self, _held: &Table<'_>) -> u64 {
+        let next = self.revision.load(Ordering::Relaxed) + 1;
+        self.revision.store(next, Ordering::Release);
+        next
     }
 
     pub fn upsert_node(&self, mut node: Node) -> UpdateOutcome {
@@ -860,7 +882,7 @@ impl ClusterCache {
         UpdateOutcome {
             applied: true,
             resource_version: rv,
-            revision: self.bump(),
+            revision: self.bump(&table),
         }
     }
 
@@ -878,7 +900,7 @@ impl ClusterCache {
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
-            revision: self.bump(),
+            revision: self.bump(&table),
         })
     }
 
@@ -922,7 +944,7 @@ impl ClusterCache {
         }
     }
 
-    fn place(table: &mut Table<'_>, pod: &Arc<Pod>, place: &Place) {
+    fn place(table: &mut Table<'_>, pod: &Arc<Pod>, place: Place<'_>) {
         match place {
             Place::Bound(node) => {
                 let ids = table.labels.acquire(pod);
@@ -970,7 +992,7 @@ impl ClusterCache {
             }
         }
         let rv = pod.resource_version;
-        let held = if pod.phase.is_terminal() {
+        let nominated_after = if pod.phase.is_terminal() {
             if let Some(old) = &old {
                 Self::unplace(table, old);
             }
@@ -983,21 +1005,22 @@ impl ClusterCache {
                 Some(old) if Place::of(old) == place => Self::replace(table, old, &pod),
                 Some(old) => {
                     Self::unplace(table, old);
-                    Self::place(table, &pod, &place);
+                    Self::place(table, &pod, place);
                 }
-                None => Self::place(table, &pod, &place),
+                None => Self::place(table, &pod, place),
             }
-            slots.fill();
-            Some(pod)
+            let nominated = pod.nomination().is_some().then(|| pod.clone());
+            slots.fill(pod);
+            nominated
         };
         Ok(PodUpsert {
             outcome: UpdateOutcome {
                 applied: true,
                 resource_version: rv,
-                revision: self.bump(),
+                revision: self.bump(table),
             },
             nominated_before: nominated(old),
-            nominated_after: nominated(held),
+            nominated_after,
         })
     }
 
@@ -1020,7 +1043,7 @@ impl ClusterCache {
         pods: impl IntoIterator<Item = Pod>,
     ) -> Vec<Result<PodUpsert, CacheError>> {
         let mut table = self.table.lock();
-        table.staged = Some(std::collections::HashMap::new());
+        table.staged = Some(hashbrown::HashMap::new());
         let results = pods
             .into_iter()
             .map(|pod| self.put_pod(&mut table, pod))
@@ -1063,7 +1086,7 @@ impl ClusterCache {
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
-            revision: self.bump(),
+            revision: self.bump(&table),
         })
     }
 
@@ -1093,7 +1116,7 @@ impl ClusterCache {
         UpdateOutcome {
             applied: true,
             resource_version: rv,
-            revision: self.bump(),
+            revision: self.bump(&table),
         }
     }
 
@@ -1108,7 +1131,7 @@ impl ClusterCache {
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,
-            revision: self.bump(),
+            revision: self.bump(&table),
         })
     }
 
@@ -1255,6 +1278,7 @@ impl ClusterCache {
         let Place::Nominated(node) = Place::of(&held) else {
             return None;
         };
+        let node = node.clone();
         let mut pod = (*held).clone();
         pod.nominated_node_name = None;
         self.put_pod(&mut table, pod).ok()?;

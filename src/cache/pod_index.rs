@@ -41,9 +41,8 @@ impl PodIndex {
     /// holds: one lookup in each index for a change, which [`Slots::fill`] or
     /// [`Slots::empty`] then makes. Holds both slots' shards locked until dropped: the
     /// caller is the one writer (under the cache's table lock) and reads no index meanwhile.
-    pub fn slots(&self, pod: &Arc<Pod>) -> Slots<'_> {
+    pub fn slots(&self, pod: &Pod) -> Slots<'_> {
         Slots {
-            pod: pod.clone(),
             by_uid: self.by_uid.slot(pod, |held| held.uid() == pod.uid()),
             by_name: self.by_name.slot(pod, |held| same_name(held, pod)),
         }
@@ -164,11 +163,11 @@ struct Slot<'a, K> {
 }
 
 impl<K: Key> Slot<'_, K> {
-    fn fill(mut self, pod: &Arc<Pod>) {
+    fn fill(mut self, pod: Arc<Pod>) {
         match &self.held {
             Some(held) => {
                 if let Some(slot) = self.table.find_mut(self.hash, |p| Arc::ptr_eq(p, held)) {
-                    *slot = pod.clone();
+                    *slot = pod;
                 }
             }
             None => {
@@ -176,7 +175,7 @@ impl<K: Key> Slot<'_, K> {
                     grow::<K>(&mut self.table);
                 }
                 self.table
-                    .insert_unique(self.hash, pod.clone(), |held| K::hash(held));
+                    .insert_unique(self.hash, pod, |held| K::hash(held));
             }
         }
     }
@@ -203,7 +202,6 @@ fn grow<K: Key>(table: &mut HashTable<Arc<Pod>>) {
 
 /// A pod's slots in both indexes (see [`PodIndex::slots`]).
 pub(super) struct Slots<'a> {
-    pod: Arc<Pod>,
     by_uid: Slot<'a, ByUid>,
     by_name: Slot<'a, ByName>,
 }
@@ -221,9 +219,9 @@ impl Slots<'_> {
 
     /// Holds the pod in both, in place of what either held. The caller keeps the two
     /// indexes consistent: a name belongs to one uid, a uid to one name.
-    pub fn fill(self) {
-        self.by_uid.fill(&self.pod);
-        self.by_name.fill(&self.pod);
+    pub fn fill(self, pod: Arc<Pod>) {
+        self.by_uid.fill(pod.clone());
+        self.by_name.fill(pod);
     }
 
     /// Drops what both hold.
@@ -246,7 +244,7 @@ mod tests {
     #[test]
     fn finds_the_latest_pod_by_uid_and_by_name_until_removed() {
         let index = PodIndex::default();
-        let insert = |pod: Arc<Pod>| index.slots(&pod).fill();
+        let insert = |pod: Arc<Pod>| index.slots(&pod).fill(pod.clone());
         insert(pod("ns", "a", "uid-a", 1));
         insert(pod("ns", "b", "uid-b", 1));
         insert(pod("other", "a", "uid-c", 1));
@@ -255,7 +253,7 @@ mod tests {
         let slots = index.slots(&newer);
         assert_eq!(slots.by_uid().unwrap().resource_version, 1);
         assert_eq!(slots.by_name().unwrap().uid(), "uid-a");
-        slots.fill();
+        slots.fill(newer.clone());
         assert_eq!(index.len(), 3);
         assert_eq!(index.get("uid-a").unwrap().resource_version, 2);
         assert_eq!(index.get_by_name("ns", "a").unwrap().resource_version, 2);
@@ -272,7 +270,8 @@ mod tests {
         assert!(slots.by_uid().is_some() && slots.by_name().is_some());
         slots.empty();
         assert!(index.get("uid-b").is_none() && index.get_by_name("ns", "b").is_none());
-        index.slots(&pod("ns", "b", "uid-b", 4)).fill();
+        let again = pod("ns", "b", "uid-b", 4);
+        index.slots(&again).fill(again.clone());
         assert!(index.get_by_name("ns", "a").is_none());
         assert_eq!(index.get_by_name("ns", "b").unwrap().uid(), "uid-b");
         assert_eq!(index.len(), 2);
@@ -296,7 +295,7 @@ mod tests {
         for pod in &pods {
             let slots = index.slots(pod);
             assert!(slots.by_uid().is_none() && slots.by_name().is_none());
-            slots.fill();
+            slots.fill(pod.clone());
         }
         assert_eq!(index.len(), pods.len());
         for pod in &pods {

@@ -76,16 +76,32 @@ impl<H: Handle> Shared<H> {
         self.share_by(value, H::clone, false)
     }
 
-    /// The shared value equal to `value`; if none is, `make(value)` (an equal value)
-    /// becomes the shared one. With `remember` (and a set made
+    /// As [`Shared::share_in_place`], returning the shared value.
+    pub(crate) fn share_by(&mut self, value: &H, make: impl FnOnce(&H) -> H, remember: bool) -> H {
+        let mut value = value.clone();
+        self.share_in_place(&mut value, make, remember);
+        value
+    }
+
+    /// Makes `value` the shared value equal to it; if none is, `make(value)` (an equal
+    /// value) becomes the shared one. With `remember` (and a set made
     /// [`remembering`](Shared::remembering)), the answer is remembered by `value`'s
     /// address, and an answer remembered before is used.
-    pub(crate) fn share_by(&mut self, value: &H, make: impl FnOnce(&H) -> H, remember: bool) -> H {
+    ///
+    /// A `value` that already is the shared one is left alone, its count untouched: a
+    /// bulk load's pods carry handles another thread is cloning for the next pods, and a
+    /// count changed on both threads moves its cache line between cores at every pod.
+    pub(crate) fn share_in_place(
+        &mut self,
+        value: &mut H,
+        make: impl FnOnce(&H) -> H,
+        remember: bool,
+    ) {
         let remember = remember && self.recent_capacity > 0;
-        if remember && let Some((_, shared)) = self.recent.get(&value.addr()) {
-            return shared.clone();
+        if remember && self.recall(value) {
+            return;
         }
-        let shared = match self.values.get(value) {
+        let shared = match self.values.get(&*value) {
             Some(shared) => shared.clone(),
             None => {
                 let made = make(value);
@@ -100,7 +116,24 @@ impl<H: Handle> Shared<H> {
             self.recent
                 .insert(value.addr(), (value.clone(), shared.clone()));
         }
-        shared
+        if shared.addr() != value.addr() {
+            *value = shared;
+        }
+    }
+
+    /// Makes `value` the answer remembered for its address, if there is one (read by
+    /// address alone: neither the value nor its count is touched when the answer is
+    /// `value` itself). Says whether there was.
+    pub(crate) fn recall(&mut self, value: &mut H) -> bool {
+        match self.recent.get(&value.addr()) {
+            Some((_, shared)) => {
+                if shared.addr() != value.addr() {
+                    *value = shared.clone();
+                }
+                true
+            }
+            None => false,
+        }
     }
 
     /// Forgets the recent answers, and with them the handles asked about.
@@ -183,6 +216,32 @@ mod tests {
         assert_eq!(shared.len(), 1);
         assert_eq!(&*again, "app");
         assert_eq!(made.get(), 2);
+    }
+
+    #[test]
+    fn a_handle_that_already_is_the_shared_one_is_left_alone() {
+        let mut shared = Shared::<Arc<str>>::remembering(16);
+        let first: Arc<str> = "zone-a".into();
+        let mut asked = first.clone();
+        shared.share_in_place(&mut asked, Arc::clone, true);
+        assert!(Arc::ptr_eq(&asked, &first));
+        // Held by `first`, `asked`, the set and the remembered answer (twice).
+        assert_eq!(Arc::count(&first), 5);
+        // Asked again, by address or by value: no count moves.
+        assert!(shared.recall(&mut asked));
+        shared.share_in_place(&mut asked, Arc::clone, false);
+        assert!(Arc::ptr_eq(&asked, &first));
+        assert_eq!(Arc::count(&first), 5);
+        // An equal copy is replaced by the shared one, and let go.
+        let copy: Arc<str> = "zone-a".into();
+        let mut held = copy.clone();
+        shared.share_in_place(&mut held, Arc::clone, false);
+        assert!(Arc::ptr_eq(&held, &first));
+        assert_eq!(Arc::count(&copy), 1);
+        // A handle never asked about has no remembered answer.
+        let mut other: Arc<str> = "zone-b".into();
+        assert!(!shared.recall(&mut other));
+        assert_eq!(&*other, "zone-b");
     }
 
     #[test]

@@ -116,8 +116,22 @@ impl Labels {
     /// The same labels with every key and value replaced by an equal string from `share`
     /// (interning).
     pub fn with_shared_strings(&self, mut share: impl FnMut(&Str) -> Str) -> Labels {
-        let pairs = self.pairs().iter().map(|(k, v)| (share(k), share(v)));
-        Labels(ThinArc::from_header_and_iter((), pairs))
+        let pairs: Vec<(Str, Str)> = self
+            .pairs()
+            .iter()
+            .map(|(k, v)| (share(k), share(v)))
+            .collect();
+        // Already made of the shared strings (a bulk load's memoized sets are): this set
+        // itself, so its holders and the shared copy are one.
+        let same = |a: &Str, b: &Str| triomphe::Arc::ptr_eq(a, b);
+        if pairs
+            .iter()
+            .zip(self.pairs())
+            .all(|((k, v), (hk, hv))| same(k, hk) && same(v, hv))
+        {
+            return self.clone();
+        }
+        Labels(ThinArc::from_header_and_iter((), pairs.into_iter()))
     }
 
     /// Every pair of `self` is present in `other` with the same value.
@@ -256,6 +270,26 @@ mod tests {
         assert_eq!(l.get("a").map(|v| &**v), Some("1"));
         assert_eq!(l.get("b").map(|v| &**v), Some("2"));
         assert!(l.get("c").is_none());
+    }
+
+    #[test]
+    fn a_set_of_shared_strings_is_its_own_shared_copy() {
+        let set = labels(&[("app", "web"), ("tier", "front")]);
+        // Every string shared as it is: the set itself comes back.
+        let same = set.with_shared_strings(Str::clone);
+        assert_eq!(same.addr(), set.addr());
+        // A string replaced by another copy: a new set, equal, of the shared strings.
+        let shared_web: Str = "web".into();
+        let copy = set.with_shared_strings(|s| {
+            if &**s == "web" {
+                shared_web.clone()
+            } else {
+                s.clone()
+            }
+        });
+        assert_ne!(copy.addr(), set.addr());
+        assert_eq!(copy, set);
+        assert!(triomphe::Arc::ptr_eq(copy.get("app").unwrap(), &shared_web));
     }
 
     #[test]

@@ -668,18 +668,15 @@ impl Pod {
     /// container specs, already folded into `requests` and `host_ports`, are dropped.
     /// `finish` must not run again afterwards.
     pub fn compact(&mut self, interner: &mut impl Interner) {
-        self.namespace = interner.share_str(&self.namespace);
+        interner.share_str(&mut self.namespace);
         for name in [&mut self.node_name, &mut self.nominated_node_name]
             .into_iter()
             .flatten()
         {
-            *name = interner.share_str(name);
+            interner.share_str(name);
         }
-        self.labels = interner.share_labels(&self.labels);
-        if self.details.holds_specs() {
-            self.details_mut().drop_specs();
-        }
-        self.details = interner.share_details(&self.details);
+        interner.share_labels(&mut self.labels);
+        interner.share_details(&mut self.details);
     }
 
     pub fn pod_ref(&self) -> PodRef {
@@ -716,12 +713,15 @@ impl Pod {
     }
 }
 
-/// Where held objects get one shared copy of values many of them carry.
+/// Where held objects get one shared copy of values many of them carry. Each call makes
+/// its argument the shared copy of its value, leaving it as it is when it already is one.
 pub trait Interner {
-    fn share_str(&mut self, s: &Str) -> Str;
+    fn share_str(&mut self, s: &mut Str);
     /// Equal label sets become one, and so do the strings in them.
-    fn share_labels(&mut self, labels: &Labels) -> Labels;
-    fn share_details(&mut self, details: &Arc<PodDetails>) -> Arc<PodDetails>;
+    fn share_labels(&mut self, labels: &mut Labels);
+    /// Equal details become one, held without the container specs [`PodDetails::finish`]
+    /// has folded into them (see [`PodDetails::drop_specs`]).
+    fn share_details(&mut self, details: &mut Arc<PodDetails>);
 }
 
 /// A PodDisruptionBudget, reduced to what preemption reads.
