@@ -520,7 +520,7 @@ impl Interner for Interned {
             Arc::make_mut(details).drop_specs();
         }
         self.pod_details
-            .share_in_place(details, Arc::clone, self.bulk);
+            .share_by_value(details, Arc::clone, self.bulk);
     }
 }
 
@@ -558,23 +558,28 @@ impl NodeTable {
     /// ones change that copy in place.
     fn edit_staged<R>(&mut self, name: &Str, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
         let mut staged = self.staged.take().unwrap_or_default();
-        // Looked up before any insert: the key is cloned only for a new entry, not at
-        // every pod of the node (its count is a shared cache line).
-        if !staged.contains_key(name) {
-            let info = match self.index.get(name) {
-                Some(&i) => (*self.nodes[i]).clone(),
-                None => self
-                    .orphans
-                    .remove(name)
-                    .unwrap_or_else(|| NodeInfo::empty(name.clone())),
-            };
-            staged.insert(name.clone(), info);
-        }
-        let info = staged
-            .get_mut(name)
-            .expect("a staged entry was just made if there was none");
-        let result = change(info);
-        info.generation += 1;
+        // Looked up by reference: the key is cloned only for a new entry, not at every pod
+        // of the node (its count is a shared cache line).
+        let result = match staged.get_mut(name) {
+            Some(info) => {
+                let result = change(info);
+                info.generation += 1;
+                result
+            }
+            None => {
+                let mut info = match self.index.get(name) {
+                    Some(&i) => (*self.nodes[i]).clone(),
+                    None => self
+                        .orphans
+                        .remove(name)
+                        .unwrap_or_else(|| NodeInfo::empty(name.clone())),
+                };
+                let result = change(&mut info);
+                info.generation += 1;
+                staged.insert(name.clone(), info);
+                result
+            }
+        };
         self.staged = Some(staged);
         result
     }

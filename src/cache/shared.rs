@@ -97,10 +97,21 @@ impl<H: Handle> Shared<H> {
         make: impl FnOnce(&H) -> H,
         remember: bool,
     ) {
-        let remember = remember && self.recent_capacity > 0;
         if remember && self.recall(value) {
             return;
         }
+        self.share_by_value(value, make, remember);
+    }
+
+    /// As [`Shared::share_in_place`] for a `value` whose address was not answered before
+    /// (see [`Shared::recall`]): looked up by value.
+    pub(crate) fn share_by_value(
+        &mut self,
+        value: &mut H,
+        make: impl FnOnce(&H) -> H,
+        remember: bool,
+    ) {
+        let remember = remember && self.recent_capacity > 0;
         let shared = match self.values.get(&*value) {
             Some(shared) => shared.clone(),
             None => {
