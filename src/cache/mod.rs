@@ -524,6 +524,13 @@ impl Interner for Interned {
     }
 }
 
+/// Applies `change` to an entry being edited, which makes it a new generation.
+fn change_entry<R>(info: &mut NodeInfo, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
+    let result = change(info);
+    info.generation += 1;
+    result
+}
+
 impl NodeTable {
     fn get(&self, name: &str) -> Option<&NodeInfo> {
         if let Some(info) = self.staged.as_ref().and_then(|s| s.get(name)) {
@@ -541,15 +548,8 @@ impl NodeTable {
         if self.staged.is_some() {
             return self.edit_staged(name, change);
         }
-        let mut info = match self.index.get(name) {
-            Some(&i) => (*self.nodes[i]).clone(),
-            None => self
-                .orphans
-                .remove(name)
-                .unwrap_or_else(|| NodeInfo::empty(name.clone())),
-        };
-        let result = change(&mut info);
-        info.generation += 1;
+        let mut info = self.entry_to_edit(name);
+        let result = change_entry(&mut info, change);
         self.file(name, info);
         result
     }
@@ -561,27 +561,28 @@ impl NodeTable {
         // Looked up by reference: the key is cloned only for a new entry, not at every pod
         // of the node (its count is a shared cache line).
         let result = match staged.get_mut(name) {
-            Some(info) => {
-                let result = change(info);
-                info.generation += 1;
-                result
-            }
+            Some(info) => change_entry(info, change),
             None => {
-                let mut info = match self.index.get(name) {
-                    Some(&i) => (*self.nodes[i]).clone(),
-                    None => self
-                        .orphans
-                        .remove(name)
-                        .unwrap_or_else(|| NodeInfo::empty(name.clone())),
-                };
-                let result = change(&mut info);
-                info.generation += 1;
+                let mut info = self.entry_to_edit(name);
+                let result = change_entry(&mut info, change);
                 staged.insert(name.clone(), info);
                 result
             }
         };
         self.staged = Some(staged);
         result
+    }
+
+    /// A copy of the entry for `name` to change: the node's, the orphan entry (taken), or
+    /// a new one.
+    fn entry_to_edit(&mut self, name: &Str) -> NodeInfo {
+        match self.index.get(name) {
+            Some(&i) => (*self.nodes[i]).clone(),
+            None => self
+                .orphans
+                .remove(name)
+                .unwrap_or_else(|| NodeInfo::empty(name.clone())),
+        }
     }
 
     /// Files every staged entry and ends the batch.
