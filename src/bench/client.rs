@@ -9,21 +9,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use bytes::{Buf as _, BufMut as _, Bytes};
+use bytes::Bytes;
 use hdrhistogram::Histogram;
 use prost::Message as _;
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Request, Status};
 
 use crate::generate::{self, ClusterSpec};
 use crate::model::Pod;
 use crate::server::{self, ServeConfig, convert, pb};
 use pb::preemption_client::PreemptionClient;
 
+use super::grpc;
 use super::report::{CpuPerOp, Latency, SizeReport, histogram};
 use super::{BenchArgs, Size};
 
@@ -95,15 +94,16 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
     // all allocated before the first reading and kept until after the last.
     let rss_before = probe.rss().await;
     let cpu = probe.cpu();
-    let first = Arc::new(prepared.first);
+    let sync_connection = grpc::Connection::open(addr).await?;
+    let first = prepared.first;
     let t = Instant::now();
-    let response = sync_stream(&channel, first.clone(), "sync nodes+pdbs").await?;
+    let response = sync_stream(&sync_connection, &first, "sync nodes+pdbs").await?;
     let nodes_seconds = t.elapsed().as_secs_f64();
     check_sync(&response, first.len())?;
     let rss_nodes = probe.rss().await;
-    let pods = Arc::new(prepared.pods);
+    let pods = prepared.pods;
     let t = Instant::now();
-    let response = sync_stream(&channel, pods.clone(), "sync pods").await?;
+    let response = sync_stream(&sync_connection, &pods, "sync pods").await?;
     report.sync_pods_seconds = t.elapsed().as_secs_f64();
     check_sync(&response, pods.len())?;
     let rss_pods = probe.rss().await;
@@ -116,7 +116,7 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
         report.rss_bytes_per_pod = after.saturating_sub(nodes) as f64 / report.pods.max(1) as f64;
         report.rss_after_load_bytes = after;
     }
-    drop((first, pods));
+    drop((first, pods, sync_connection));
 
     let cap = args.phase_cap();
     let cpu = probe.cpu();
@@ -196,50 +196,6 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
     Ok(report)
 }
 
-/// A bare HTTP/2 connection as tonic's transport: calls go straight to hyper's
-/// connection task. A `Channel` adds a buffer task and a queue in front of it, which took
-/// ~10% of the update phase's client CPU on its single thread.
-#[derive(Clone)]
-struct BareConnection(hyper::client::conn::http2::SendRequest<tonic::body::Body>);
-
-impl BareConnection {
-    /// Connects and spawns the connection task on the current runtime.
-    async fn open(addr: SocketAddr) -> anyhow::Result<Self> {
-        let stream =
-            tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr))
-                .await
-                .with_context(|| format!("connect to {addr}: timed out"))?
-                .with_context(|| format!("connect to {addr}"))?;
-        stream.set_nodelay(true).context("set TCP_NODELAY")?;
-        let (sender, connection) =
-            hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                .handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .with_context(|| format!("HTTP/2 handshake with {addr}"))?;
-        tokio::spawn(connection);
-        Ok(BareConnection(sender))
-    }
-}
-
-impl tower::Service<http::Request<tonic::body::Body>> for BareConnection {
-    type Response = http::Response<hyper::body::Incoming>;
-    type Error = hyper::Error;
-    type Future = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
-    >;
-
-    fn poll_ready(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
-        Box::pin(self.0.send_request(request))
-    }
-}
-
 async fn connect(addr: SocketAddr) -> anyhow::Result<Channel> {
     endpoint(addr)?
         .connect()
@@ -317,66 +273,18 @@ fn prepare(spec: &ClusterSpec) -> Prepared {
     }
 }
 
-/// Sends pre-encoded `SyncRequest`s as they are and decodes the `SyncResponse`.
-#[derive(Clone, Copy, Default)]
-struct PreEncoded;
-
-impl Codec for PreEncoded {
-    type Encode = Bytes;
-    type Decode = pb::SyncResponse;
-    type Encoder = PreEncoded;
-    type Decoder = PreEncoded;
-
-    fn encoder(&mut self) -> Self::Encoder {
-        PreEncoded
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        PreEncoded
-    }
-}
-
-impl Encoder for PreEncoded {
-    type Item = Bytes;
-    type Error = Status;
-
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        dst.put(item);
-        Ok(())
-    }
-}
-
-impl Decoder for PreEncoded {
-    type Item = pb::SyncResponse;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<pb::SyncResponse>, Status> {
-        let response = pb::SyncResponse::decode(src.copy_to_bytes(src.remaining()))
-            .map_err(|e| Status::internal(format!("decode sync response: {e}")))?;
-        Ok(Some(response))
-    }
-}
-
 async fn sync_stream(
-    channel: &Channel,
-    items: Arc<Vec<Bytes>>,
+    connection: &grpc::Connection,
+    items: &[Bytes],
     label: &str,
 ) -> anyhow::Result<pb::SyncResponse> {
     let progress = Progress::start(label, items.len() as u64);
-    let done = progress.done.clone();
-    let total = items.len();
-    let stream = tokio_stream::iter((0..total).map(move |i| {
-        done.fetch_add(1, Ordering::Relaxed);
-        items[i].clone()
-    }));
-    let mut grpc = tonic::client::Grpc::new(channel.clone());
-    grpc.ready().await.context("sync: channel not ready")?;
-    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/preemptd.v1.Preemption/Sync");
-    let response = grpc
-        .client_streaming(Request::new(stream), path, PreEncoded)
+    let response = connection
+        .client_streaming("/preemptd.v1.Preemption/Sync", items, &progress.done)
         .await;
     progress.finish();
-    Ok(response.context("sync")?.into_inner())
+    let response = response.context("sync")?;
+    pb::SyncResponse::decode(response).context("sync response")
 }
 
 fn check_sync(response: &pb::SyncResponse, sent: usize) -> anyhow::Result<()> {
@@ -476,12 +384,12 @@ async fn preempt_phase(
 /// Unary `UpdatePod` calls rewriting a label of existing bound pods (each call a newer
 /// resource_version), at a fixed concurrency.
 ///
-/// The calls run on a single-threaded runtime of their own, over bare HTTP/2 connections
-/// of their own ([`BareConnection`]): on a multi-threaded one each call hops between
-/// client threads several times (the channel's buffer task, the connection task, the
-/// caller), and on two cores shared with the server those hops cost the client more CPU
-/// than the server spends on the call, which then measures the client rather than the
-/// server.
+/// The calls run on a single-threaded runtime of their own, over HTTP/2 connections of
+/// their own driven by each calling task ([`grpc::Connection`]), with requests encoded
+/// before the phase: on a multi-threaded runtime, or through tonic's client, each call
+/// hops between tasks and threads, and on two cores shared with the server that cost
+/// the client as much CPU as the server spends on the call, which then measures the
+/// client rather than the server.
 async fn update_phase(
     addr: SocketAddr,
     sample: &[pb::Pod],
@@ -492,19 +400,20 @@ async fn update_phase(
     if sample.is_empty() || count == 0 {
         return Ok(Latency::default());
     }
-    let sample = Arc::new(sample.to_vec());
+    let sample = sample.to_vec();
     let progress = Progress::start("update pod", count);
     let done = progress.done.clone();
     let (reply, result) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("bench-update".to_string())
         .spawn(move || {
+            let requests = Arc::new(encode_updates(&sample, count));
             let result = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .context("start the update runtime")
                 .and_then(|runtime| {
-                    runtime.block_on(update_calls(addr, sample, count, concurrency, cap, done))
+                    runtime.block_on(update_calls(addr, requests, concurrency, cap, done))
                 });
             let _ = reply.send(result);
         })
@@ -514,10 +423,31 @@ async fn update_phase(
     Ok(latency)
 }
 
+/// Every call's request, encoded before the calls start (as the `Sync` load's are), so
+/// the client's work while they run is the calls themselves: the `i`th rewrites the
+/// `bench-update` label of sample pod `i % len` at a resource_version `i / len + 1`
+/// newer.
+fn encode_updates(sample: &[pb::Pod], count: u64) -> Vec<Bytes> {
+    let len = sample.len() as u64;
+    (0..count)
+        .into_par_iter()
+        .map(|i| {
+            let round = i / len;
+            let mut pod = sample[(i % len) as usize].clone();
+            pod.resource_version += round + 1;
+            pod.labels
+                .insert("bench-update".to_string(), (round + 1).to_string());
+            let request = pb::UpdatePodRequest {
+                change: Some(pb::update_pod_request::Change::Upsert(pod)),
+            };
+            grpc::frame(&request.encode_to_vec())
+        })
+        .collect()
+}
+
 async fn update_calls(
     addr: SocketAddr,
-    sample: Arc<Vec<pb::Pod>>,
-    count: u64,
+    requests: Arc<Vec<Bytes>>,
     concurrency: usize,
     cap: Duration,
     done: Arc<AtomicU64>,
@@ -525,36 +455,32 @@ async fn update_calls(
     let connections = UPDATE_CONNECTIONS.min(concurrency);
     let mut channels = Vec::with_capacity(connections);
     for _ in 0..connections {
-        channels.push(BareConnection::open(addr).await?);
+        channels.push(grpc::Connection::open(addr).await?);
     }
-    let origin: http::Uri = format!("http://{addr}").parse().context("server address")?;
     let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let deadline = started + cap;
     let workers: Vec<JoinHandle<anyhow::Result<Histogram<u64>>>> = (0..concurrency)
         .map(|w| {
-            let mut client =
-                PreemptionClient::with_origin(channels[w % connections].clone(), origin.clone());
-            let (next, sample, done) = (next.clone(), sample.clone(), done.clone());
+            let connection = channels[w % connections].clone();
+            let (next, requests, done) = (next.clone(), requests.clone(), done.clone());
             tokio::spawn(async move {
                 let mut hist = histogram();
                 loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= count || Instant::now() >= deadline {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    let Some(request) = requests.get(i) else {
+                        break;
+                    };
+                    if Instant::now() >= deadline {
                         break;
                     }
-                    let len = sample.len() as u64;
-                    let round = i / len;
-                    let mut pod = sample[(i % len) as usize].clone();
-                    pod.resource_version += round + 1;
-                    pod.labels
-                        .insert("bench-update".to_string(), (round + 1).to_string());
-                    let req = pb::UpdatePodRequest {
-                        change: Some(pb::update_pod_request::Change::Upsert(pod)),
-                    };
                     let t = Instant::now();
-                    client.update_pod(req).await.context("update pod")?;
+                    let response = connection
+                        .unary("/preemptd.v1.Preemption/UpdatePod", request.clone())
+                        .await
+                        .context("update pod")?;
                     hist.saturating_record(t.elapsed().as_micros() as u64);
+                    pb::UpdatePodResponse::decode(response).context("update pod response")?;
                     done.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(hist)

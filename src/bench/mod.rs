@@ -11,6 +11,7 @@
 //! loopback addresses are accepted.
 
 mod client;
+mod grpc;
 mod report;
 
 use std::net::SocketAddr;

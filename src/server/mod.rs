@@ -9,6 +9,7 @@ pub mod errors;
 pub mod memo;
 mod middleware;
 mod probe;
+mod routes;
 mod service;
 pub mod wire;
 
@@ -243,18 +244,20 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     };
 
     let (tx, rx) = oneshot::channel::<()>();
-    let router = Server::builder()
+    let routes = routes::Routes::new(preemption)
+        .add(health_service)
+        .add(reflection_v1)
+        .add(reflection_v1alpha);
+    let server = Server::builder()
         .http2_keepalive_interval(config.keepalive_interval)
         .http2_keepalive_timeout(Some(config.keepalive_timeout))
-        .layer(middleware::RpcLayer::new(config.rpc_timeout))
-        .add_service(health_service)
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .add_service(preemption);
-    let task = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
-        // A dropped sender also means shut down.
-        let _ = rx.await;
-    }));
+        .layer(middleware::RpcLayer::new(config.rpc_timeout));
+    let task = tokio::spawn(
+        server.serve_with_incoming_shutdown(routes, incoming, async {
+            // A dropped sender also means shut down.
+            let _ = rx.await;
+        }),
+    );
 
     health.set_service_status("", ServingStatus::Serving).await;
     health
