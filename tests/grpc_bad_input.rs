@@ -657,3 +657,34 @@ async fn undecodable_update_pod_requests_get_the_error_prost_gives_and_change_no
     .await
     .expect("test timed out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_of_unknown_services_and_methods_are_unimplemented_and_change_nothing() {
+    timeout(TEST_TIMEOUT, async {
+        let (server, mut client) = start().await;
+        upsert_node(&mut client, node("n1", "4")).await;
+        let baseline = observe(&mut client).await;
+        let mut grpc = tonic::client::Grpc::new(channel(&server).await);
+        for path in [
+            "/preemptd.v1.Nope/UpdatePod",
+            "/preemptd.v1.PreemptionX/UpdatePod",
+            "/preemptd.v1.Preemption/Nope",
+            "/grpc.health.v1.Health/Nope",
+            "/nope",
+        ] {
+            grpc.ready().await.expect("channel ready");
+            let status = grpc
+                .unary::<pb::ListNominationsRequest, pb::ListNominationsResponse, _>(
+                    tonic::Request::new(pb::ListNominationsRequest {}),
+                    path.parse().expect("path"),
+                    tonic_prost::ProstCodec::default(),
+                )
+                .await
+                .expect_err("unimplemented");
+            assert_eq!(status.code(), Code::Unimplemented, "{path}");
+        }
+        assert_eq!(observe(&mut client).await, baseline);
+    })
+    .await
+    .expect("test timed out");
+}
