@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,7 @@ use tracing::Instrument as _;
 
 use super::errors::ApiError;
 use crate::ops;
+use crate::ops::metrics::RpcMetrics;
 
 /// `(service, method)` label values for the methods this server knows; anything else is
 /// `unknown` so clients cannot grow the metrics' label sets.
@@ -60,17 +61,42 @@ fn known_methods() -> &'static HashMap<String, (&'static str, &'static str)> {
     })
 }
 
+/// Every known method's metrics by path, and those of all other paths.
+struct Methods {
+    by_path: HashMap<&'static str, Arc<RpcMetrics>>,
+    unknown: Arc<RpcMetrics>,
+}
+
+impl Methods {
+    fn of(&self, path: &str) -> &Arc<RpcMetrics> {
+        self.by_path.get(path).unwrap_or(&self.unknown)
+    }
+}
+
 /// Builds the layer; `timeout` bounds every call's wait for its response head.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct RpcLayer {
     timeout: Option<Duration>,
+    methods: Arc<Methods>,
 }
 
 impl RpcLayer {
+    /// Resolves every method's metric series with the recorder installed now.
     pub fn new(timeout: Option<Duration>) -> Self {
-        // Decode the descriptor sets now, not on the first call.
-        known_methods();
-        RpcLayer { timeout }
+        let by_path = known_methods()
+            .iter()
+            .map(|(path, &(service, method))| {
+                (path.as_str(), Arc::new(RpcMetrics::new(service, method)))
+            })
+            .collect();
+        let methods = Methods {
+            by_path,
+            unknown: Arc::new(RpcMetrics::new("unknown", "unknown")),
+        };
+        RpcLayer {
+            timeout,
+            methods: Arc::new(methods),
+        }
     }
 }
 
@@ -81,14 +107,16 @@ impl<S> Layer<S> for RpcLayer {
         Rpc {
             inner,
             timeout: self.timeout,
+            methods: self.methods.clone(),
         }
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Rpc<S> {
     inner: S,
     timeout: Option<Duration>,
+    methods: Arc<Methods>,
 }
 
 /// The client-streaming bulk load, exempt from the server's default rpc timeout.
@@ -143,15 +171,15 @@ fn status_of(headers: &http::HeaderMap) -> Option<Code> {
 /// Records the end of a call once: metrics, the span's status, a debug line.
 struct Finish {
     span: tracing::Span,
-    service: &'static str,
-    method: &'static str,
+    metrics: Arc<RpcMetrics>,
     start: Instant,
 }
 
 impl Finish {
     fn finish(self, code: Code) {
         let elapsed = self.start.elapsed();
-        ops::metrics::rpc_handled(self.service, self.method, code_label(code), elapsed);
+        self.metrics
+            .handled(code as usize, code_label(code), elapsed);
         self.span.record("rpc.grpc.status_code", code as i32);
         if code != Code::Ok {
             self.span.record("otel.status_code", "ERROR");
@@ -186,10 +214,8 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
 
         let path = request.uri().path();
-        let (service, method) = known_methods()
-            .get(path)
-            .copied()
-            .unwrap_or(("unknown", "unknown"));
+        let metrics = self.methods.of(path).clone();
+        let (service, method) = (metrics.service(), metrics.method());
         let span = tracing::info_span!(
             "rpc",
             otel.name = %format_args!("{service}/{method}"),
@@ -201,7 +227,7 @@ where
             rpc.grpc.status_code = tracing::field::Empty,
         );
         ops::telemetry::set_remote_parent(&span, request.headers());
-        ops::metrics::rpc_started(service, method);
+        metrics.started();
         let timeout = request
             .headers()
             .get("grpc-timeout")
@@ -214,8 +240,7 @@ where
             .min();
         let finish = Finish {
             span: span.clone(),
-            service,
-            method,
+            metrics,
             start: Instant::now(),
         };
         Box::pin(
