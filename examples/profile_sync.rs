@@ -115,28 +115,35 @@ fn main() {
 
 /// Receives a chunk's items one by one, as the receiving task does.
 #[inline(never)]
-fn receive_chunk(chunk: &[Bytes], memo: &mut ConvertMemo, decode_with_prost: bool) -> Vec<Pod> {
+fn receive_chunk(
+    chunk: &[Bytes],
+    memo: &mut ConvertMemo,
+    decode_with_prost: bool,
+) -> Vec<triomphe::Arc<Pod>> {
     chunk
         .iter()
         .map(|bytes| {
+            // The receiving task hands the applier each pod in its final allocation.
             if decode_with_prost {
-                return receive_with_prost(bytes, memo);
+                return triomphe::Arc::new(receive_with_prost(bytes, memo));
             }
             let request = SyncRequestWire::decode(bytes.clone()).expect("encoded above");
             let Some(WireItem::Pod(encoding)) = request.item else {
                 unreachable!("only pods were encoded")
             };
-            match wire::receive_pod(encoding, memo).expect("encoded above") {
-                ReceivedPod::Upserted(pod) => pod.expect("generated pods are valid"),
-                // A pod with fields the wire reader leaves to prost.
-                ReceivedPod::Decoded(request) => match request.change {
-                    Some(pb::update_pod_request::Change::Upsert(pod)) => {
-                        convert::pod_with_memo("upsert", &pod, memo)
-                            .expect("generated pods are valid")
-                    }
-                    _ => unreachable!("only upserts were encoded"),
+            triomphe::Arc::new(
+                match wire::receive_pod(encoding, memo).expect("encoded above") {
+                    ReceivedPod::Upserted(pod) => pod.expect("generated pods are valid"),
+                    // A pod with fields the wire reader leaves to prost.
+                    ReceivedPod::Decoded(request) => match request.change {
+                        Some(pb::update_pod_request::Change::Upsert(pod)) => {
+                            convert::pod_with_memo("upsert", &pod, memo)
+                                .expect("generated pods are valid")
+                        }
+                        _ => unreachable!("only upserts were encoded"),
+                    },
                 },
-            }
+            )
         })
         .collect()
 }
@@ -154,7 +161,7 @@ fn receive_with_prost(bytes: &[u8], memo: &mut ConvertMemo) -> Pod {
 
 /// Inserts a chunk's pods as one batch, as the applier does.
 #[inline(never)]
-fn apply_chunk(cache: &ClusterCache, pods: Vec<Pod>) {
+fn apply_chunk(cache: &ClusterCache, pods: Vec<triomphe::Arc<Pod>>) {
     for result in cache.upsert_pods(pods) {
         result.expect("generated pods do not conflict");
     }

@@ -963,10 +963,13 @@ impl ClusterCache {
 
     /// Inserts or replaces a pod. Succeeded/Failed pods are removed (the scheduler never
     /// sees them).
-    fn put_pod(&self, table: &mut Table<'_>, mut pod: Pod) -> Result<PodUpsert, CacheError> {
-        // First, so the indexes below hold the shared strings too.
-        table.compact_pod(&mut pod);
-        let pod = Arc::new(pod);
+    ///
+    /// The pod comes in its final allocation (its only handle), so a bulk load allocates
+    /// and first touches it on the thread that converted it rather than the applier's.
+    fn put_pod(&self, table: &mut Table<'_>, mut pod: Arc<Pod>) -> Result<PodUpsert, CacheError> {
+        // First, so the indexes below hold the shared strings too. (Never copies: the
+        // callers hand over the only handle.)
+        table.compact_pod(Arc::make_mut(&mut pod));
         let slots = self.pods.slots(&pod);
         if let Some(existing) = slots.by_name()
             && existing.uid() != pod.uid()
@@ -1030,12 +1033,16 @@ impl ClusterCache {
         })
     }
 
-    pub fn upsert_pod(&self, pod: Pod) -> Result<UpdateOutcome, CacheError> {
+    pub fn upsert_pod(&self, pod: impl Into<Arc<Pod>>) -> Result<UpdateOutcome, CacheError> {
         self.upsert_pod_with_nominations(pod).map(|u| u.outcome)
     }
 
     /// As [`ClusterCache::upsert_pod`], saying too how the pod's nomination moved.
-    pub fn upsert_pod_with_nominations(&self, pod: Pod) -> Result<PodUpsert, CacheError> {
+    pub fn upsert_pod_with_nominations(
+        &self,
+        pod: impl Into<Arc<Pod>>,
+    ) -> Result<PodUpsert, CacheError> {
+        let pod = pod.into();
         let mut table = self.table.lock();
         self.put_pod(&mut table, pod)
     }
@@ -1044,15 +1051,15 @@ impl ClusterCache {
     /// `upsert_pod_with_nominations` would give each. Bulk loads use it: every node entry a
     /// batch touches is copied once (pods, label index, levels) instead of once per pod,
     /// which dominates a load.
-    pub fn upsert_pods(
+    pub fn upsert_pods<P: Into<Arc<Pod>>>(
         &self,
-        pods: impl IntoIterator<Item = Pod>,
+        pods: impl IntoIterator<Item = P>,
     ) -> Vec<Result<PodUpsert, CacheError>> {
         let mut table = self.table.lock();
         table.staged = Some(hashbrown::HashMap::new());
         let results = pods
             .into_iter()
-            .map(|pod| self.put_pod(&mut table, pod))
+            .map(|pod| self.put_pod(&mut table, pod.into()))
             .collect();
         table.unstage();
         results
@@ -1239,7 +1246,7 @@ impl ClusterCache {
                 },
             );
             let node = pod.node_name.clone().unwrap_or_else(|| Str::from(""));
-            if self.put_pod(&mut table, pod).is_ok() {
+            if self.put_pod(&mut table, Arc::new(pod)).is_ok() {
                 changes.push(CommitChange::VictimMarked {
                     pod: victim.clone(),
                     node,
@@ -1252,7 +1259,7 @@ impl ClusterCache {
             };
             let mut pod = (*held).clone();
             pod.nominated_node_name = None;
-            if self.put_pod(&mut table, pod).is_ok() {
+            if self.put_pod(&mut table, Arc::new(pod)).is_ok() {
                 changes.push(CommitChange::NominationCleared {
                     pod: cleared.clone(),
                     node: commit.node.clone(),
@@ -1270,7 +1277,7 @@ impl ClusterCache {
             priority: preemptor.priority,
             node: commit.node.clone(),
         };
-        if self.put_pod(&mut table, preemptor).is_ok() {
+        if self.put_pod(&mut table, Arc::new(preemptor)).is_ok() {
             changes.push(CommitChange::Nominated(nomination));
         }
         Ok((changes, self.revision()))
@@ -1287,7 +1294,7 @@ impl ClusterCache {
         let node = node.clone();
         let mut pod = (*held).clone();
         pod.nominated_node_name = None;
-        self.put_pod(&mut table, pod).ok()?;
+        self.put_pod(&mut table, Arc::new(pod)).ok()?;
         Some((held.pod_ref(), node))
     }
 }

@@ -225,13 +225,12 @@ fn decode_inline<T>(
 }
 
 /// An item after conversion (done in parallel, before anything is applied).
-// Most items of a load are pods, so boxing the large variant would only add an
-// allocation per item.
-#[allow(clippy::large_enum_variant)]
 enum Prepared {
     Missing,
     Node(Result<Change<Node>, ApiError>),
-    Pod(Result<Change<Pod>, ApiError>),
+    /// In its final allocation: made (and first touched) on the receiving thread, which
+    /// has time to spare, rather than by the applier, which bounds a load.
+    Pod(Result<Change<PodArc>, ApiError>),
     Pdb(Result<Change<PodDisruptionBudget>, ApiError>),
 }
 
@@ -245,6 +244,13 @@ enum Received {
 enum Change<T> {
     Upsert(T),
     Delete(pb::ObjectRef),
+}
+
+/// The cache's handle of a pod.
+type PodArc = triomphe::Arc<Pod>;
+
+fn upsert_pod(pod: Pod) -> Change<PodArc> {
+    Change::Upsert(PodArc::new(pod))
 }
 
 /// Converts a received item, except a JSON document: its parse has no size bound, so it
@@ -262,7 +268,7 @@ fn prepare_on_receive(
         Some(WireItem::Pdb(r)) => Some(Item::Pdb(r)),
         Some(WireItem::Pod(encoding)) => match wire::receive_pod(encoding, memo) {
             Ok(ReceivedPod::Upserted(pod)) => {
-                return Ok(Received::Converted(Prepared::Pod(pod.map(Change::Upsert))));
+                return Ok(Received::Converted(Prepared::Pod(pod.map(upsert_pod))));
             }
             Ok(ReceivedPod::Decoded(request)) => Some(Item::Pod(*request)),
             // As tonic answers a message it cannot decode.
@@ -310,10 +316,10 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
         Some(Item::Pod(r)) => Prepared::Pod(match r.change {
             None => Err(missing_change()),
             Some(pb::update_pod_request::Change::Upsert(p)) => {
-                convert::pod_with_memo("upsert", &p, memo).map(Change::Upsert)
+                convert::pod_with_memo("upsert", &p, memo).map(upsert_pod)
             }
             Some(pb::update_pod_request::Change::UpsertJson(text)) => {
-                decode_inline("upsert_json", &text, decode::decode_pod).map(Change::Upsert)
+                decode_inline("upsert_json", &text, decode::decode_pod).map(upsert_pod)
             }
             Some(pb::update_pod_request::Change::Delete(r)) => Ok(Change::Delete(r)),
         }),
@@ -358,7 +364,7 @@ impl State {
     fn apply_sync_chunk(&self, chunk: Vec<Received>, tally: &mut Tally) {
         let _sync = self.sync.lock();
         let mut events = Vec::new();
-        let mut batch: Vec<Pod> = Vec::new();
+        let mut batch: Vec<PodArc> = Vec::new();
         for item in chunk {
             let item = match item {
                 Received::Converted(item) => item,
@@ -397,7 +403,7 @@ impl State {
     }
 
     /// Upserts the batched pods, with their nomination events appended to `events`.
-    fn flush_pod_batch(&self, batch: &mut Vec<Pod>, tally: &mut Tally, events: &mut Vec<Event>) {
+    fn flush_pod_batch(&self, batch: &mut Vec<PodArc>, tally: &mut Tally, events: &mut Vec<Event>) {
         if batch.is_empty() {
             return;
         }
@@ -432,7 +438,7 @@ impl State {
 
     /// As `UpdatePod`, with the nomination events appended to `events` (the caller holds
     /// the ordering lock and publishes them).
-    fn sync_pod(&self, change: Change<Pod>, events: &mut Vec<Event>) -> Result<bool, ApiError> {
+    fn sync_pod(&self, change: Change<PodArc>, events: &mut Vec<Event>) -> Result<bool, ApiError> {
         let outcome: UpdateOutcome = match change {
             Change::Delete(r) => {
                 delete_name(&r)?;
