@@ -227,11 +227,13 @@ fn decode_inline<T>(
 /// An item after conversion (done in parallel, before anything is applied).
 enum Prepared {
     Missing,
-    Node(Result<Change<Node>, ApiError>),
-    /// In its final allocation: made (and first touched) on the receiving thread, which
-    /// has time to spare, rather than by the applier, which bounds a load.
+    /// Boxed, as the budgets: a load's items are nearly all pods, and every item moves
+    /// through the queue at the size of the largest variant.
+    Node(Box<Result<Change<Node>, ApiError>>),
+    /// In its final allocation, made (and first touched) on the receiving thread: the
+    /// applier, the slower stage of a load, only links it in.
     Pod(Result<Change<PodArc>, ApiError>),
-    Pdb(Result<Change<PodDisruptionBudget>, ApiError>),
+    Pdb(Box<Result<Change<PodDisruptionBudget>, ApiError>>),
 }
 
 /// An item as the receiving task hands it to the applier.
@@ -303,7 +305,7 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
     use pb::sync_request::Item;
     match request.item {
         None => Prepared::Missing,
-        Some(Item::Node(r)) => Prepared::Node(match r.change {
+        Some(Item::Node(r)) => Prepared::Node(Box::new(match r.change {
             None => Err(missing_change()),
             Some(pb::update_node_request::Change::Upsert(n)) => {
                 convert::node("upsert", &n).map(Change::Upsert)
@@ -312,7 +314,7 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
                 decode_inline("upsert_json", &text, decode::decode_node).map(Change::Upsert)
             }
             Some(pb::update_node_request::Change::Delete(r)) => Ok(Change::Delete(r)),
-        }),
+        })),
         Some(Item::Pod(r)) => Prepared::Pod(match r.change {
             None => Err(missing_change()),
             Some(pb::update_pod_request::Change::Upsert(p)) => {
@@ -323,7 +325,7 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
             }
             Some(pb::update_pod_request::Change::Delete(r)) => Ok(Change::Delete(r)),
         }),
-        Some(Item::Pdb(r)) => Prepared::Pdb(match r.change {
+        Some(Item::Pdb(r)) => Prepared::Pdb(Box::new(match r.change {
             None => Err(missing_change()),
             Some(pb::update_pod_disruption_budget_request::Change::Upsert(b)) => {
                 convert::pdb("upsert", &b).map(Change::Upsert)
@@ -334,7 +336,7 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
             Some(pb::update_pod_disruption_budget_request::Change::Delete(r)) => {
                 Ok(Change::Delete(r))
             }
-        }),
+        })),
     }
 }
 
@@ -387,14 +389,14 @@ impl State {
                     )),
                 ),
                 Prepared::Node(change) => {
-                    tally.record(Some(Kind::Node), change.and_then(|c| self.sync_node(c)))
+                    tally.record(Some(Kind::Node), (*change).and_then(|c| self.sync_node(c)))
                 }
                 Prepared::Pod(change) => {
                     let result = change.and_then(|c| self.sync_pod(c, &mut events));
                     tally.record(Some(Kind::Pod), result)
                 }
                 Prepared::Pdb(change) => {
-                    tally.record(Some(Kind::Pdb), change.and_then(|c| self.sync_pdb(c)))
+                    tally.record(Some(Kind::Pdb), (*change).and_then(|c| self.sync_pdb(c)))
                 }
             }
         }
