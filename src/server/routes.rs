@@ -1,7 +1,7 @@
 //! Routes each call to its service by the service name in its path: a comparison of
 //! prefixes, in place of tonic's router (an axum `Router` matching every path against a
-//! tree of routes and wrapping each response), which took ~5% of the server's CPU on a
-//! unary `UpdatePod`.
+//! tree of routes and wrapping each response), which took ~4% of the server's
+//! instructions on a unary `UpdatePod` (callgrind: 74.3k → 71.3k a call).
 
 use std::convert::Infallible;
 use std::task::{Context, Poll};
