@@ -688,3 +688,159 @@ async fn calls_of_unknown_services_and_methods_are_unimplemented_and_change_noth
     .await
     .expect("test timed out");
 }
+
+/// The status of a call of `path` whose request body is `body`, sent as it is in
+/// `frames` (each an HTTP/2 DATA frame), with `headers` besides the usual ones.
+async fn raw_call(
+    server: &preemptd::server::RunningServer,
+    path: &str,
+    headers: &[(&'static str, &'static str)],
+    frames: &[&[u8]],
+) -> (Code, String, Option<String>) {
+    let stream = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    let (send, connection) = h2::client::handshake(stream).await.expect("handshake");
+    tokio::spawn(connection);
+    let mut send = send.ready().await.expect("ready");
+    let mut request = http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{}{path}", server.local_addr()))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let (response, mut body) = send
+        .send_request(request.body(()).expect("request"), false)
+        .expect("send headers");
+    for frame in frames {
+        body.send_data(bytes::Bytes::copy_from_slice(frame), false)
+            .expect("send data");
+    }
+    body.send_data(bytes::Bytes::new(), true).expect("end");
+    let response = response.await.expect("response");
+    let head = response.headers().clone();
+    let mut body = response.into_body();
+    while let Some(data) = body.data().await {
+        data.expect("response data");
+    }
+    let trailers = body.trailers().await.expect("trailers").unwrap_or_default();
+    // A trailers-only answer carries its status in the head.
+    let status_in = if head.contains_key("grpc-status") {
+        &head
+    } else {
+        &trailers
+    };
+    let text = |name: &str| {
+        status_in
+            .get(name)
+            .map(|v| v.to_str().expect("ascii").to_string())
+    };
+    let code = Code::from_bytes(text("grpc-status").expect("grpc-status").as_bytes());
+    let message = text("grpc-message").unwrap_or_default();
+    (code, message, text("grpc-accept-encoding"))
+}
+
+/// `message` in gRPC framing, with `flag` as its compressed flag.
+fn grpc_frame(flag: u8, message: &[u8]) -> Vec<u8> {
+    let mut out = vec![flag];
+    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    out.extend_from_slice(message);
+    out
+}
+
+/// A malformed call: its name, extra headers, body frames and the code tonic answers.
+type RawCase<'a> = (
+    &'a str,
+    &'a [(&'static str, &'static str)],
+    Vec<&'a [u8]>,
+    Code,
+);
+
+/// `UpdatePod` and `Sync` are read straight from the request body, every other method
+/// by tonic: for the same malformed call, they answer alike, and nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_directly_read_methods_fail_malformed_calls_as_tonic_does() {
+    timeout(TEST_TIMEOUT, async {
+        let mut config = loopback_config();
+        config.max_message_bytes = MAX_MESSAGE_BYTES;
+        let (server, mut client) = start_with(config).await;
+        upsert_node(&mut client, node("n1", "4")).await;
+        let baseline = observe(&mut client).await;
+
+        let whole = grpc_frame(0, b"");
+        let short = grpc_frame(0, b"abc");
+        let oversize = grpc_frame(0, &vec![0; MAX_MESSAGE_BYTES + 1]);
+        let no_headers: &[(&str, &str)] = &[];
+        let gzip: &[(&str, &str)] = &[("grpc-encoding", "gzip")];
+        let cases: Vec<RawCase> = vec![
+            ("no message", no_headers, vec![], Code::Internal),
+            (
+                "truncated header",
+                no_headers,
+                vec![&whole[..3]],
+                Code::Internal,
+            ),
+            (
+                "truncated message",
+                no_headers,
+                vec![&short[..6]],
+                Code::Internal,
+            ),
+            (
+                "compressed flag",
+                no_headers,
+                vec![&[1, 0, 0, 0, 0]],
+                Code::Internal,
+            ),
+            (
+                "invalid flag",
+                no_headers,
+                vec![&[7, 0, 0, 0, 0]],
+                Code::Internal,
+            ),
+            (
+                "over the size limit",
+                no_headers,
+                vec![&oversize],
+                Code::OutOfRange,
+            ),
+            (
+                "compressed content",
+                gzip,
+                vec![&whole],
+                Code::Unimplemented,
+            ),
+        ];
+        for (name, headers, frames, code) in cases {
+            let tonic_answer = raw_call(
+                &server,
+                "/preemptd.v1.Preemption/UpdateNode",
+                headers,
+                &frames,
+            )
+            .await;
+            assert_eq!(tonic_answer.0, code, "{name}: UpdateNode {tonic_answer:?}");
+            for path in [
+                "/preemptd.v1.Preemption/UpdatePod",
+                "/preemptd.v1.Preemption/Sync",
+            ] {
+                let (code, message, accept) = raw_call(&server, path, headers, &frames).await;
+                // A stream of no message is a valid (empty) Sync; every other case fails.
+                if name == "no message" && path.ends_with("/Sync") {
+                    assert_eq!(code, Code::Ok, "{name}: {path}");
+                    continue;
+                }
+                assert_eq!(
+                    (code, message, accept),
+                    tonic_answer,
+                    "{name}: {path} answers unlike tonic"
+                );
+            }
+        }
+        assert_eq!(observe(&mut client).await, baseline);
+    })
+    .await
+    .expect("test timed out");
+}

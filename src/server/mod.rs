@@ -5,6 +5,7 @@
 //! [`RunningServer`] with the bound address (tests bind `127.0.0.1:0`).
 
 pub mod convert;
+mod direct;
 pub mod errors;
 pub mod memo;
 mod middleware;
@@ -245,6 +246,10 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
 
     let (tx, rx) = oneshot::channel::<()>();
     let routes = routes::Routes::new(preemption)
+        .direct(direct::DirectCalls::new(
+            state.clone(),
+            config.max_message_bytes,
+        ))
         .add(health_service)
         .add(reflection_v1)
         .add(reflection_v1alpha);

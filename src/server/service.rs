@@ -29,7 +29,7 @@ use super::memo::ConvertMemo;
 use super::pb;
 use super::wire;
 
-mod sync;
+pub(super) mod sync;
 
 /// Documents larger than this are decoded on the blocking pool (parsing a large JSON
 /// document takes well over the async threads' budget).
@@ -40,7 +40,7 @@ const OPTIMISTIC_ATTEMPTS: u32 = 4;
 
 /// Values a thread's unary `UpdatePod` calls recently converted. Updates of the pods of
 /// one template carry the same details and label sets: converted once, then looked up.
-const UNARY_MEMO_CAPACITY: usize = 1 << 10;
+const UNARY_MEMO_CAPACITY: usize = 1 << 13;
 
 thread_local! {
     static UNARY_MEMO: std::cell::RefCell<ConvertMemo> =
@@ -324,6 +324,64 @@ fn change_event(change: CommitChange) -> Event {
 }
 
 /// `UpdatePod`'s answer to an update of a pod sent at `incoming` resource version.
+/// `UpdatePod` from its request's encoding (for tonic's service and `direct`).
+pub(super) async fn update_pod_encoded(
+    state: &State,
+    encoding: bytes::Bytes,
+) -> Result<pb::UpdatePodResponse, Status> {
+    state.check_running()?;
+    let received = UNARY_MEMO
+        .with_borrow_mut(|memo| wire::read_update_pod(encoding, memo))
+        // As tonic reports a request prost cannot decode.
+        .map_err(|error| ApiError::Undecodable(error.to_string()))?;
+    let change = match received {
+        wire::ReceivedPod::Upserted(pod) => {
+            let pod = pod?;
+            let rv = pod.resource_version;
+            let outcome = state.upsert_pod(pod)?;
+            return Ok(pod_response(state, outcome, rv));
+        }
+        wire::ReceivedPod::Decoded(request) => request.change,
+    };
+    use pb::update_pod_request::Change;
+    let (outcome, incoming) = match change {
+        None => return Err(missing_change().into()),
+        Some(Change::Upsert(p)) => {
+            let pod = convert::pod("upsert", &p)?;
+            let rv = pod.resource_version;
+            (state.upsert_pod(pod)?, rv)
+        }
+        Some(Change::UpsertJson(text)) => {
+            let pod = decode_json("upsert_json", text, decode::decode_pod).await?;
+            let rv = pod.resource_version;
+            (state.upsert_pod(pod)?, rv)
+        }
+        Some(Change::Delete(r)) => {
+            delete_name(&r)?;
+            let uid = r.uid.as_deref().filter(|u| !u.is_empty());
+            (
+                state.delete_pod(namespace_or_default(&r.namespace), &r.name, uid)?,
+                0,
+            )
+        }
+    };
+    Ok(pod_response(state, outcome, incoming))
+}
+
+/// `Sync` over `messages` (tonic's stream or `direct`'s), one of at most the configured
+/// number at a time.
+pub(super) async fn sync_stream(
+    state: Arc<State>,
+    messages: impl sync::Messages,
+) -> Result<pb::SyncResponse, Status> {
+    let _permit = state
+        .sync_permits
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| ApiError::too_many_sync_streams(state.sync_limit))?;
+    sync::run(state, messages).await
+}
+
 fn pod_response(state: &State, outcome: UpdateOutcome, incoming: u64) -> pb::UpdatePodResponse {
     pb::UpdatePodResponse {
         applied: outcome.applied,
@@ -427,45 +485,10 @@ impl pb::preemption_server::Preemption for PreemptionService {
         &self,
         request: Request<wire::UpdatePodRequestWire>,
     ) -> Result<Response<pb::UpdatePodResponse>, Status> {
-        let state = &self.state;
-        state.check_running()?;
         let encoding = request.into_inner().encoding;
-        let received = UNARY_MEMO
-            .with_borrow_mut(|memo| wire::read_update_pod(encoding, memo))
-            // As tonic reports a request prost cannot decode.
-            .map_err(|error| ApiError::Undecodable(error.to_string()))?;
-        let change = match received {
-            wire::ReceivedPod::Upserted(pod) => {
-                let pod = pod?;
-                let rv = pod.resource_version;
-                let outcome = state.upsert_pod(pod)?;
-                return Ok(Response::new(pod_response(state, outcome, rv)));
-            }
-            wire::ReceivedPod::Decoded(request) => request.change,
-        };
-        use pb::update_pod_request::Change;
-        let (outcome, incoming) = match change {
-            None => return Err(missing_change().into()),
-            Some(Change::Upsert(p)) => {
-                let pod = convert::pod("upsert", &p)?;
-                let rv = pod.resource_version;
-                (state.upsert_pod(pod)?, rv)
-            }
-            Some(Change::UpsertJson(text)) => {
-                let pod = decode_json("upsert_json", text, decode::decode_pod).await?;
-                let rv = pod.resource_version;
-                (state.upsert_pod(pod)?, rv)
-            }
-            Some(Change::Delete(r)) => {
-                delete_name(&r)?;
-                let uid = r.uid.as_deref().filter(|u| !u.is_empty());
-                (
-                    state.delete_pod(namespace_or_default(&r.namespace), &r.name, uid)?,
-                    0,
-                )
-            }
-        };
-        Ok(Response::new(pod_response(state, outcome, incoming)))
+        update_pod_encoded(&self.state, encoding)
+            .await
+            .map(Response::new)
     }
 
     async fn update_pod_disruption_budget(
@@ -640,14 +663,9 @@ impl pb::preemption_server::Preemption for PreemptionService {
         &self,
         request: Request<Streaming<crate::server::wire::SyncRequestWire>>,
     ) -> Result<Response<pb::SyncResponse>, Status> {
-        let _permit = self
-            .state
-            .sync_permits
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| ApiError::too_many_sync_streams(self.state.sync_limit))?;
-        let response = sync::run(self.state.clone(), request.into_inner()).await?;
-        Ok(Response::new(response))
+        sync_stream(self.state.clone(), request.into_inner())
+            .await
+            .map(Response::new)
     }
 }
 

@@ -15,7 +15,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -130,7 +130,7 @@ impl Tally {
 /// Receives the stream, applies it chunk by chunk, and reports.
 pub(super) async fn run(
     state: Arc<State>,
-    mut stream: Streaming<SyncRequestWire>,
+    mut stream: impl Messages,
 ) -> Result<pb::SyncResponse, Status> {
     state.check_running()?;
     let (chunks, queue) = mpsc::channel::<Vec<Received>>(QUEUED_CHUNKS);
@@ -145,7 +145,7 @@ pub(super) async fn run(
         let mut ended = false;
         while chunk.len() < CHUNK_ITEMS && started.elapsed() < CHUNK_TIME {
             let next = if chunk.is_empty() {
-                stream.message().await?
+                std::future::poll_fn(|cx| stream.poll_message(cx)).await?
             } else {
                 // Nothing more has arrived: what was received goes to the applier now,
                 // not when the client next sends.
@@ -201,13 +201,32 @@ pub(super) async fn run(
     })
 }
 
+/// A `Sync` call's messages in order: tonic's decoding stream, or those `direct` cuts
+/// out of the request body.
+pub(crate) trait Messages: Send {
+    /// The next message; `None` once the stream has ended.
+    fn poll_message(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<SyncRequestWire>, Status>>;
+}
+
+impl Messages for Streaming<SyncRequestWire> {
+    fn poll_message(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Option<SyncRequestWire>, Status>> {
+        Pin::new(self).poll_next(cx).map(Option::transpose)
+    }
+}
+
 /// The stream's next message if it has already arrived (`None` when it has not).
 async fn next_if_ready(
-    stream: &mut Streaming<SyncRequestWire>,
+    stream: &mut impl Messages,
 ) -> Option<Result<Option<SyncRequestWire>, Status>> {
     std::future::poll_fn(|cx| {
-        Poll::Ready(match Pin::new(&mut *stream).poll_next(cx) {
-            Poll::Ready(next) => Some(next.transpose()),
+        Poll::Ready(match stream.poll_message(cx) {
+            Poll::Ready(next) => Some(next),
             Poll::Pending => None,
         })
     })
