@@ -352,7 +352,7 @@ impl service::sync::Messages for SyncMessages {
         Poll::Ready(message.and_then(|m| {
             match m {
                 None => Ok(None),
-                Some(bytes) => SyncRequestWire::decode(bytes)
+                Some(bytes) => SyncRequestWire::decode_encoding(bytes)
                     .map(Some)
                     .map_err(|error| Status::internal(error.to_string())),
             }

@@ -115,6 +115,25 @@ impl prost::Message for SyncRequestWire {
     }
 }
 
+impl SyncRequestWire {
+    /// Decodes `encoding` as prost does. A pod item alone, the whole message, as nearly
+    /// every item of a load is, is taken without prost's merge loop: that loop cost ~400
+    /// instructions a pod (callgrind), a tenth of reading the pod itself.
+    pub fn decode_encoding(encoding: Bytes) -> Result<Self, prost::DecodeError> {
+        let mut reader = Reader(&encoding);
+        if let Some((POD, WireType::LengthDelimited)) = reader.key()
+            && let Some(len) = reader.varint()
+            && usize::try_from(len).ok() == Some(reader.0.len())
+        {
+            let start = encoding.len() - reader.0.len();
+            return Ok(SyncRequestWire {
+                item: Some(WireItem::Pod(encoding.slice(start..))),
+            });
+        }
+        Self::decode(encoding)
+    }
+}
+
 /// `UpdatePod`'s request, undecoded: the server reads the pod it upserts straight from
 /// these bytes (see [`read_update_pod`]), as `Sync` reads its pod items.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -487,6 +506,27 @@ mod tests {
         let mut encoded = Vec::new();
         prost::encoding::bytes::encode(POD, &request.to_vec(), &mut encoded);
         encoded
+    }
+
+    proptest! {
+        /// Taking a lone pod item without prost gives what prost's decoding gives, for
+        /// any bytes: a valid item, items repeated or followed by more, or garbage.
+        #[test]
+        fn a_lone_pod_item_decodes_as_prost_decodes_it(
+            pod in proptest::collection::vec(any::<u8>(), 0..40),
+            tail in proptest::collection::vec(any::<u8>(), 0..6),
+            cut in 0usize..50,
+        ) {
+            let whole = sync_request(&pod);
+            let mut with_tail = whole.clone();
+            with_tail.extend_from_slice(&tail);
+            let cut_short = whole[..cut.min(whole.len())].to_vec();
+            for encoding in [whole.clone(), with_tail, cut_short, [whole.clone(), whole].concat(), tail] {
+                let direct = SyncRequestWire::decode_encoding(Bytes::from(encoding.clone()));
+                let prost = SyncRequestWire::decode(Bytes::from(encoding));
+                prop_assert_eq!(direct.map_err(|e| e.to_string()), prost.map_err(|e| e.to_string()));
+            }
+        }
     }
 
     /// The reference: prost decodes the whole request, then the usual conversion.
