@@ -89,17 +89,14 @@ async fn update_pod(
     request: http::Request<Body>,
     max_message_bytes: usize,
 ) -> Result<super::pb::UpdatePodResponse, Status> {
-    check_encoding(request.headers())?;
-    let mut messages = MessageReader::new(request.into_body(), max_message_bytes);
-    let encoding = std::future::poll_fn(|cx| messages.poll_message(cx))
+    let mut messages = MessageReader::of_request(request, max_message_bytes)?;
+    let encoding = messages
+        .next()
         .await?
         .ok_or_else(|| Status::internal("Missing request message."))?;
     // As tonic does before answering: the rest of the body is read (any further
     // message is read and dropped), so a malformed end still fails the call.
-    while std::future::poll_fn(|cx| messages.poll_message(cx))
-        .await?
-        .is_some()
-    {}
+    while messages.next().await?.is_some() {}
     service::update_pod_encoded(&state, encoding).await
 }
 
@@ -108,8 +105,7 @@ async fn sync(
     request: http::Request<Body>,
     max_message_bytes: usize,
 ) -> Result<super::pb::SyncResponse, Status> {
-    check_encoding(request.headers())?;
-    let messages = SyncMessages(MessageReader::new(request.into_body(), max_message_bytes));
+    let messages = SyncMessages(MessageReader::of_request(request, max_message_bytes)?);
     service::sync_stream(state, messages).await
 }
 
@@ -226,6 +222,20 @@ impl MessageReader {
             max_message_bytes,
             ended: false,
         }
+    }
+
+    /// The messages of `request`'s body, once its `grpc-encoding` passes tonic's check.
+    pub fn of_request(
+        request: http::Request<Body>,
+        max_message_bytes: usize,
+    ) -> Result<Self, Status> {
+        check_encoding(request.headers())?;
+        Ok(Self::new(request.into_body(), max_message_bytes))
+    }
+
+    /// The next message (`None` once the body has ended).
+    pub async fn next(&mut self) -> Result<Option<Bytes>, Status> {
+        std::future::poll_fn(|cx| self.poll_message(cx)).await
     }
 
     /// The next message (`None` once the body has ended), with tonic's statuses for
@@ -382,7 +392,7 @@ mod tests {
     async fn read_all(chunks: Vec<Vec<u8>>, max: usize) -> Result<Vec<Vec<u8>>, Status> {
         let mut reader = MessageReader::new(body(chunks), max);
         let mut out = Vec::new();
-        while let Some(m) = std::future::poll_fn(|cx| reader.poll_message(cx)).await? {
+        while let Some(m) = reader.next().await? {
             out.push(m.to_vec());
         }
         Ok(out)
