@@ -335,13 +335,19 @@ fn namespace_or_default(namespace: &str) -> &str {
 
 /// A typed node; `path` is the request field (`upsert`).
 pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
+    node_with_memo(path, n, &mut ConvertMemo::disabled())
+}
+
+/// [`node`], its strings and quantities from `memo`: a load's nodes repeat label keys,
+/// zones, taints and capacities, and a node's hostname label is its name.
+pub fn node_with_memo(path: &str, n: &pb::Node, memo: &mut ConvertMemo) -> Result<Node> {
     let path = Path::Root(path);
     required(path.field("name"), &n.name)?;
     let taints = each(path.field("taints"), &n.taints, |p, t| {
         required(p.field("key"), &t.key)?;
         Ok(Taint {
-            key: t.key.as_str().into(),
-            value: t.value.as_str().into(),
+            key: memo.str(&t.key),
+            value: memo.str(&t.value),
             effect: enum_value(
                 p.field("effect"),
                 &t.effect,
@@ -350,18 +356,17 @@ pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
             )?,
         })
     })?;
-    let allocatable = resource_list(
-        path.field("allocatable"),
-        &pairs::<8>(&n.allocatable),
-        &mut ConvertMemo::disabled(),
-    )?;
+    let allocatable = resource_list(path.field("allocatable"), &pairs::<8>(&n.allocatable), memo)?;
+    let name = memo.str(&n.name);
     Ok(Node {
-        name: n.name.as_str().into(),
-        uid: if n.uid.is_empty() { &n.name } else { &n.uid }
-            .as_str()
-            .into(),
+        uid: if n.uid.is_empty() {
+            name.clone()
+        } else {
+            n.uid.as_str().into()
+        },
+        name,
         resource_version: n.resource_version,
-        labels: labels(&n.labels),
+        labels: memo.labels_of_strings(&pairs::<16>(&n.labels)),
         taints,
         unschedulable: n.unschedulable,
         allocatable: ContainerResources::new(allocatable).to_resources(),
@@ -1213,6 +1218,50 @@ mod tests {
         assert_eq!(
             quantity(Path::Root("q"), "500m").unwrap(),
             Quantity::from_millis(500)
+        );
+    }
+
+    #[test]
+    fn nodes_converted_with_a_memo_equal_those_without_and_share_strings() {
+        let cluster = crate::generate::generate(&crate::generate::ClusterSpec {
+            nodes: 4,
+            pods_per_node: 0,
+            seed: 3,
+        });
+        let mut memo = ConvertMemo::new(64);
+        let converted: Vec<Node> = cluster
+            .nodes
+            .iter()
+            .map(|n| {
+                let message = node_message(n);
+                let with_memo = node_with_memo("upsert", &message, &mut memo).unwrap();
+                assert_eq!(with_memo, node("upsert", &message).unwrap());
+                assert_eq!(&with_memo, n);
+                with_memo
+            })
+            .collect();
+        let [first, second, ..] = &converted[..] else {
+            panic!("four nodes were generated")
+        };
+        let hostname = |n: &Node| n.labels.get("kubernetes.io/hostname").unwrap().clone();
+        assert!(Str::ptr_eq(&hostname(first), &first.name));
+        let key = |n: &Node| {
+            let hostname = n
+                .labels
+                .iter()
+                .find(|(k, _)| &***k == "kubernetes.io/hostname");
+            hostname.unwrap().0.clone()
+        };
+        assert!(Str::ptr_eq(&key(first), &key(second)));
+        // A bad node is reported as without a memo, at the same path.
+        let bad = pb::Node {
+            name: "n1".into(),
+            taints: vec![pb::Taint::default()],
+            ..Default::default()
+        };
+        assert_eq!(
+            message(node_with_memo("upsert", &bad, &mut memo).unwrap_err()),
+            message(node("upsert", &bad).unwrap_err())
         );
     }
 

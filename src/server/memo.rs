@@ -137,6 +137,21 @@ impl ConvertMemo {
         labels
     }
 
+    /// The label set of `pairs` (sorted and unique keys) made of remembered strings, the
+    /// set itself not remembered: for a node's labels, a set of its own (its hostname)
+    /// whose keys and most values every node repeats.
+    pub fn labels_of_strings(&mut self, pairs: &[(&str, &str)]) -> Labels {
+        if self.capacity == 0 {
+            return pairs.iter().copied().collect();
+        }
+        Labels::new(
+            pairs
+                .iter()
+                .map(|&(k, v)| (self.str(k), self.str(v)))
+                .collect(),
+        )
+    }
+
     /// The valid quantity `text` was parsed to, or `parse`'s answer (remembered when
     /// valid).
     pub fn quantity<E>(

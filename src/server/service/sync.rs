@@ -334,7 +334,7 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
         Some(Item::Node(r)) => Prepared::Node(Box::new(match r.change {
             None => Err(missing_change()),
             Some(pb::update_node_request::Change::Upsert(n)) => {
-                convert::node("upsert", &n).map(Change::Upsert)
+                convert::node_with_memo("upsert", &n, memo).map(Change::Upsert)
             }
             Some(pb::update_node_request::Change::UpsertJson(text)) => {
                 decode_inline("upsert_json", &text, decode::decode_node).map(Change::Upsert)
