@@ -25,12 +25,8 @@ fn main() {
     let nodes = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let pods_per_node = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(30);
     let rounds: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(3);
-    // As a Sync stream converts: with a memo of repeated strings and label sets.
-    let memo_capacity = if std::env::var_os("PROFILE_NO_MEMO").is_some() {
-        0
-    } else {
-        1 << 13
-    };
+    // As a Sync stream converts: with its memo of repeated strings, label sets and details.
+    let no_memo = std::env::var_os("PROFILE_NO_MEMO").is_some();
     // As the server received pods before it read them from their encoding.
     let decode_with_prost = std::env::var_os("PROFILE_PROST").is_some();
     let cluster = generate::generate(&ClusterSpec {
@@ -72,7 +68,11 @@ fn main() {
         // Chunk by chunk, as the server receives and applies: what one chunk allocates is
         // freed before the next, so the working set stays a server's.
         let (mut receive, mut apply) = (Duration::ZERO, Duration::ZERO);
-        let mut memo = ConvertMemo::new(memo_capacity);
+        let mut memo = if no_memo {
+            ConvertMemo::disabled()
+        } else {
+            ConvertMemo::for_stream()
+        };
         for chunk in encoded.chunks(BATCH) {
             // Each item decoded and converted in turn, as the receiving task does.
             let started = Instant::now();

@@ -12,5 +12,6 @@ pub mod generate;
 pub mod model;
 pub mod nominations;
 pub mod ops;
+pub mod recent;
 pub mod server;
 pub mod simulate;

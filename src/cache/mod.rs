@@ -469,9 +469,10 @@ struct Interned {
     bulk: bool,
 }
 
-/// Answers remembered by address (see [`Shared::remembering`]) for pod details: more
-/// than a load's templates, which arrive interleaved, in a table of ~100 KB.
-const RECENT_POD_DETAILS: usize = 4096;
+/// Answers remembered by address (see [`Shared::remembering`]) for pod details: as many
+/// templates as a bulk load's conversions remember, so that every pod of a template they
+/// still hold is answered by address; a full table takes ~5 MB.
+const RECENT_POD_DETAILS: usize = 1 << 16;
 
 /// Answers remembered by address for strings and label sets: those of a load repeat pod
 /// after pod (namespaces, a node's name, an app's labels).

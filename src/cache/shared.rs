@@ -1,10 +1,11 @@
 //! One copy of values many held objects have in common.
 
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 
 use triomphe::Arc;
 
 use crate::model::labels::Labels;
+use crate::recent::RecentTable;
 
 /// A shared handle that knows how many holders it has and where its value lives.
 pub(crate) trait Handle: Clone + Hash + Eq {
@@ -40,20 +41,15 @@ pub(crate) struct Shared<H> {
     values: hashbrown::HashSet<H>,
     /// `values.len()` after the last sweep.
     swept: usize,
-    /// Recent answers by the address of the handle asked about, which each entry holds
-    /// so the address cannot be reused meanwhile; at most `recent_capacity` of them.
-    recent: hashbrown::HashMap<usize, (H, H)>,
-    recent_capacity: usize,
+    /// Recent answers (address, handle asked about, answer) by the address of the handle
+    /// asked about, which each entry holds so the address cannot be reused meanwhile.
+    recent: RecentTable<(usize, H, H)>,
+    addr_hasher: hashbrown::DefaultHashBuilder,
 }
 
 impl<H> Default for Shared<H> {
     fn default() -> Self {
-        Self {
-            values: hashbrown::HashSet::new(),
-            swept: 0,
-            recent: hashbrown::HashMap::new(),
-            recent_capacity: 0,
-        }
+        Self::remembering(0)
     }
 }
 
@@ -64,8 +60,10 @@ impl<H> Shared<H> {
     /// address is far cheaper.
     pub(crate) fn remembering(capacity: usize) -> Self {
         Self {
-            recent_capacity: capacity,
-            ..Self::default()
+            values: hashbrown::HashSet::new(),
+            swept: 0,
+            recent: RecentTable::new(capacity, usize::MAX),
+            addr_hasher: hashbrown::DefaultHashBuilder::default(),
         }
     }
 }
@@ -111,7 +109,6 @@ impl<H: Handle> Shared<H> {
         make: impl FnOnce(&H) -> H,
         remember: bool,
     ) {
-        let remember = remember && self.recent_capacity > 0;
         let shared = match self.values.get(&*value) {
             Some(shared) => shared.clone(),
             None => {
@@ -121,11 +118,22 @@ impl<H: Handle> Shared<H> {
             }
         };
         if remember {
-            if self.recent.len() >= self.recent_capacity {
-                self.recent.clear();
+            let addr = value.addr();
+            let hash = self.addr_hasher.hash_one(addr);
+            match self.recent.find_mut(hash, |(held, ..)| *held == addr) {
+                // Held, so the address is this value's: the answer changed (a sweep
+                // let the old one go).
+                Some(entry) => entry.2 = shared.clone(),
+                None => {
+                    let hasher = &self.addr_hasher;
+                    self.recent.insert(
+                        hash,
+                        (addr, value.clone(), shared.clone()),
+                        0,
+                        |(a, ..)| hasher.hash_one(*a),
+                    );
+                }
             }
-            self.recent
-                .insert(value.addr(), (value.clone(), shared.clone()));
         }
         if shared.addr() != value.addr() {
             *value = shared;
@@ -136,8 +144,12 @@ impl<H: Handle> Shared<H> {
     /// address alone: neither the value nor its count is touched when the answer is
     /// `value` itself). Says whether there was.
     pub(crate) fn recall(&mut self, value: &mut H) -> bool {
-        match self.recent.get(&value.addr()) {
-            Some((_, shared)) => {
+        let addr = value.addr();
+        match self
+            .recent
+            .find(self.addr_hasher.hash_one(addr), |(held, ..)| *held == addr)
+        {
+            Some((_, _, shared)) => {
                 if shared.addr() != value.addr() {
                     *value = shared.clone();
                 }
@@ -149,7 +161,7 @@ impl<H: Handle> Shared<H> {
 
     /// Forgets the recent answers, and with them the handles asked about.
     pub(crate) fn forget_recent(&mut self) {
-        self.recent = hashbrown::HashMap::new();
+        self.recent.reset();
     }
 
     /// Forgets values nothing else holds any more, once the set has doubled since the

@@ -11,22 +11,36 @@
 
 use std::hash::{BuildHasher, Hasher};
 
-use hashbrown::HashTable;
-
 use triomphe::Arc;
 
 use crate::model::quantity::Quantity;
 use crate::model::{Labels, PodDetails, Str};
+use crate::recent::RecentTable;
 
 /// The longest encoding the memo keeps a value by: a template's container specs are a few
 /// hundred bytes, and a bound keeps a memo of odd pods small.
 const MAX_ENCODING_BYTES: usize = 1024;
+/// The bytes of keys (encodings, texts) one table holds at most: a memo of full tables
+/// stays within a few tens of megabytes however long its keys.
+const MAX_KEY_BYTES: usize = 8 << 20;
+
+/// Strings, label sets and quantities a stream's conversions remember (namespaces, label
+/// sets and the node names of a stretch of pods fit).
+const STREAM_VALUES: usize = 1 << 13;
+/// Pod templates (details and label sets, by their encoding) a stream's conversions
+/// remember: more than a large cluster's, which arrive interleaved. A 1M-pod load of
+/// `preemptd bench` has ~15k; with room for 8k, 40% of its pods were converted in full.
+pub const STREAM_TEMPLATES: usize = 1 << 16;
 
 /// Values kept by the encoding of the fields they were converted from (each whole, in
 /// order): the same fields again make the same value.
-struct ByEncoding<V>(HashTable<(Box<[u8]>, V)>);
+struct ByEncoding<V>(RecentTable<(Box<[u8]>, V)>);
 
 impl<V: Clone> ByEncoding<V> {
+    fn new(capacity: usize) -> Self {
+        Self(RecentTable::new(capacity, MAX_KEY_BYTES))
+    }
+
     fn get(&self, hash: u64, encoding: &[u8]) -> Option<V> {
         self.0
             .find(hash, |(held, _)| **held == *encoding)
@@ -34,29 +48,30 @@ impl<V: Clone> ByEncoding<V> {
     }
 
     fn insert(&mut self, hash: u64, encoding: &[u8], value: &V, hasher: &ahash::RandomState) {
-        match self.0.entry(
-            hash,
-            |(held, _)| **held == *encoding,
-            |(held, _)| hasher.hash_one(&**held),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(mut held) => held.get_mut().1 = value.clone(),
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert((encoding.into(), value.clone()));
-            }
+        if let Some(held) = self.0.find_mut(hash, |(held, _)| **held == *encoding) {
+            held.1 = value.clone();
+            return;
         }
+        self.0.insert(
+            hash,
+            (encoding.into(), value.clone()),
+            encoding.len(),
+            |(held, _)| hasher.hash_one(&**held),
+        );
     }
 }
 
-/// A bounded memo of recent strings and label sets. Once either table holds `capacity`
-/// values it starts over, so a stream of ever-new values costs a bounded amount of
-/// memory. A memo of capacity 0 remembers nothing (every call allocates).
+/// A bounded memo of recent strings, label sets, quantities and pod details. Once a table
+/// holds `capacity` values, it drops its oldest for each new one (see [`RecentTable`]), so
+/// a stream of ever-new values costs a bounded amount of memory and no call drops a whole
+/// table. A memo of capacity 0 remembers nothing (every call allocates).
 pub struct ConvertMemo {
     hasher: ahash::RandomState,
-    strings: HashTable<Str>,
-    label_sets: HashTable<Labels>,
+    strings: RecentTable<Str>,
+    label_sets: RecentTable<Labels>,
     /// Quantity texts already parsed (and valid): requests repeat across a load's pods,
     /// and a parse costs far more than a lookup.
-    quantities: HashTable<(Box<str>, Quantity)>,
+    quantities: RecentTable<(Box<str>, Quantity)>,
     /// Pod details by the encoding of the fields they are made of: the pods of one
     /// template share them, so one conversion serves them all.
     details: ByEncoding<Arc<PodDetails>>,
@@ -68,18 +83,27 @@ pub struct ConvertMemo {
 }
 
 impl ConvertMemo {
-    /// A memo of at most `capacity` strings and as many label sets.
+    /// A memo of at most `capacity` values of each kind.
     pub fn new(capacity: usize) -> Self {
         Self {
             hasher: ahash::RandomState::new(),
-            strings: HashTable::new(),
-            label_sets: HashTable::new(),
-            quantities: HashTable::new(),
-            details: ByEncoding(HashTable::new()),
-            encoded_labels: ByEncoding(HashTable::new()),
+            strings: RecentTable::new(capacity, MAX_KEY_BYTES),
+            label_sets: RecentTable::new(capacity, usize::MAX),
+            quantities: RecentTable::new(capacity, MAX_KEY_BYTES),
+            details: ByEncoding::new(capacity),
+            encoded_labels: ByEncoding::new(capacity),
             joined: Vec::new(),
             capacity,
         }
+    }
+
+    /// The memo a `Sync` stream converts with. A full table drops one old value for each
+    /// new one, so none stalls the stream's receiving async thread.
+    pub fn for_stream() -> Self {
+        let mut memo = Self::new(STREAM_VALUES);
+        memo.details = ByEncoding::new(STREAM_TEMPLATES);
+        memo.encoded_labels = ByEncoding::new(STREAM_TEMPLATES);
+        memo
     }
 
     /// A memo that remembers nothing: for one-off conversions.
@@ -96,13 +120,12 @@ impl ConvertMemo {
         if let Some(held) = self.strings.find(hash, |held| **held == *value) {
             return held.clone();
         }
-        if self.strings.len() >= self.capacity {
-            self.strings.clear();
-        }
         let value: Str = value.into();
         let hasher = &self.hasher;
         self.strings
-            .insert_unique(hash, value.clone(), |held| hasher.hash_one(&**held));
+            .insert(hash, value.clone(), value.len(), |held| {
+                hasher.hash_one(&**held)
+            });
         value
     }
 
@@ -122,16 +145,14 @@ impl ConvertMemo {
         if let Some(held) = self.label_sets.find(hash, same) {
             return held.clone();
         }
-        if self.label_sets.len() >= self.capacity {
-            self.label_sets.clear();
-        }
         let shared = pairs
             .iter()
             .map(|&(k, v)| (self.str(k), self.str(v)))
             .collect();
         let labels = Labels::new(shared);
         let (hasher, label_sets) = (&self.hasher, &mut self.label_sets);
-        label_sets.insert_unique(hash, labels.clone(), |held| {
+        // Weighed as nothing: its strings are weighed in `strings`.
+        label_sets.insert(hash, labels.clone(), 0, |held| {
             pairs_hash(hasher, held.iter().map(|(k, v)| (&**k, &**v)))
         });
         labels
@@ -167,12 +188,9 @@ impl ConvertMemo {
             return Ok(*held);
         }
         let quantity = parse(text)?;
-        if self.quantities.len() >= self.capacity {
-            self.quantities.clear();
-        }
         let hasher = &self.hasher;
         self.quantities
-            .insert_unique(hash, (text.into(), quantity), |(held, _)| {
+            .insert(hash, (text.into(), quantity), text.len(), |(held, _)| {
                 hasher.hash_one(&**held)
             });
         Ok(quantity)
@@ -188,9 +206,6 @@ impl ConvertMemo {
     /// Keeps `details` as those of pods whose detail fields are encoded as `fields`.
     pub fn remember_details(&mut self, fields: &[&[u8]], details: &Arc<PodDetails>) {
         if let Some(hash) = self.join(fields) {
-            if self.details.0.len() >= self.capacity {
-                self.details.0.clear();
-            }
             self.details
                 .insert(hash, &self.joined, details, &self.hasher);
         }
@@ -206,9 +221,6 @@ impl ConvertMemo {
     /// Keeps `labels` as the label set of entries encoded as `fields`.
     pub fn remember_labels(&mut self, fields: &[&[u8]], labels: &Labels) {
         if let Some(hash) = self.join(fields) {
-            if self.encoded_labels.0.len() >= self.capacity {
-                self.encoded_labels.0.clear();
-            }
             self.encoded_labels
                 .insert(hash, &self.joined, labels, &self.hasher);
         }
@@ -277,15 +289,18 @@ mod tests {
     }
 
     #[test]
-    fn a_full_memo_starts_over_and_a_disabled_one_remembers_nothing() {
+    fn a_full_memo_forgets_its_oldest_and_a_disabled_one_remembers_nothing() {
         let mut memo = ConvertMemo::new(2);
         let a = memo.str("a");
-        memo.str("b");
-        memo.str("c");
-        // "a" was forgotten when the memo started over: a new copy, equal to the old.
+        let b = memo.str("b");
+        let c = memo.str("c");
+        // "a", the oldest, made way for "c": a new copy, equal to the old.
         let again = memo.str("a");
         assert_eq!(a, again);
         assert!(!Str::ptr_eq(&a, &again));
+        // "b" made way for "a"; "c" is still held.
+        assert!(Str::ptr_eq(&c, &memo.str("c")));
+        assert!(!Str::ptr_eq(&b, &memo.str("b")));
 
         let mut disabled = ConvertMemo::disabled();
         assert!(!Str::ptr_eq(&disabled.str("x"), &disabled.str("x")));
@@ -339,10 +354,13 @@ mod tests {
         let long = vec![0u8; MAX_ENCODING_BYTES + 1];
         memo.remember_labels(&[&long], &labels);
         assert!(memo.encoded_labels(&[&long]).is_none());
-        // A full table starts over.
+        // A full table forgets its oldest: remembered again, an encoding keeps its age.
+        memo.remember_labels(&fields, &labels);
         memo.remember_labels(&[b"1"], &labels);
+        assert!(memo.encoded_labels(&fields).is_some());
         memo.remember_labels(&[b"2"], &labels);
         assert!(memo.encoded_labels(&fields).is_none());
+        assert!(memo.encoded_labels(&[b"1"]).is_some());
         assert!(memo.encoded_labels(&[b"2"]).is_some());
 
         let mut disabled = ConvertMemo::disabled();

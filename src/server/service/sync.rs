@@ -55,11 +55,6 @@ const MERGED_ITEMS: usize = 512;
 /// Streams of at least this many items are bulk loads: once applied, the memory their
 /// decoding used is handed back to the OS.
 const BULK_ITEMS: u64 = 1_000;
-/// Strings and label sets a stream's conversions remember. Each table starts over when
-/// full, dropping what it held on the receiving async thread, so it stays small enough
-/// for that to take well under half a millisecond; namespaces, label sets and the node
-/// names of a stretch of pods fit.
-const MEMO_CAPACITY: usize = 1 << 13;
 /// Rejections listed in the response; the rest are only counted.
 pub(crate) const MAX_REJECTIONS: usize = 100;
 
@@ -131,18 +126,14 @@ impl Tally {
     }
 }
 
-/// Receives the stream, applies it chunk by chunk, and reports.
-pub(super) async fn run(
-    state: Arc<State>,
-    mut stream: impl Messages,
-) -> Result<pb::SyncResponse, Status> {
-    state.check_running()?;
-    let (chunks, queue) = mpsc::channel::<Vec<Received>>(QUEUED_CHUNKS);
-    let mut memo = ConvertMemo::new(MEMO_CAPACITY);
-    let applier = {
-        let state = state.clone();
-        tokio::task::spawn_blocking(move || state.apply_sync_queue(queue))
-    };
+/// Reads the stream into chunks for the applier, until it ends (or fails, or the server
+/// stops).
+async fn receive(
+    state: &State,
+    stream: &mut impl Messages,
+    memo: &mut ConvertMemo,
+    chunks: mpsc::Sender<Vec<Received>>,
+) -> Result<(), Status> {
     loop {
         let started = Instant::now();
         let mut chunk = Vec::with_capacity(CHUNK_ITEMS);
@@ -156,13 +147,13 @@ pub(super) async fn run(
             } else {
                 // Nothing more has arrived: what was received goes to the applier now,
                 // not when the client next sends.
-                match next_if_ready(&mut stream).await {
+                match next_if_ready(stream).await {
                     Some(next) => next?,
                     None => break,
                 }
             };
             match next {
-                Some(item) => chunk.push(prepare_on_receive(item, &mut memo)?),
+                Some(item) => chunk.push(prepare_on_receive(item, memo)?),
                 None => {
                     ended = true;
                     break;
@@ -171,27 +162,53 @@ pub(super) async fn run(
         }
         state.check_running()?;
         if !chunk.is_empty() && chunks.send(chunk).await.is_err() {
-            // The applier only stops early by panicking: its join below reports it.
-            break;
+            // The applier only stops early by panicking: its join reports it.
+            return Ok(());
         }
         if ended {
-            break;
+            return Ok(());
         }
     }
-    drop(chunks);
+}
+
+/// Receives the stream, applies it chunk by chunk, and reports.
+pub(super) async fn run(
+    state: Arc<State>,
+    mut stream: impl Messages,
+) -> Result<pb::SyncResponse, Status> {
+    state.check_running()?;
+    let (chunks, queue) = mpsc::channel::<Vec<Received>>(QUEUED_CHUNKS);
+    let mut memo = ConvertMemo::for_stream();
+    let applier = {
+        let state = state.clone();
+        tokio::task::spawn_blocking(move || state.apply_sync_queue(queue))
+    };
+    let received = receive(&state, &mut stream, &mut memo, chunks).await;
+    // A memo of tens of thousands of values takes milliseconds to drop: never on the
+    // async thread, and before a bulk load's freed memory is released.
+    if let Err(status) = received {
+        tokio::task::spawn_blocking(move || drop(memo));
+        return Err(status);
+    }
     let tally = applier.await.map_err(ApiError::from)?;
     tracing::debug!(
         items = tally.next_index,
         rejected = tally.rejected,
         "sync stream applied"
     );
-    if tally.next_index >= BULK_ITEMS {
-        // Awaited (a few milliseconds after a load of seconds), so the memory a client
-        // reads once the answer is in is what the cache holds.
-        let started = Instant::now();
-        tokio::task::spawn_blocking(crate::ops::memory::release_free_memory)
-            .await
-            .map_err(ApiError::from)?;
+    let bulk = tally.next_index >= BULK_ITEMS;
+    // Awaited (a few milliseconds after a load of seconds), so the memory a client reads
+    // once the answer is in is what the cache holds.
+    let started = Instant::now();
+    tokio::task::spawn_blocking(move || {
+        drop(memo);
+        if bulk {
+            crate::ops::memory::release_free_memory();
+        }
+    })
+    .await
+    .map_err(ApiError::from)?;
+    if bulk {
         tracing::debug!(
             elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
             "freed memory released after a bulk load"
