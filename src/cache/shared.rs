@@ -268,6 +268,28 @@ mod tests {
     }
 
     #[test]
+    fn a_full_table_of_answers_lets_go_of_the_oldest_handle_only() {
+        let mut shared = Shared::<Arc<str>>::remembering(2);
+        let asked: Vec<Arc<str>> = ["a", "b", "c"].into_iter().map(Arc::from).collect();
+        for handle in &asked {
+            shared.share_by(handle, Arc::clone, true);
+        }
+        // "a" made way for "c": its handle is let go (held here and by the set only).
+        assert_eq!(Arc::count(&asked[0]), 2);
+        assert!(!shared.recall(&mut asked[0].clone()));
+        for handle in &asked[1..] {
+            assert!(shared.recall(&mut handle.clone()));
+        }
+        // Asked by value, it is still the shared one, and remembered again.
+        assert!(Arc::ptr_eq(
+            &shared.share_by(&asked[0], Arc::clone, true),
+            &asked[0]
+        ));
+        assert!(shared.recall(&mut asked[0].clone()));
+        assert!(!shared.recall(&mut asked[1].clone()));
+    }
+
+    #[test]
     fn forgetting_recent_answers_lets_go_of_the_handles_asked_about() {
         let mut shared = Shared::<Arc<str>>::remembering(16);
         let first: Arc<str> = "a".into();

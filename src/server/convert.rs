@@ -1372,7 +1372,7 @@ mod tests {
     #[test]
     fn a_memo_changes_no_pod_and_shares_repeated_values() {
         let pods = crate::generate::mixed_pods(30, 8, 5);
-        // A tiny memo starts over many times on the way.
+        // A tiny memo drops old values many times on the way.
         for capacity in [4, 1 << 16] {
             let mut memo = ConvertMemo::new(capacity);
             let converted: Vec<Pod> = pods
