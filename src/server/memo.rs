@@ -199,48 +199,63 @@ impl ConvertMemo {
     /// The details made before for a pod whose detail fields were encoded as `fields`
     /// (each whole, in order).
     pub fn details(&mut self, fields: &[&[u8]]) -> Option<Arc<PodDetails>> {
-        let hash = self.join(fields)?;
-        self.details.get(hash, &self.joined)
+        let (hash, key) = encoding_key(&mut self.joined, &self.hasher, self.capacity, fields)?;
+        self.details.get(hash, key)
     }
 
     /// Keeps `details` as those of pods whose detail fields are encoded as `fields`.
     pub fn remember_details(&mut self, fields: &[&[u8]], details: &Arc<PodDetails>) {
-        if let Some(hash) = self.join(fields) {
-            self.details
-                .insert(hash, &self.joined, details, &self.hasher);
+        if let Some((hash, key)) =
+            encoding_key(&mut self.joined, &self.hasher, self.capacity, fields)
+        {
+            self.details.insert(hash, key, details, &self.hasher);
         }
     }
 
     /// The label set made before from label entries encoded as `fields` (each whole, in
     /// order).
     pub fn encoded_labels(&mut self, fields: &[&[u8]]) -> Option<Labels> {
-        let hash = self.join(fields)?;
-        self.encoded_labels.get(hash, &self.joined)
+        let (hash, key) = encoding_key(&mut self.joined, &self.hasher, self.capacity, fields)?;
+        self.encoded_labels.get(hash, key)
     }
 
     /// Keeps `labels` as the label set of entries encoded as `fields`.
     pub fn remember_labels(&mut self, fields: &[&[u8]], labels: &Labels) {
-        if let Some(hash) = self.join(fields) {
-            self.encoded_labels
-                .insert(hash, &self.joined, labels, &self.hasher);
+        if let Some((hash, key)) =
+            encoding_key(&mut self.joined, &self.hasher, self.capacity, fields)
+        {
+            self.encoded_labels.insert(hash, key, labels, &self.hasher);
         }
-    }
-
-    /// Joins `fields` into `joined` and hashes it; `None` when the memo keeps nothing by
-    /// them (disabled, or too long an encoding).
-    fn join(&mut self, fields: &[&[u8]]) -> Option<u64> {
-        let len: usize = fields.iter().map(|f| f.len()).sum();
-        if self.capacity == 0 || len > MAX_ENCODING_BYTES {
-            return None;
-        }
-        self.joined.clear();
-        fields.iter().for_each(|f| self.joined.extend_from_slice(f));
-        Some(self.hasher.hash_one(self.joined.as_slice()))
     }
 
     fn pairs_hash<'a>(&self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> u64 {
         pairs_hash(&self.hasher, pairs)
     }
+}
+
+/// The key encoded `fields` are kept by (their bytes, joined in `joined`) and its hash;
+/// `None` when a memo of `capacity` keeps nothing by them (disabled, or too long an
+/// encoding). One field is its own key, not copied: callers pass fields that lie side by
+/// side in their message as one.
+fn encoding_key<'k>(
+    joined: &'k mut Vec<u8>,
+    hasher: &ahash::RandomState,
+    capacity: usize,
+    fields: &[&'k [u8]],
+) -> Option<(u64, &'k [u8])> {
+    let len: usize = fields.iter().map(|f| f.len()).sum();
+    if capacity == 0 || len > MAX_ENCODING_BYTES {
+        return None;
+    }
+    let key: &[u8] = match fields {
+        [one] => one,
+        _ => {
+            joined.clear();
+            fields.iter().for_each(|f| joined.extend_from_slice(f));
+            joined
+        }
+    };
+    Some((hasher.hash_one(key), key))
 }
 
 /// One hash for a sequence of pairs, however they are held.
@@ -333,6 +348,20 @@ mod tests {
             assert_eq!(q, Quantity::parse("2Gi"));
         }
         assert_eq!(parses, 2);
+    }
+
+    #[test]
+    fn fields_are_keyed_by_their_bytes_however_they_are_split() {
+        let mut memo = ConvertMemo::new(4);
+        let details = Arc::new(PodDetails::default());
+        let whole: &[u8] = b"\x52\x02ab\x72\x01c";
+        memo.remember_details(&[whole], &details);
+        let found = memo.details(&[&whole[..4], &whole[4..]]).unwrap();
+        assert!(Arc::ptr_eq(&found, &details));
+        let other = Arc::new(PodDetails::default());
+        memo.remember_details(&[&whole[..4], &whole[4..]], &other);
+        assert!(Arc::ptr_eq(&memo.details(&[whole]).unwrap(), &other));
+        assert!(memo.details(&[&whole[..4]]).is_none());
     }
 
     #[test]

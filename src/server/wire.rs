@@ -265,9 +265,9 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo, f: &mut PodFields<
     use WireType::{LengthDelimited as Len, Varint};
     // The fields the details are made of: whole, to ask the memo by, and their payloads,
     // read only when it has no answer.
-    let mut detail_fields: SmallVec<[&[u8]; 4]> = SmallVec::new();
+    let mut detail_fields = Adjacent::default();
     // The label entries, likewise.
-    let mut label_fields: SmallVec<[&[u8]; 4]> = SmallVec::new();
+    let mut label_fields = Adjacent::default();
     let mut label_entries: SmallVec<[&[u8]; 4]> = SmallVec::new();
     let mut scheduler_name = None;
     let mut containers: SmallVec<[&[u8]; 2]> = SmallVec::new();
@@ -297,13 +297,17 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo, f: &mut PodFields<
             (22, Len) => f.phase = reader.str()?,
             _ => return None,
         };
-        let whole = &field[..field.len() - reader.0.len()];
+        let (start, end) = (
+            encoding.len() - field.len(),
+            encoding.len() - reader.0.len(),
+        );
         match key.0 {
-            5 => label_fields.push(whole),
-            7 | 10 | 14 | 15 => detail_fields.push(whole),
+            5 => label_fields.push(encoding, start, end),
+            7 | 10 | 14 | 15 => detail_fields.push(encoding, start, end),
             _ => {}
         }
     }
+    let (label_fields, detail_fields) = (label_fields.fields, detail_fields.fields);
     f.label_set = match memo.encoded_labels(&label_fields) {
         Some(labels) => Source::Remembered(labels),
         None => {
@@ -333,6 +337,30 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo, f: &mut PodFields<
     as_map(&mut f.node_selector);
     f.details = Source::Encoded(detail_fields);
     Some(())
+}
+
+/// Whole fields of a message, in order, those that lie side by side in it held as one
+/// slice: the memo keys by them, and a single slice is its own key (no copy). A pod's label
+/// entries are usually adjacent, and so are its detail fields.
+#[derive(Default)]
+struct Adjacent<'a> {
+    fields: SmallVec<[&'a [u8]; 4]>,
+    /// Where the last slice ends in the message.
+    end: usize,
+}
+
+impl<'a> Adjacent<'a> {
+    /// Adds the field at `start..end` of `message`.
+    #[inline]
+    fn push(&mut self, message: &'a [u8], start: usize, end: usize) {
+        match self.fields.last_mut() {
+            Some(last) if self.end == start => {
+                *last = &message[start - last.len()..end];
+            }
+            _ => self.fields.push(&message[start..end]),
+        }
+        self.end = end;
+    }
 }
 
 fn container(encoding: &[u8]) -> Option<ContainerFields<'_>> {
@@ -499,6 +527,20 @@ mod tests {
 
     use super::*;
     use crate::generate;
+
+    #[test]
+    fn fields_side_by_side_are_held_as_one_slice() {
+        let message: &[u8] = b"aabbbcdd";
+        let mut fields = Adjacent::default();
+        fields.push(message, 0, 2);
+        fields.push(message, 2, 5);
+        // Not adjacent: "c" lies between.
+        fields.push(message, 6, 8);
+        assert_eq!(&fields.fields[..], [&b"aabbb"[..], &b"dd"[..]]);
+        let mut none = Adjacent::default();
+        none.push(message, 3, 5);
+        assert_eq!(&none.fields[..], [&b"bb"[..]]);
+    }
 
     /// What became of a pod item: a decode error, an upsert's conversion, or another change.
     #[derive(Debug, PartialEq)]
