@@ -76,28 +76,24 @@ impl<T> RecentTable<T> {
         self.weight -= weight;
     }
 
-    /// Drops every entry.
-    pub fn clear(&mut self) {
-        self.entries.clear();
-        self.order.clear();
-        self.weight = 0;
-    }
-
     /// Drops every entry and the memory that held them.
     pub fn reset(&mut self) {
         *self = Self::new(self.max_entries, self.max_weight);
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// The weight of the entries held.
-    pub fn weight(&self) -> usize {
+    #[cfg(test)]
+    fn weight(&self) -> usize {
         self.weight
     }
 }
@@ -175,10 +171,10 @@ mod tests {
     }
 
     #[test]
-    fn clearing_and_a_table_of_no_entries() {
+    fn resetting_and_a_table_of_no_entries() {
         let mut table = RecentTable::new(4, usize::MAX);
         add(&mut table, 1, 3);
-        table.clear();
+        table.reset();
         assert!(table.is_empty());
         assert_eq!(table.weight(), 0);
         add(&mut table, 2, 3);

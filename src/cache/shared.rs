@@ -121,8 +121,8 @@ impl<H: Handle> Shared<H> {
             let addr = value.addr();
             let hash = self.addr_hasher.hash_one(addr);
             match self.recent.find_mut(hash, |(held, ..)| *held == addr) {
-                // Held, so the address is this value's: the answer changed (a sweep
-                // let the old one go).
+                // Remembered already (asked by value without a recall first): the
+                // entry's handle holds the address, the new answer replaces the old.
                 Some(entry) => entry.2 = shared.clone(),
                 None => {
                     let hasher = &self.addr_hasher;
