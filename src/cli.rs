@@ -166,7 +166,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PREEMPTD_MAX_WATCHERS", default_value_t = 4096)]
     pub max_watchers: usize,
     /// Open Sync streams; more are refused with RESOURCE_EXHAUSTED (each open stream holds
-    /// a server thread).
+    /// two server threads).
     #[arg(long, env = "PREEMPTD_MAX_SYNC_STREAMS", default_value_t = server::DEFAULT_MAX_SYNC_STREAMS, value_parser = positive)]
     pub max_sync_streams: usize,
     /// HTTP/2 keepalive ping interval, so dead clients are noticed; "off" disables pings.

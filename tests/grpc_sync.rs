@@ -386,3 +386,57 @@ async fn items_are_applied_while_the_stream_stays_open() {
     .await
     .expect("test timed out");
 }
+
+/// An item whose encoding prost rejects fails the stream with the error tonic would give
+/// for the whole request, at once, while the client still holds the stream open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_item_fails_the_stream_while_it_is_open() {
+    use preemptd::server::wire::UpdatePodRequestWire;
+    use prost::Message as _;
+    timeout(TEST_TIMEOUT, async {
+        let (server, _client) = start().await;
+        let valid = pod_item(PodChange::Upsert(pod("undecodable", 0, "1", "n1"))).encode_to_vec();
+        let name = valid
+            .windows(b"undecodable".len())
+            .position(|w| w == b"undecodable")
+            .expect("the name");
+        let mut bad_utf8_name = valid.clone();
+        bad_utf8_name[name] = 0xff;
+        let expected = pb::SyncRequest::decode(&bad_utf8_name[..])
+            .expect_err("undecodable")
+            .to_string();
+
+        // Each message's bytes are sent as they are (this codec writes them unchanged).
+        let (items, feed) = tokio::sync::mpsc::channel::<UpdatePodRequestWire>(4);
+        let mut grpc = tonic::client::Grpc::new(channel(&server).await);
+        grpc.ready().await.expect("channel ready");
+        let codec = tonic_prost::ProstCodec::<UpdatePodRequestWire, pb::SyncResponse>::default();
+        let path =
+            tonic::codegen::http::uri::PathAndQuery::from_static("/preemptd.v1.Preemption/Sync");
+        let call = tokio::spawn(async move {
+            grpc.client_streaming(
+                tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(feed)),
+                path,
+                codec,
+            )
+            .await
+        });
+        for encoding in [node_item(node("n1", "4")).encode_to_vec(), bad_utf8_name] {
+            let message = UpdatePodRequestWire {
+                encoding: encoding.into(),
+            };
+            items.send(message).await.expect("stream open");
+        }
+        // `items` stays open: the answer must not wait for the end of the stream.
+        let status = timeout(std::time::Duration::from_secs(10), call)
+            .await
+            .expect("answered before the stream ended")
+            .expect("call task")
+            .expect_err("the stream fails");
+        assert_eq!(status.code(), tonic::Code::Internal);
+        assert_eq!(status.message(), expected);
+        drop(items);
+    })
+    .await
+    .expect("test timed out");
+}

@@ -73,8 +73,8 @@ pub struct ServeConfig {
     /// Open `WatchNominations` streams; more are refused with RESOURCE_EXHAUSTED.
     pub max_watchers: usize,
     /// Open `Sync` streams; more are refused with RESOURCE_EXHAUSTED. Each open stream
-    /// holds a thread of the blocking pool (its applier), which other blocking work
-    /// (JSON decoding, nomination listings) shares.
+    /// holds two threads of the blocking pool (its converter and its applier), which
+    /// other blocking work (JSON decoding, nomination listings) shares.
     pub max_sync_streams: usize,
     /// Where to serve Prometheus text at `/metrics` (installs the process-wide metrics
     /// recorder on first use). `None`: no endpoint.

@@ -1,18 +1,21 @@
 //! `Sync`: a client stream of node, pod and PDB updates applied in stream order.
 //!
-//! Two stages overlap, one per core. The receiving task takes each message as `direct`
-//! cuts it from the request body (or from tonic's stream, for a caller of the service
-//! itself) and converts it to the model on its async thread (~1.5–2 µs a pod, read
-//! straight from its encoding, see `wire`), gathering what has arrived into chunks
-//! bounded by count and by time (a chunk keeps the thread for ~0.25 ms at most, and is
-//! handed on as soon as nothing more has arrived). One applier per stream, on the blocking pool, takes the
-//! chunks from a bounded queue and applies them in order, so stream order is kept;
-//! chunks that queued up while it was busy are applied as one. No thread is woken per
-//! item, and none per chunk while the applier is busy. JSON documents, whose parse has no
-//! size bound, are converted by the applier instead.
+//! Three stages overlap, each on its own thread. The receiving task cuts each message
+//! from the request body as `direct` reads it (or takes it from tonic's stream, for a
+//! caller of the service itself), gathering what has arrived into chunks bounded by count
+//! and by time (handed on as soon as nothing more has arrived). One converter per stream,
+//! on the blocking pool, converts them to the model (~1.3 µs a pod, read straight from
+//! its encoding, see `wire`) with the stream's memo, and one applier, also on the
+//! blocking pool, applies them in order, so stream order is kept; chunks that queued up
+//! while it was busy are applied as one. Converting and applying each take about as long
+//! as the other, while receiving takes well under half of either: on two cores, neither of the
+//! two long stages waits for the other. No thread is woken per item, and none per chunk
+//! while the next stage is busy.
 //!
 //! Each item goes through the same conversion and cache calls as the unary update of its
-//! kind; a rejected item is counted and reported, never fatal to the stream.
+//! kind; a rejected item is counted and reported, never fatal to the stream. An item
+//! whose encoding prost rejects fails the stream, as tonic fails a stream it cannot
+//! decode.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -41,13 +44,14 @@ use super::{
 /// Most items per chunk: large enough to amortize the hand-off to the applier and the
 /// locks taken per chunk.
 const CHUNK_ITEMS: usize = 2048;
-/// Longest time spent receiving (decoding and converting) one chunk on an async thread.
+/// Longest time spent receiving one chunk on an async thread.
 const CHUNK_TIME: Duration = Duration::from_micros(250);
 /// Items received between readings of the clock: reading it for every item took ~2% of
 /// the receiving thread (perf), and 16 items take well under CHUNK_TIME.
 const ITEMS_PER_CLOCK_READING: usize = 16;
-/// Chunks received but not yet applied, per stream: bounds the memory a fast client can
-/// make the server hold (the receiving task waits when the queue is full).
+/// Chunks received but not yet converted, and chunks converted but not yet applied, per
+/// stream: bounds the memory a fast client can make the server hold (a stage waits when
+/// the queue after it is full).
 const QUEUED_CHUNKS: usize = 8;
 /// Queued chunks are merged up to about this many items: one lock and one cache batch for
 /// them, while the lock is still held for no more than a couple of milliseconds.
@@ -126,13 +130,12 @@ impl Tally {
     }
 }
 
-/// Reads the stream into chunks for the applier, until it ends (or fails, or the server
-/// stops).
+/// Reads the stream into chunks of messages for the converter, until it ends (or fails,
+/// or the server stops). Only cuts messages: converting them is the converter's.
 async fn receive(
     state: &State,
     stream: &mut impl Messages,
-    memo: &mut ConvertMemo,
-    chunks: mpsc::Sender<Vec<Received>>,
+    chunks: mpsc::Sender<Vec<SyncRequestWire>>,
 ) -> Result<(), Status> {
     loop {
         let started = Instant::now();
@@ -145,15 +148,15 @@ async fn receive(
             let next = if chunk.is_empty() {
                 std::future::poll_fn(|cx| stream.poll_message(cx)).await?
             } else {
-                // Nothing more has arrived: what was received goes to the applier now,
-                // not when the client next sends.
+                // Nothing more has arrived: what was received goes on now, not when the
+                // client next sends.
                 match next_if_ready(stream).await {
                     Some(next) => next?,
                     None => break,
                 }
             };
             match next {
-                Some(item) => chunk.push(prepare_on_receive(item, memo)?),
+                Some(item) => chunk.push(item),
                 None => {
                     ended = true;
                     break;
@@ -162,7 +165,8 @@ async fn receive(
         }
         state.check_running()?;
         if !chunk.is_empty() && chunks.send(chunk).await.is_err() {
-            // The applier only stops early by panicking: its join reports it.
+            // The converter stopped early, on an item it cannot decode (or by
+            // panicking): its join reports it.
             return Ok(());
         }
         if ended {
@@ -171,24 +175,54 @@ async fn receive(
     }
 }
 
-/// Receives the stream, applies it chunk by chunk, and reports.
+/// The converter of one stream: converts its chunks in order, with the stream's memo,
+/// and hands them to the applier. Blocking: runs on the blocking pool. Fails on an item
+/// whose encoding prost rejects, as tonic fails a stream it cannot decode.
+fn convert_queue(
+    mut received: mpsc::Receiver<Vec<SyncRequestWire>>,
+    converted: mpsc::Sender<Vec<Prepared>>,
+) -> Result<(), Status> {
+    let mut memo = ConvertMemo::for_stream();
+    let result = (|| {
+        while let Some(chunk) = received.blocking_recv() {
+            let chunk = chunk
+                .into_iter()
+                .map(|request| prepare_on_receive(request, &mut memo))
+                .collect::<Result<Vec<_>, _>>()?;
+            if converted.blocking_send(chunk).is_err() {
+                // The applier only stops early by panicking: its join reports it.
+                break;
+            }
+        }
+        Ok(())
+    })();
+    // Dropped here, on the blocking pool (a memo of tens of thousands of values takes
+    // milliseconds to drop), and before a bulk load's freed memory is released.
+    drop(memo);
+    result
+}
+
+/// Receives the stream, converts and applies it chunk by chunk, and reports.
 pub(super) async fn run(
     state: Arc<State>,
     mut stream: impl Messages,
 ) -> Result<pb::SyncResponse, Status> {
     state.check_running()?;
-    let (chunks, queue) = mpsc::channel::<Vec<Received>>(QUEUED_CHUNKS);
-    let mut memo = ConvertMemo::for_stream();
+    let (received, to_convert) = mpsc::channel::<Vec<SyncRequestWire>>(QUEUED_CHUNKS);
+    let (converted, to_apply) = mpsc::channel::<Vec<Prepared>>(QUEUED_CHUNKS);
+    let mut converter = tokio::task::spawn_blocking(move || convert_queue(to_convert, converted));
     let applier = {
         let state = state.clone();
-        tokio::task::spawn_blocking(move || state.apply_sync_queue(queue))
+        tokio::task::spawn_blocking(move || state.apply_sync_queue(to_apply))
     };
-    let received = receive(&state, &mut stream, &mut memo, chunks).await;
-    // A memo of tens of thousands of values takes milliseconds to drop: never on the
-    // async thread, and before a bulk load's freed memory is released.
-    if let Err(status) = received {
-        tokio::task::spawn_blocking(move || drop(memo));
-        return Err(status);
+    tokio::select! {
+        received = receive(&state, &mut stream, received) => {
+            received?;
+            converter.await.map_err(ApiError::from)??;
+        }
+        // Only on an item it cannot decode (or a panic) does the converter end first:
+        // the stream fails at once, even while its client sends nothing more.
+        converted = &mut converter => converted.map_err(ApiError::from)??,
     }
     let tally = applier.await.map_err(ApiError::from)?;
     tracing::debug!(
@@ -196,19 +230,13 @@ pub(super) async fn run(
         rejected = tally.rejected,
         "sync stream applied"
     );
-    let bulk = tally.next_index >= BULK_ITEMS;
-    // Awaited (a few milliseconds after a load of seconds), so the memory a client reads
-    // once the answer is in is what the cache holds.
-    let started = Instant::now();
-    tokio::task::spawn_blocking(move || {
-        drop(memo);
-        if bulk {
-            crate::ops::memory::release_free_memory();
-        }
-    })
-    .await
-    .map_err(ApiError::from)?;
-    if bulk {
+    if tally.next_index >= BULK_ITEMS {
+        // Awaited (a few milliseconds after a load of seconds), so the memory a client
+        // reads once the answer is in is what the cache holds.
+        let started = Instant::now();
+        tokio::task::spawn_blocking(crate::ops::memory::release_free_memory)
+            .await
+            .map_err(ApiError::from)?;
         tracing::debug!(
             elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
             "freed memory released after a bulk load"
@@ -267,23 +295,16 @@ fn decode_inline<T>(
     decode(&value).map_err(|e| ApiError::from_decode(field, e))
 }
 
-/// An item after conversion (done in parallel, before anything is applied).
+/// An item after conversion (by the converter, while earlier chunks are applied).
 enum Prepared {
     Missing,
     /// Boxed, as the budgets: a load's items are nearly all pods, and every item moves
     /// through the queue at the size of the largest variant.
     Node(Box<Result<Change<Node>, ApiError>>),
-    /// In its final allocation, made (and first touched) on the receiving thread: the
-    /// applier, the slower stage of a load, only links it in.
+    /// In its final allocation, made (and first touched) by the converter: the applier
+    /// only links it in.
     Pod(Result<Change<PodArc>, ApiError>),
     Pdb(Box<Result<Change<PodDisruptionBudget>, ApiError>>),
-}
-
-/// An item as the receiving task hands it to the applier.
-enum Received {
-    Converted(Prepared),
-    /// A JSON document, converted by the applier.
-    Json(Box<pb::SyncRequest>),
 }
 
 enum Change<T> {
@@ -298,49 +319,26 @@ fn upsert_pod(pod: Pod) -> Change<PodArc> {
     Change::Upsert(PodArc::new(pod))
 }
 
-/// Converts a received item, except a JSON document: its parse has no size bound, so it
-/// waits for the applier on the blocking pool. A pod is read straight from its encoding
-/// when it can be (see `wire`); an encoding prost rejects fails the stream, as it did
-/// when prost decoded the whole request.
+/// Converts a received item. A pod is read straight from its encoding when it can be
+/// (see `wire`); an encoding prost rejects fails the stream, as it did when prost decoded
+/// the whole request.
 fn prepare_on_receive(
     request: SyncRequestWire,
     memo: &mut ConvertMemo,
-) -> Result<Received, Status> {
+) -> Result<Prepared, Status> {
     use pb::sync_request::Item;
     let item = match request.item {
         None => None,
         Some(WireItem::Node(r)) => Some(Item::Node(r)),
         Some(WireItem::Pdb(r)) => Some(Item::Pdb(r)),
         Some(WireItem::Pod(encoding)) => match wire::receive_pod(encoding, memo) {
-            Ok(ReceivedPod::Upserted(pod)) => {
-                return Ok(Received::Converted(Prepared::Pod(pod.map(upsert_pod))));
-            }
+            Ok(ReceivedPod::Upserted(pod)) => return Ok(Prepared::Pod(pod.map(upsert_pod))),
             Ok(ReceivedPod::Decoded(request)) => Some(Item::Pod(*request)),
             // As tonic answers a message it cannot decode.
             Err(error) => return Err(Status::internal(error.to_string())),
         },
     };
-    let request = pb::SyncRequest { item };
-    let json = match &request.item {
-        Some(Item::Node(r)) => matches!(
-            r.change,
-            Some(pb::update_node_request::Change::UpsertJson(_))
-        ),
-        Some(Item::Pod(r)) => matches!(
-            r.change,
-            Some(pb::update_pod_request::Change::UpsertJson(_))
-        ),
-        Some(Item::Pdb(r)) => matches!(
-            r.change,
-            Some(pb::update_pod_disruption_budget_request::Change::UpsertJson(_))
-        ),
-        None => false,
-    };
-    Ok(if json {
-        Received::Json(Box::new(request))
-    } else {
-        Received::Converted(prepare(request, memo))
-    })
+    Ok(prepare(pb::SyncRequest { item }, memo))
 }
 
 /// Converts one item exactly as the unary update of its kind does (JSON decoded inline).
@@ -384,9 +382,9 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
 }
 
 impl State {
-    /// The applier of one stream: applies its chunks in order until the receiving task
+    /// The applier of one stream: applies its chunks in order until the converter
     /// is done, and returns what they did. Blocking: runs on the blocking pool.
-    fn apply_sync_queue(&self, mut queue: mpsc::Receiver<Vec<Received>>) -> Tally {
+    fn apply_sync_queue(&self, mut queue: mpsc::Receiver<Vec<Prepared>>) -> Tally {
         let mut tally = Tally::default();
         while let Some(mut chunk) = queue.blocking_recv() {
             // Chunks that queued up while the last was applied: one batch, one lock.
@@ -406,15 +404,11 @@ impl State {
     /// Under the nominations ordering lock (held for the chunk, a few milliseconds at
     /// most, so pod changes and their events are published as one batch in order), items
     /// are applied in stream order; runs of pod upserts go to the cache as one batch.
-    fn apply_sync_chunk(&self, chunk: Vec<Received>, tally: &mut Tally) {
+    fn apply_sync_chunk(&self, chunk: Vec<Prepared>, tally: &mut Tally) {
         let _sync = self.sync.lock();
         let mut events = Vec::new();
         let mut batch: Vec<PodArc> = Vec::new();
         for item in chunk {
-            let item = match item {
-                Received::Converted(item) => item,
-                Received::Json(request) => prepare(*request, &mut ConvertMemo::disabled()),
-            };
             let item = match item {
                 Prepared::Pod(Ok(Change::Upsert(pod))) => {
                     batch.push(pod);
