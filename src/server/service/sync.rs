@@ -329,8 +329,8 @@ fn prepare_on_receive(
     use pb::sync_request::Item;
     let item = match request.item {
         None => None,
-        Some(WireItem::Node(r)) => Some(Item::Node(r)),
-        Some(WireItem::Pdb(r)) => Some(Item::Pdb(r)),
+        Some(WireItem::Node(r)) => Some(Item::Node(*r)),
+        Some(WireItem::Pdb(r)) => Some(Item::Pdb(*r)),
         Some(WireItem::Pod(encoding)) => match wire::receive_pod(encoding, memo) {
             Ok(ReceivedPod::Upserted(pod)) => return Ok(Prepared::Pod(pod.map(upsert_pod))),
             Ok(ReceivedPod::Decoded(request)) => Some(Item::Pod(*request)),
