@@ -35,3 +35,29 @@ pub fn release_free_memory() {
 /// Other platforms keep their system allocator, which returns memory on its own terms.
 #[cfg(target_env = "msvc")]
 pub fn release_free_memory() {}
+
+#[cfg(target_env = "msvc")]
+pub fn flush_thread_cache() {}
+
+/// Hands what the calling thread freed but holds in its own cache back to the shared
+/// arenas. A thread of the blocking pool that ran a bulk load's stage holds there
+/// objects it will not reuse soon, and the pages under them stay resident however the
+/// arenas are purged: flushed before the purge after a `Sync` load, its converter's and
+/// applier's caches held ~7 bytes of RSS per pod at 150k pods, and ~100 per node.
+#[cfg(not(target_env = "msvc"))]
+pub fn flush_thread_cache() {
+    // SAFETY: the name is NUL-terminated and "thread.tcache.flush" takes no input and no
+    // output, so every pointer is null. Flushing only returns cached free objects.
+    let status = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"thread.tcache.flush".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if status != 0 {
+        tracing::debug!(status, "jemalloc tcache flush failed");
+    }
+}

@@ -199,6 +199,8 @@ fn convert_queue(
     // Dropped here, on the blocking pool (a memo of tens of thousands of values takes
     // milliseconds to drop), and before a bulk load's freed memory is released.
     drop(memo);
+    // What the memo and the chunks freed, before the load's memory is released.
+    crate::ops::memory::flush_thread_cache();
     result
 }
 
@@ -396,6 +398,9 @@ impl State {
             self.apply_sync_chunk(chunk, &mut tally);
         }
         self.cache.end_bulk_load();
+        // What the chunks and the replaced entries freed, before the load's memory is
+        // released.
+        crate::ops::memory::flush_thread_cache();
         tally
     }
 
