@@ -4,13 +4,13 @@
 //! from the request body as `direct` reads it (or takes it from tonic's stream, for a
 //! caller of the service itself), gathering what has arrived into chunks bounded by count
 //! and by time (handed on as soon as nothing more has arrived). One converter per stream,
-//! on the blocking pool, converts them to the model (~1.3 µs a pod, read straight from
-//! its encoding, see `wire`) with the stream's memo, and one applier, also on the
-//! blocking pool, applies them in order, so stream order is kept; chunks that queued up
-//! while it was busy are applied as one. Converting and applying each take about as long
-//! as the other, while receiving takes well under half of either: on two cores, neither of the
-//! two long stages waits for the other. No thread is woken per item, and none per chunk
-//! while the next stage is busy.
+//! on the blocking pool, converts them to the model with the stream's memo (~1.3 µs a
+//! pod, read straight from its encoding, see `wire`; JSON documents too, whose parse has
+//! no size bound). One applier, also on the blocking pool, applies them in order, so
+//! stream order is kept; chunks that queued up while it was busy are applied as one.
+//! Converting and applying take about as long as each other, receiving well under half
+//! of either, so on two cores the two long stages run side by side. No thread is woken
+//! per item, and none per chunk while the next stage is busy.
 //!
 //! Each item goes through the same conversion and cache calls as the unary update of its
 //! kind; a rejected item is counted and reported, never fatal to the stream. An item
