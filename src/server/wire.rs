@@ -36,8 +36,8 @@ pub struct SyncRequestWire {
 
 /// `SyncRequest.item`, with the pod's `UpdatePodRequest` as its encoding. Nodes and
 /// budgets are boxed: a load's items are nearly all pods, and each item is moved a few
-/// times on its way to the converter, at the size of the largest variant (a node inline
-/// is ~10 times a pod's bytes handle).
+/// times on its way to the converter, at the size of the largest variant (a node or a
+/// budget inline is four to five times a pod's bytes handle).
 #[derive(Clone, Debug, PartialEq)]
 pub enum WireItem {
     Node(Box<pb::UpdateNodeRequest>),
