@@ -15,12 +15,30 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// holds. Takes milliseconds on a large heap: call it on a blocking thread.
 #[cfg(not(target_env = "msvc"))]
 pub fn release_free_memory() {
-    // SAFETY: the name is NUL-terminated and "arena.<i>.purge" takes no input and no
-    // output, so every pointer is null; 4096 is MALLCTL_ARENAS_ALL (every arena). Purging
-    // only releases pages that hold no live allocation.
+    // 4096 is MALLCTL_ARENAS_ALL (every arena). Purging only releases pages that hold no
+    // live allocation.
+    jemalloc_command(c"arena.4096.purge");
+}
+
+/// Hands what the calling thread freed but holds in its own cache back to the shared
+/// arenas. A thread of the blocking pool that ran a bulk load's stage holds there
+/// objects it will not reuse soon, and the pages under them stay resident however the
+/// arenas are purged: flushed before the purge after a `Sync` load, its converter's and
+/// applier's caches held ~7 bytes of RSS per pod at 150k pods, and ~100 per node.
+#[cfg(not(target_env = "msvc"))]
+pub fn flush_thread_cache() {
+    // Flushing only returns cached free objects to their arenas.
+    jemalloc_command(c"thread.tcache.flush");
+}
+
+/// Runs a jemalloc control that takes no input and gives no output.
+#[cfg(not(target_env = "msvc"))]
+fn jemalloc_command(name: &std::ffi::CStr) {
+    // SAFETY: `name` is NUL-terminated, and both callers name controls that take no
+    // input and no output, so every pointer is null and the length 0.
     let status = unsafe {
         tikv_jemalloc_sys::mallctl(
-            c"arena.4096.purge".as_ptr(),
+            name.as_ptr(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
@@ -28,7 +46,7 @@ pub fn release_free_memory() {
         )
     };
     if status != 0 {
-        tracing::debug!(status, "jemalloc purge failed");
+        tracing::debug!(status, control = ?name, "jemalloc control failed");
     }
 }
 
@@ -38,26 +56,3 @@ pub fn release_free_memory() {}
 
 #[cfg(target_env = "msvc")]
 pub fn flush_thread_cache() {}
-
-/// Hands what the calling thread freed but holds in its own cache back to the shared
-/// arenas. A thread of the blocking pool that ran a bulk load's stage holds there
-/// objects it will not reuse soon, and the pages under them stay resident however the
-/// arenas are purged: flushed before the purge after a `Sync` load, its converter's and
-/// applier's caches held ~7 bytes of RSS per pod at 150k pods, and ~100 per node.
-#[cfg(not(target_env = "msvc"))]
-pub fn flush_thread_cache() {
-    // SAFETY: the name is NUL-terminated and "thread.tcache.flush" takes no input and no
-    // output, so every pointer is null. Flushing only returns cached free objects.
-    let status = unsafe {
-        tikv_jemalloc_sys::mallctl(
-            c"thread.tcache.flush".as_ptr(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    if status != 0 {
-        tracing::debug!(status, "jemalloc tcache flush failed");
-    }
-}
