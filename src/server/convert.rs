@@ -341,32 +341,84 @@ pub fn node(path: &str, n: &pb::Node) -> Result<Node> {
 /// [`node`], its strings and quantities from `memo`: a load's nodes repeat label keys,
 /// zones, taints and capacities, and a node's hostname label is its name.
 pub fn node_with_memo(path: &str, n: &pb::Node, memo: &mut ConvertMemo) -> Result<Node> {
+    node_from_fields(path, &NodeFields::of(n), memo)
+}
+
+/// A node's fields, borrowed from a `pb::Node` or from its encoding (see `wire`).
+#[derive(Default)]
+pub(super) struct NodeFields<'a> {
+    pub name: &'a str,
+    pub uid: &'a str,
+    pub resource_version: u64,
+    /// In key order, each key once, as a map holds them.
+    pub labels: Pairs<'a, 16>,
+    pub taints: SmallVec<[TaintFields<'a>; 2]>,
+    pub unschedulable: bool,
+    /// In key order, each key once.
+    pub allocatable: Pairs<'a, 8>,
+}
+
+#[derive(Clone, Copy, Default)]
+pub(super) struct TaintFields<'a> {
+    pub key: &'a str,
+    pub value: &'a str,
+    pub effect: &'a str,
+}
+
+impl<'a> NodeFields<'a> {
+    fn of(n: &'a pb::Node) -> Self {
+        NodeFields {
+            name: &n.name,
+            uid: &n.uid,
+            resource_version: n.resource_version,
+            labels: pairs(&n.labels),
+            taints: n
+                .taints
+                .iter()
+                .map(|t| TaintFields {
+                    key: &t.key,
+                    value: &t.value,
+                    effect: &t.effect,
+                })
+                .collect(),
+            unschedulable: n.unschedulable,
+            allocatable: pairs(&n.allocatable),
+        }
+    }
+}
+
+/// The node of `n`, however its fields were read.
+pub(super) fn node_from_fields(
+    path: &str,
+    n: &NodeFields<'_>,
+    memo: &mut ConvertMemo,
+) -> Result<Node> {
     let path = Path::Root(path);
-    required(path.field("name"), &n.name)?;
+    required(path.field("name"), n.name)?;
     let taints = each(path.field("taints"), &n.taints, |p, t| {
-        required(p.field("key"), &t.key)?;
+        required(p.field("key"), t.key)?;
         Ok(Taint {
-            key: memo.str(&t.key),
-            value: memo.str(&t.value),
+            key: memo.str(t.key),
+            value: memo.str(t.value),
             effect: enum_value(
                 p.field("effect"),
-                &t.effect,
+                t.effect,
                 TaintEffect::parse,
                 TAINT_EFFECTS,
             )?,
         })
     })?;
-    let allocatable = resource_list(path.field("allocatable"), &pairs::<8>(&n.allocatable), memo)?;
-    let name = memo.str(&n.name);
+    let allocatable = resource_list(path.field("allocatable"), &n.allocatable, memo)?;
+    let name = memo.str(n.name);
     Ok(Node {
         uid: if n.uid.is_empty() {
             name.clone()
         } else {
-            n.uid.as_str().into()
+            n.uid.into()
         },
         name,
         resource_version: n.resource_version,
-        labels: memo.labels_of_strings(&pairs::<16>(&n.labels)),
+        labels: memo.labels_of_strings(&n.labels),
         taints,
         unschedulable: n.unschedulable,
         allocatable: ContainerResources::new(allocatable).to_resources(),

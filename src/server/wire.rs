@@ -1,10 +1,11 @@
-//! `Sync`'s pods and `UpdatePod`'s requests, read straight from their encoding.
+//! `Sync`'s pods and nodes and `UpdatePod`'s requests, read straight from their encoding
+//! (nodes: see [`node`]).
 //!
 //! Decoding a pod into a `pb::Pod` allocates a string per field and a sorted map per label
 //! set and resource list, which the conversion then reads once and drops: together more
 //! than half of a bulk load's receiving work. So `Sync` receives `SyncRequestWire` (the
-//! server is generated with it as the method's input): `SyncRequest` with the pod item
-//! left as bytes, the same on the wire; `UpdatePod` receives its whole request as bytes
+//! server is generated with it as the method's input): `SyncRequest` with the pod and
+//! node items left as bytes, the same on the wire; `UpdatePod` receives its whole request as bytes
 //! (`UpdatePodRequestWire`). The fields most pods set (identity, labels, node, priority,
 //! containers with their requests, limits and ports, tolerations, node selector, times,
 //! phase) are read from those bytes into borrowed [`PodFields`]; a pod with any other
@@ -28,19 +29,23 @@ use super::memo::ConvertMemo;
 use super::pb;
 use crate::model::Pod;
 
+mod node;
+
+pub use node::{ReceivedNode, receive_node};
+
 /// `SyncRequest` with its pod item undecoded (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SyncRequestWire {
     pub item: Option<WireItem>,
 }
 
-/// `SyncRequest.item`, with the pod's `UpdatePodRequest` as its encoding. Nodes and
-/// budgets are boxed: a load's items are nearly all pods, and each item is moved a few
-/// times on its way to the converter, at the size of the largest variant (a node or a
-/// budget inline is four to five times a pod's bytes handle).
+/// `SyncRequest.item`, with a pod's `UpdatePodRequest` and a node's `UpdateNodeRequest`
+/// as their encodings. Budgets are boxed: a load's items are nearly all pods, and each
+/// item is moved a few times on its way to the converter, at the size of the largest
+/// variant (a budget inline is five times a pod's bytes handle).
 #[derive(Clone, Debug, PartialEq)]
 pub enum WireItem {
-    Node(Box<pb::UpdateNodeRequest>),
+    Node(Bytes),
     Pod(Bytes),
     Pdb(Box<pb::UpdatePodDisruptionBudgetRequest>),
 }
@@ -53,7 +58,7 @@ impl prost::Message for SyncRequestWire {
     fn encode_raw(&self, buf: &mut impl BufMut) {
         use prost::encoding::{bytes, message};
         match &self.item {
-            Some(WireItem::Node(r)) => message::encode(NODE, &**r, buf),
+            Some(WireItem::Node(b)) => bytes::encode(NODE, b, buf),
             Some(WireItem::Pod(b)) => bytes::encode(POD, b, buf),
             Some(WireItem::Pdb(r)) => message::encode(PDB, &**r, buf),
             None => {}
@@ -67,29 +72,23 @@ impl prost::Message for SyncRequestWire {
         buf: &mut impl Buf,
         ctx: DecodeContext,
     ) -> Result<(), prost::DecodeError> {
-        use prost::encoding::{bytes, skip_field};
+        use prost::encoding::skip_field;
         match tag {
             NODE => {
                 let held = match self.item.take() {
-                    Some(WireItem::Node(r)) => Some(*r),
+                    Some(WireItem::Node(b)) => Some(b),
                     _ => None,
                 };
-                self.item = Some(WireItem::Node(Box::new(merged(held, wire_type, buf, ctx)?)));
+                let encoding = merged_encoding::<pb::UpdateNodeRequest>(held, wire_type, buf, ctx)?;
+                self.item = Some(WireItem::Node(encoding));
             }
             POD => {
-                let mut encoding = Bytes::new();
-                bytes::merge(wire_type, &mut encoding, buf, ctx).map_err(within_item)?;
-                self.item = Some(WireItem::Pod(match self.item.take() {
-                    // Prost decodes a message field seen twice part by part and merges
-                    // them; for valid parts, that is decoding their concatenation.
-                    Some(WireItem::Pod(earlier)) => {
-                        for part in [&earlier, &encoding] {
-                            pb::UpdatePodRequest::decode(part.clone()).map_err(within_item)?;
-                        }
-                        [earlier, encoding].concat().into()
-                    }
-                    _ => encoding,
-                }));
+                let held = match self.item.take() {
+                    Some(WireItem::Pod(b)) => Some(b),
+                    _ => None,
+                };
+                let encoding = merged_encoding::<pb::UpdatePodRequest>(held, wire_type, buf, ctx)?;
+                self.item = Some(WireItem::Pod(encoding));
             }
             PDB => {
                 let held = match self.item.take() {
@@ -106,7 +105,7 @@ impl prost::Message for SyncRequestWire {
     fn encoded_len(&self) -> usize {
         use prost::encoding::{bytes, message};
         match &self.item {
-            Some(WireItem::Node(r)) => message::encoded_len(NODE, &**r),
+            Some(WireItem::Node(b)) => bytes::encoded_len(NODE, b),
             Some(WireItem::Pod(b)) => bytes::encoded_len(POD, b),
             Some(WireItem::Pdb(r)) => message::encoded_len(PDB, &**r),
             None => 0,
@@ -119,18 +118,22 @@ impl prost::Message for SyncRequestWire {
 }
 
 impl SyncRequestWire {
-    /// Decodes `encoding` as prost does. A pod item alone, the whole message, as nearly
-    /// every item of a load is, is taken without prost's merge loop: that loop cost ~400
-    /// instructions a pod (callgrind), a tenth of reading the pod itself.
+    /// Decodes `encoding` as prost does. A pod or node item alone, the whole message, as
+    /// nearly every item of a load is, is taken without prost's merge loop: that loop cost
+    /// ~400 instructions a pod (callgrind), a tenth of reading the pod itself.
     pub fn decode_encoding(encoding: Bytes) -> Result<Self, prost::DecodeError> {
         let mut reader = Reader(&encoding);
-        if let Some((POD, WireType::LengthDelimited)) = reader.key()
+        if let Some((tag @ (NODE | POD), WireType::LengthDelimited)) = reader.key()
             && let Some(len) = reader.varint()
             && usize::try_from(len).ok() == Some(reader.0.len())
         {
-            let start = encoding.len() - reader.0.len();
+            let item = encoding.slice(encoding.len() - reader.0.len()..);
             return Ok(SyncRequestWire {
-                item: Some(WireItem::Pod(encoding.slice(start..))),
+                item: Some(if tag == POD {
+                    WireItem::Pod(item)
+                } else {
+                    WireItem::Node(item)
+                }),
             });
         }
         Self::decode(encoding)
@@ -185,14 +188,18 @@ impl prost::Message for UpdatePodRequestWire {
     }
 }
 
-/// A `Sync` pod item or an `UpdatePod` request as received.
+/// A `Sync` item or an update request as received (`R`: the request, `T`: what it
+/// upserts).
 #[derive(Debug)]
-pub enum ReceivedPod {
+pub enum Received<T, R> {
     /// An upsert, read from its encoding and converted.
-    Upserted(Result<Pod, ApiError>),
+    Upserted(Result<T, ApiError>),
     /// Anything else, decoded by prost, for the usual conversion (boxed: rare in a load).
-    Decoded(Box<pb::UpdatePodRequest>),
+    Decoded(Box<R>),
 }
+
+/// A `Sync` pod item or an `UpdatePod` request as received.
+pub type ReceivedPod = Received<Pod, pb::UpdatePodRequest>;
 
 /// Receives a pod item: converted straight from its encoding when it can be, else decoded
 /// by prost with the errors it would have given inside `SyncRequest` (under the same
@@ -236,7 +243,27 @@ fn merged<M: prost::Message + Default>(
     Ok(message)
 }
 
-/// A pod item's decode error as prost reports it inside `SyncRequest`.
+/// The encoding of a message item, merged with the `held` one it continues (a oneof set
+/// to another item starts afresh). Prost decodes a message field seen twice part by part
+/// and merges them; for valid parts, that is decoding their concatenation.
+fn merged_encoding<M: prost::Message + Default>(
+    held: Option<Bytes>,
+    wire_type: WireType,
+    buf: &mut impl Buf,
+    ctx: DecodeContext,
+) -> Result<Bytes, prost::DecodeError> {
+    let mut encoding = Bytes::new();
+    prost::encoding::bytes::merge(wire_type, &mut encoding, buf, ctx).map_err(within_item)?;
+    let Some(earlier) = held else {
+        return Ok(encoding);
+    };
+    for part in [&earlier, &encoding] {
+        M::decode(part.clone()).map_err(within_item)?;
+    }
+    Ok([earlier, encoding].concat().into())
+}
+
+/// A message item's decode error as prost reports it inside `SyncRequest`.
 fn within_item(mut error: prost::DecodeError) -> prost::DecodeError {
     error.push("SyncRequest", "item");
     error
@@ -251,17 +278,18 @@ fn pod_upsert_fields<'a>(
     memo: &mut ConvertMemo,
     f: &mut PodFields<'a>,
 ) -> Option<()> {
+    pod_fields(lone_upsert(request)?, memo, f)
+}
+
+/// The object an update request (`UpdatePodRequest`, `UpdateNodeRequest`) upserts, when
+/// that is all the request holds: a oneof set twice is prost's to sort out.
+fn lone_upsert(request: &[u8]) -> Option<&[u8]> {
     let mut reader = Reader(request);
-    let (tag, wire_type) = reader.key()?;
-    // `upsert`, alone: a oneof set twice is prost's to sort out.
-    if (tag, wire_type) != (1, WireType::LengthDelimited) {
+    if reader.key()? != (1, WireType::LengthDelimited) {
         return None;
     }
-    let pod = reader.bytes()?;
-    if !reader.0.is_empty() {
-        return None;
-    }
-    pod_fields(pod, memo, f)
+    let object = reader.bytes()?;
+    reader.0.is_empty().then_some(object)
 }
 
 fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo, f: &mut PodFields<'a>) -> Option<()> {
@@ -547,9 +575,9 @@ mod tests {
 
     #[test]
     fn a_sync_item_moves_at_about_the_size_of_a_pods_bytes() {
-        // Nodes and budgets are boxed: every item of a load moves at this size.
+        // Budgets are boxed: every item of a load moves at this size.
         assert!(size_of::<SyncRequestWire>() <= size_of::<Bytes>() + 8);
-        assert!(size_of::<pb::UpdateNodeRequest>() > 4 * size_of::<Bytes>());
+        assert!(size_of::<pb::UpdatePodDisruptionBudgetRequest>() > 4 * size_of::<Bytes>());
     }
 
     /// What became of a pod item: a decode error, an upsert's conversion, or another change.
@@ -568,15 +596,17 @@ mod tests {
     }
 
     proptest! {
-        /// Taking a lone pod item without prost gives what prost's decoding gives, for
-        /// any bytes: a valid item, items repeated or followed by more, or garbage.
+        /// Taking a lone pod or node item without prost gives what prost's decoding
+        /// gives, for any bytes: a valid item, items repeated or followed by more, or
+        /// garbage.
         #[test]
-        fn a_lone_pod_item_decodes_as_prost_decodes_it(
-            pod in proptest::collection::vec(any::<u8>(), 0..40),
+        fn a_lone_item_decodes_as_prost_decodes_it(
+            item in proptest::collection::vec(any::<u8>(), 0..40),
+            node in any::<bool>(),
             tail in proptest::collection::vec(any::<u8>(), 0..6),
             cut in 0usize..50,
         ) {
-            let whole = sync_request(&pod);
+            let whole = len_field(if node { NODE } else { POD }, &item);
             let mut with_tail = whole.clone();
             with_tail.extend_from_slice(&tail);
             let cut_short = whole[..cut.min(whole.len())].to_vec();
@@ -666,7 +696,7 @@ mod tests {
 
     /// Each field of an encoded message, whole (key and payload); the encoding is
     /// prost's, so varints and length-delimited fields only.
-    fn fields(encoding: &[u8]) -> Vec<&[u8]> {
+    pub(super) fn fields(encoding: &[u8]) -> Vec<&[u8]> {
         let mut reader = Reader(encoding);
         let mut fields = Vec::new();
         while !reader.0.is_empty() {
@@ -681,7 +711,7 @@ mod tests {
         fields
     }
 
-    fn len_field(tag: u32, payload: &[u8]) -> Vec<u8> {
+    pub(super) fn len_field(tag: u32, payload: &[u8]) -> Vec<u8> {
         let mut encoded = Vec::new();
         prost::encoding::bytes::encode(tag, &payload.to_vec(), &mut encoded);
         encoded

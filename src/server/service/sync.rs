@@ -35,7 +35,7 @@ use super::super::convert;
 use super::super::errors::ApiError;
 use super::super::memo::ConvertMemo;
 use super::super::pb;
-use super::super::wire::{self, ReceivedPod, SyncRequestWire, WireItem};
+use super::super::wire::{self, Received, SyncRequestWire, WireItem};
 use super::{
     State, delete_name, missing_change, namespace_or_default, nomination_events, nomination_of,
     upsert_events,
@@ -185,11 +185,13 @@ fn convert_queue(
     let mut memo = ConvertMemo::for_stream();
     let result = (|| {
         while let Some(chunk) = received.blocking_recv() {
-            let chunk = chunk
-                .into_iter()
-                .map(|request| prepare_on_receive(request, &mut memo))
-                .collect::<Result<Vec<_>, _>>()?;
-            if converted.blocking_send(chunk).is_err() {
+            // Sized up front: collected through `Result`, the vector grew ~7 times a
+            // chunk (callgrind: ~1% of a load's instructions).
+            let mut prepared = Vec::with_capacity(chunk.len());
+            for request in chunk {
+                prepared.push(prepare_on_receive(request, &mut memo)?);
+            }
+            if converted.blocking_send(prepared).is_err() {
                 // The applier only stops early by panicking: its join reports it.
                 break;
             }
@@ -331,16 +333,26 @@ fn prepare_on_receive(
     use pb::sync_request::Item;
     let item = match request.item {
         None => None,
-        Some(WireItem::Node(r)) => Some(Item::Node(*r)),
+        Some(WireItem::Node(encoding)) => match wire::receive_node(encoding, memo) {
+            Ok(Received::Upserted(node)) => {
+                return Ok(Prepared::Node(Box::new(node.map(Change::Upsert))));
+            }
+            Ok(Received::Decoded(request)) => Some(Item::Node(*request)),
+            Err(error) => return Err(undecodable(error)),
+        },
         Some(WireItem::Pdb(r)) => Some(Item::Pdb(*r)),
         Some(WireItem::Pod(encoding)) => match wire::receive_pod(encoding, memo) {
-            Ok(ReceivedPod::Upserted(pod)) => return Ok(Prepared::Pod(pod.map(upsert_pod))),
-            Ok(ReceivedPod::Decoded(request)) => Some(Item::Pod(*request)),
-            // As tonic answers a message it cannot decode.
-            Err(error) => return Err(Status::internal(error.to_string())),
+            Ok(Received::Upserted(pod)) => return Ok(Prepared::Pod(pod.map(upsert_pod))),
+            Ok(Received::Decoded(request)) => Some(Item::Pod(*request)),
+            Err(error) => return Err(undecodable(error)),
         },
     };
     Ok(prepare(pb::SyncRequest { item }, memo))
+}
+
+/// As tonic answers a message it cannot decode.
+fn undecodable(error: prost::DecodeError) -> Status {
+    Status::internal(error.to_string())
 }
 
 /// Converts one item exactly as the unary update of its kind does (JSON decoded inline).
@@ -388,14 +400,20 @@ impl State {
     /// is done, and returns what they did. Blocking: runs on the blocking pool.
     fn apply_sync_queue(&self, mut queue: mpsc::Receiver<Vec<Prepared>>) -> Tally {
         let mut tally = Tally::default();
-        while let Some(mut chunk) = queue.blocking_recv() {
+        let mut chunks = Vec::new();
+        while let Some(chunk) = queue.blocking_recv() {
             // Chunks that queued up while the last was applied: one batch, one lock.
-            while chunk.len() < MERGED_ITEMS
+            // Applied as they are: appended to the first, they were copied and the
+            // first regrown (callgrind: ~1% of a load's instructions).
+            let mut items = chunk.len();
+            chunks.push(chunk);
+            while items < MERGED_ITEMS
                 && let Ok(more) = queue.try_recv()
             {
-                chunk.extend(more);
+                items += more.len();
+                chunks.push(more);
             }
-            self.apply_sync_chunk(chunk, &mut tally);
+            self.apply_sync_chunk(chunks.drain(..).flatten(), &mut tally);
         }
         self.cache.end_bulk_load();
         // What the chunks and the replaced entries freed, before the load's memory is
@@ -409,10 +427,10 @@ impl State {
     /// Under the nominations ordering lock (held for the chunk, a few milliseconds at
     /// most, so pod changes and their events are published as one batch in order), items
     /// are applied in stream order; runs of pod upserts go to the cache as one batch.
-    fn apply_sync_chunk(&self, chunk: Vec<Prepared>, tally: &mut Tally) {
+    fn apply_sync_chunk(&self, chunk: impl Iterator<Item = Prepared>, tally: &mut Tally) {
         let _sync = self.sync.lock();
         let mut events = Vec::new();
-        let mut batch: Vec<PodArc> = Vec::new();
+        let mut batch: Vec<PodArc> = Vec::with_capacity(MERGED_ITEMS);
         for item in chunk {
             let item = match item {
                 Prepared::Pod(Ok(Change::Upsert(pod))) => {
