@@ -1,20 +1,20 @@
 //! `Sync`'s pods and nodes and `UpdatePod`'s requests, read straight from their encoding
-//! (nodes: see [`node`]).
+//! (nodes: see the `node` module).
 //!
 //! Decoding a pod into a `pb::Pod` allocates a string per field and a sorted map per label
 //! set and resource list, which the conversion then reads once and drops: together more
 //! than half of a bulk load's receiving work. So `Sync` receives `SyncRequestWire` (the
 //! server is generated with it as the method's input): `SyncRequest` with the pod and
-//! node items left as bytes, the same on the wire; `UpdatePod` receives its whole request as bytes
-//! (`UpdatePodRequestWire`). The fields most pods set (identity, labels, node, priority,
-//! containers with their requests, limits and ports, tolerations, node selector, times,
-//! phase) are read from those bytes into borrowed [`PodFields`]; a pod with any other
-//! field, or anything out of the ordinary (a field of an unexpected wire type, invalid
-//! UTF-8, an unknown field) goes through prost and the usual conversion. Both paths end in
-//! the same conversion, so they give the same pod or the same error. Malformed protobuf is
-//! rejected as before; only the cause a decode error names can differ, when a field of a
-//! `Sync` pod item claims to run past the item's end (prost, decoding the item in place,
-//! read on into what followed it).
+//! node items left as bytes, the same on the wire; `UpdatePod` receives its whole request
+//! as bytes (`UpdatePodRequestWire`). The fields most pods set (identity, labels, node,
+//! priority, containers with their requests, limits and ports, tolerations, node
+//! selector, times, phase) are read from those bytes into borrowed [`PodFields`]; a pod
+//! with any other field, or anything out of the ordinary (a field of an unexpected wire
+//! type, invalid UTF-8, an unknown field) goes through prost and the usual conversion.
+//! Both paths end in the same conversion, so they give the same pod or the same error.
+//! Malformed protobuf is rejected as before; only the cause a decode error names can
+//! differ, when a field of a `Sync` pod item claims to run past the item's end (prost,
+//! decoding the item in place, read on into what followed it).
 
 use bytes::{Buf, BufMut, Bytes};
 use prost::Message as _;
@@ -33,7 +33,7 @@ mod node;
 
 pub use node::{ReceivedNode, receive_node};
 
-/// `SyncRequest` with its pod item undecoded (see the module docs).
+/// `SyncRequest` with its pod and node items undecoded (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SyncRequestWire {
     pub item: Option<WireItem>,
