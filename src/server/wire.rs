@@ -792,11 +792,65 @@ mod tests {
         }
     }
 
+    /// Update requests prost decodes, or rejects, rather than the wire reader, made around
+    /// `upsert` (a valid upsert request's encoding, of the object encoded as `object`):
+    /// `others` (no change, a delete, a JSON document) as they are, then the upsert cut
+    /// short, with an unknown field in the object and in the request, twice (merged by
+    /// prost), followed by `delete` (the last wins), and with a name (field `name_tag`)
+    /// that is not UTF-8.
+    pub(super) fn odd_requests(
+        upsert: &[u8],
+        object: &[u8],
+        others: Vec<Vec<u8>>,
+        delete: &[u8],
+        name_tag: u32,
+    ) -> Vec<Vec<u8>> {
+        let unknown_field: &[u8] = &[0xb8, 0x06, 0x01];
+        let mut cases = others;
+        cases.push(upsert[..upsert.len() - 1].to_vec());
+        cases.push(upsert[..upsert.len() / 2].to_vec());
+        cases.push(len_field(1, &[object, unknown_field].concat()));
+        cases.push([upsert, unknown_field].concat());
+        cases.push([upsert, upsert].concat());
+        cases.push([upsert, delete].concat());
+        cases.push(len_field(
+            1,
+            &[object, &len_field(name_tag, &[0xff, 0xfe])[..]].concat(),
+        ));
+        cases
+    }
+
+    /// `object`'s encoding (a message of varint and length-delimited fields) with `extra`
+    /// fields after its own, all shuffled by `order`, as the `upsert` of an update request,
+    /// with the byte at `corrupt.0` (modulo the length) replaced by `corrupt.1`.
+    pub(super) fn reencoded_upsert(
+        object: &[u8],
+        extra: Vec<Vec<u8>>,
+        order: u64,
+        corrupt: Option<(usize, u8)>,
+    ) -> Vec<u8> {
+        let mut parts: Vec<Vec<u8>> = fields(object).into_iter().map(<[u8]>::to_vec).collect();
+        parts.extend(extra);
+        let mut rng = generate::Rng::new(order);
+        for i in (1..parts.len()).rev() {
+            parts.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let mut request = len_field(1, &parts.concat());
+        if let Some((at, byte)) = corrupt {
+            let at = at % request.len();
+            request[at] = byte;
+        }
+        request
+    }
+
     #[test]
     fn other_changes_and_odd_encodings_go_through_prost() {
         let pod = pods().swap_remove(0);
-        let mut cases: Vec<Vec<u8>> = vec![
-            // No change, a delete, a JSON document.
+        let delete = pb::UpdatePodRequest {
+            change: Some(pb::update_pod_request::Change::Delete(Default::default())),
+        }
+        .encode_to_vec();
+        let others = vec![
             pb::UpdatePodRequest::default().encode_to_vec(),
             pb::UpdatePodRequest {
                 change: Some(pb::update_pod_request::Change::Delete(pb::ObjectRef {
@@ -811,34 +865,13 @@ mod tests {
             }
             .encode_to_vec(),
         ];
-        let encoded = upsert(pod.clone());
-        // Truncated, and cut inside the pod.
-        cases.push(encoded[..encoded.len() - 1].to_vec());
-        cases.push(encoded[..encoded.len() / 2].to_vec());
-        // An unknown field in the pod, and in the request.
-        let pod_encoding = pod.encode_to_vec();
-        cases.push(len_field(
-            1,
-            &[&pod_encoding[..], &[0xb8, 0x06, 0x01]].concat(),
-        ));
-        cases.push([&encoded[..], &[0xb8, 0x06, 0x01]].concat());
-        // The upsert twice (merged by prost), then a delete after it (the last wins).
-        cases.push([&encoded[..], &encoded[..]].concat());
-        cases.push(
-            [
-                &encoded[..],
-                &pb::UpdatePodRequest {
-                    change: Some(pb::update_pod_request::Change::Delete(Default::default())),
-                }
-                .encode_to_vec()[..],
-            ]
-            .concat(),
+        let mut cases = odd_requests(
+            &upsert(pod.clone()),
+            &pod.encode_to_vec(),
+            others,
+            &delete,
+            2,
         );
-        // A name that is not UTF-8.
-        cases.push(len_field(
-            1,
-            &[&pod_encoding[..], &len_field(2, &[0xff, 0xfe])[..]].concat(),
-        ));
         // Values the conversion rejects, read from the encoding all the same.
         for bad in [
             pb::Pod {
@@ -966,25 +999,15 @@ mod tests {
         ) {
             let pods = pods();
             let pod = &pods[index % pods.len()];
-            let pod_encoding = pod.encode_to_vec();
-            let mut parts: Vec<Vec<u8>> =
-                fields(&pod_encoding).into_iter().map(<[u8]>::to_vec).collect();
+            let mut extra = Vec::new();
             if relabel {
                 // An entry for a key the pod already has, later in the stream: it wins.
                 let key = pod.labels.keys().next().cloned().unwrap_or_default();
                 let entry = [len_field(1, key.as_bytes()), len_field(2, b"relabeled")].concat();
-                parts.push(len_field(5, &entry));
+                extra.push(len_field(5, &entry));
             }
-            let mut rng = generate::Rng::new(order);
-            for i in (1..parts.len()).rev() {
-                parts.swap(i, rng.below(i as u64 + 1) as usize);
-            }
-            let mut request = len_field(1, &parts.concat());
-            if let Some((at, byte)) = corrupt {
-                let at = at % request.len();
-                request[at] = byte;
-            }
-            let request = sync_request(&request);
+            let request =
+                sync_request(&reencoded_upsert(&pod.encode_to_vec(), extra, order, corrupt));
             // The memo has seen the pod as it was: what it made then must not stand in
             // for what changed.
             let mut memo = ConvertMemo::new(64);

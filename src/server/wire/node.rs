@@ -81,7 +81,7 @@ fn taint(encoding: &[u8]) -> Option<TaintFields<'_>> {
 mod tests {
     use proptest::prelude::*;
 
-    use super::super::tests::{fields, len_field};
+    use super::super::tests::{len_field, odd_requests, reencoded_upsert};
     use super::super::{NODE, SyncRequestWire, WireItem};
     use super::*;
     use crate::generate::{self, ClusterSpec};
@@ -191,8 +191,11 @@ mod tests {
     #[test]
     fn other_changes_and_odd_encodings_go_through_prost() {
         let node = nodes().swap_remove(0);
-        let mut cases: Vec<Vec<u8>> = vec![
-            // No change, a delete, a JSON document.
+        let delete = pb::UpdateNodeRequest {
+            change: Some(pb::update_node_request::Change::Delete(Default::default())),
+        }
+        .encode_to_vec();
+        let others = vec![
             pb::UpdateNodeRequest::default().encode_to_vec(),
             pb::UpdateNodeRequest {
                 change: Some(pb::update_node_request::Change::Delete(pb::ObjectRef {
@@ -207,34 +210,9 @@ mod tests {
             }
             .encode_to_vec(),
         ];
-        let encoded = upsert(node.clone());
-        // Truncated, and cut inside the node.
-        cases.push(encoded[..encoded.len() - 1].to_vec());
-        cases.push(encoded[..encoded.len() / 2].to_vec());
-        // An unknown field in the node, and in the request.
         let node_encoding = node.encode_to_vec();
-        cases.push(len_field(
-            1,
-            &[&node_encoding[..], &[0xb8, 0x06, 0x01]].concat(),
-        ));
-        cases.push([&encoded[..], &[0xb8, 0x06, 0x01]].concat());
-        // The upsert twice (merged by prost), then a delete after it (the last wins).
-        cases.push([&encoded[..], &encoded[..]].concat());
-        cases.push(
-            [
-                &encoded[..],
-                &pb::UpdateNodeRequest {
-                    change: Some(pb::update_node_request::Change::Delete(Default::default())),
-                }
-                .encode_to_vec()[..],
-            ]
-            .concat(),
-        );
-        // A name that is not UTF-8; a taint field of the wrong wire type.
-        cases.push(len_field(
-            1,
-            &[&node_encoding[..], &len_field(1, &[0xff, 0xfe])[..]].concat(),
-        ));
+        let mut cases = odd_requests(&upsert(node.clone()), &node_encoding, others, &delete, 1);
+        // A taint field of the wrong wire type.
         cases.push(len_field(
             1,
             &[&node_encoding[..], &len_field(5, &[0x08, 0x01])[..]].concat(),
@@ -336,9 +314,7 @@ mod tests {
         ) {
             let nodes = nodes();
             let node = &nodes[index % nodes.len()];
-            let node_encoding = node.encode_to_vec();
-            let mut parts: Vec<Vec<u8>> =
-                fields(&node_encoding).into_iter().map(<[u8]>::to_vec).collect();
+            let mut extra = Vec::new();
             if relabel {
                 // Entries for keys the node already has, later in the stream: they win.
                 for (field, key) in [
@@ -347,19 +323,11 @@ mod tests {
                 ] {
                     let key = key.cloned().unwrap_or_default();
                     let entry = [len_field(1, key.as_bytes()), len_field(2, b"7")].concat();
-                    parts.push(len_field(field, &entry));
+                    extra.push(len_field(field, &entry));
                 }
             }
-            let mut rng = generate::Rng::new(order);
-            for i in (1..parts.len()).rev() {
-                parts.swap(i, rng.below(i as u64 + 1) as usize);
-            }
-            let mut request = len_field(1, &parts.concat());
-            if let Some((at, byte)) = corrupt {
-                let at = at % request.len();
-                request[at] = byte;
-            }
-            let request = sync_request(&request);
+            let request =
+                sync_request(&reencoded_upsert(&node.encode_to_vec(), extra, order, corrupt));
             let mut memo = ConvertMemo::new(64);
             with_wire(&sync_request(&upsert(node.clone())), &mut memo);
             prop_assert_eq!(kind(with_wire(&request, &mut memo).0), kind(with_prost(&request)));
