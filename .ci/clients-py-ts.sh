@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The Python and TypeScript clients and API governance, on a fresh machine: buf lint and
+# buf breaking against the committed baseline, the generated code's freshness, both test
+# suites and both examples against the real `preemptd serve`. Toolchains go into ignored
+# folders (clients/python/.venv, clients/typescript/node_modules) and are reused when
+# present. PREEMPTD_BIN names the server binary (default target/debug/preemptd, built when
+# missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+bin=${PREEMPTD_BIN:-${repo}/target/debug/preemptd}
+export PREEMPTD_BIN=${bin}
+
+echo "== clients: toolchains (Python venv, npm ci)"
+python=${PYTHON:-$(command -v python3.11 || command -v python3)}
+"${python}" --version
+node --version
+if [ ! -x clients/python/.venv/bin/python ]; then
+  "${python}" -m venv clients/python/.venv
+fi
+clients/python/.venv/bin/pip install --quiet --disable-pip-version-check -e 'clients/python[dev]'
+(cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error)
+buf=clients/typescript/node_modules/.bin/buf
+
+echo "== buf $(${buf} --version): lint"
+"${buf}" lint
+echo "buf lint: clean"
+
+echo "== buf breaking against proto/baseline/preemptd-v1.binpb"
+"${buf}" breaking --against proto/baseline/preemptd-v1.binpb
+echo "buf breaking: no breaking change"
+
+echo "== generated code is fresh"
+clients/python/.venv/bin/python clients/python/tools/generate.py --check
+(cd clients/typescript && npm run --silent check-generated)
+
+echo "== README client sections are the examples"
+clients/python/.venv/bin/python - <<'EOF'
+import re, sys
+readme = open("README.md").read()
+for title, example in [("Python client", "clients/python/examples/example.py"),
+                       ("TypeScript client", "clients/typescript/examples/example.ts")]:
+    section = readme.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(?:python|ts)\n(.*?)```", section, re.S)
+    lines = {line.strip() for line in open(example)}
+    missing = [l for b in blocks for l in b.splitlines() if l.strip() and l.strip() not in lines]
+    if not blocks or missing:
+        sys.exit(f"README {title}: lines not in {example}: {missing or 'no code block'}")
+    print(f"README {title}: {sum(len(b.splitlines()) for b in blocks)} lines, all in {example}")
+EOF
+
+if [ ! -x "${bin}" ]; then
+  echo "== cargo build --locked (no ${bin})"
+  cargo build --locked
+fi
+
+echo "== typescript: tsc"
+(cd clients/typescript && npm run --silent build)
+
+echo "== python client tests (pytest) against ${bin}"
+(cd clients/python && .venv/bin/python -m pytest -q -p no:cacheprovider)
+
+echo "== typescript client tests (node:test) against ${bin}"
+(cd clients/typescript && npm run --silent test 2>&1 | grep -vE '^\s*✔ .*\[(json|typed)\]')
+
+echo "== examples, each against a fresh server"
+log=$(mktemp)
+server_pid=
+trap 'if [ -n "${server_pid}" ]; then kill "${server_pid}" 2>/dev/null || true; fi; rm -f "${log}"' EXIT
+start_server() {
+  "${bin}" serve --listen 127.0.0.1:0 --metrics-listen off --log-format json >"${log}" 2>&1 &
+  server_pid=$!
+  addr=
+  for _ in $(seq 1 300); do
+    addr=$(grep -o 'serving.*' "${log}" | grep -oE '127\.0\.0\.1:[0-9]+' | head -n1 || true)
+    [ -n "${addr}" ] && return 0
+    sleep 0.1
+  done
+  cat "${log}"
+  return 1
+}
+stop_server() {
+  kill -TERM "${server_pid}"
+  wait "${server_pid}"
+  server_pid=
+}
+check_example() {
+  echo "$1"
+  grep -q '"outcome": "OUTCOME_PREEMPT"' <<<"$1"
+  grep -q 'NOMINATION_EVENT_TYPE_NOMINATED shop/checkout node-b' <<<"$1"
+}
+start_server
+check_example "$(clients/python/.venv/bin/python clients/python/examples/example.py --addr "${addr}" --watch-seconds 1)"
+stop_server
+start_server
+check_example "$(cd clients/typescript && node dist/examples/example.js --addr "${addr}" --watch-seconds 1)"
+stop_server
+echo "clients: both examples ran; the servers exited cleanly on SIGTERM"

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Loads examples/cluster.json through Sync, decides examples/pod.json with Preempt (a dry
+run, then for real), prints the decision and follows WatchNominations for a few seconds.
+
+    python clients/python/examples/example.py --addr 127.0.0.1:50051
+"""
+
+import argparse
+import threading
+from pathlib import Path
+
+from google.protobuf import json_format
+
+from preemptd import Client, pb
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--addr", default="127.0.0.1:50051")
+    parser.add_argument("--watch-seconds", type=float, default=2.0)
+    args = parser.parse_args()
+
+    def restarted(old: str, new: str) -> None:
+        print(f"server restarted (epoch {old} -> {new}): push the cluster again")
+
+    with Client(args.addr, timeout=10.0, on_epoch_change=restarted) as client:
+        synced = client.sync_list((EXAMPLES / "cluster.json").read_text())
+        print(f"synced {synced.applied.nodes} nodes, {synced.applied.pods} pods, "
+              f"{synced.applied.pdbs} budgets; {synced.rejected} rejected")
+
+        pod = (EXAMPLES / "pod.json").read_text()
+        plan = client.preempt(pod, dry_run=True, explain=True)
+        print(f"dry run: {pb.Outcome.Name(plan.outcome)} on {plan.nominated_node_name}")
+        decision = client.preempt(pod)
+        print(json_format.MessageToJson(decision))
+
+        watch = client.watch_nominations(after_revision=plan.nominations_revision)
+        threading.Timer(args.watch_seconds, watch.cancel).start()
+        for event in watch:
+            print(event.revision, pb.NominationEventType.Name(event.type),
+                  f"{event.pod.namespace}/{event.pod.name}", event.node)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+// Client for preemptd, the Kubernetes pod-preemption decision service. The generated
+// messages and @grpc/grpc-js stub are re-exported from ./gen/preemptd/v1/preemptd.
+export * from "./client";
+export * from "./kube";
+export * from "./gen/preemptd/v1/preemptd";
