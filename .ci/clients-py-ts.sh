@@ -34,6 +34,9 @@ echo "== generated code is fresh"
 clients/python/.venv/bin/python clients/python/tools/generate.py --check
 (cd clients/typescript && npm run --silent check-generated)
 
+echo "== python: mypy --strict (the client and example against the generated .pyi)"
+(cd clients/python && .venv/bin/mypy)
+
 echo "== README client sections are the examples"
 clients/python/.venv/bin/python - <<'EOF'
 import re, sys

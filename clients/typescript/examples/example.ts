@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const watch = client.watchNominations({ afterRevision: plan.nominationsRevision });
   setTimeout(() => watch.cancel(), Number(values["watch-seconds"]) * 1000);
   for await (const event of watch) {
-    console.log(event.revision, NominationEventType[event.type], `${event.pod?.namespace}/${event.pod?.name}`, event.node);
+    console.log(`${event.revision}`, NominationEventType[event.type], `${event.pod?.namespace}/${event.pod?.name}`, event.node);
   }
   client.close();
 }

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from typing import Any, Protocol, TypeVar, Union
 
 import grpc
 
@@ -21,7 +21,13 @@ from preemptd.v1 import preemptd_pb2_grpc as pb_grpc
 
 log = logging.getLogger("preemptd.client")
 
-Response = TypeVar("Response")
+
+class _Response(Protocol):
+    @property
+    def epoch(self) -> str: ...
+
+
+Response = TypeVar("Response", bound=_Response)
 PodInput = Union[pb.Pod, Mapping[str, Any], str]
 SyncItem = Union[pb.SyncRequest, pb.Node, pb.Pod, pb.PodDisruptionBudget, Mapping[str, Any]]
 UpdateResponse = Union[
@@ -85,7 +91,7 @@ class Client:
             self._channel = grpc.insecure_channel(address, options=channel_options)
         else:
             self._channel = grpc.secure_channel(address, credentials, options=channel_options)
-        self._stub = pb_grpc.PreemptionStub(self._channel)
+        self._stub = pb_grpc.PreemptionStub(self._channel)  # type: ignore[no-untyped-call]
         self.timeout = timeout
         self.retry = retry
         self.on_epoch_change = on_epoch_change
@@ -114,11 +120,15 @@ class Client:
         if old is not None and old != epoch and self.on_epoch_change is not None:
             self.on_epoch_change(old, epoch)
 
-    def _call(self, method: Callable[..., Response], request: Any, timeout: float | None) -> Response:
+    def _call(
+        self, method: Callable[..., Any], request: Any, timeout: float | None, response_type: type[Response]
+    ) -> Response:
         delays = self.retry.delays()
         while True:
             try:
                 response = method(request, timeout=timeout or self.timeout)
+                if not isinstance(response, response_type):
+                    raise TypeError(f"expected {response_type.__name__}, got {type(response).__name__}")
             except grpc.RpcError as error:
                 delay = next(delays, None)
                 if error.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
@@ -140,29 +150,29 @@ class Client:
         if kind is None:
             kind = str((json.loads(text) if isinstance(obj, str) else obj).get("kind", ""))
         if kind == "Node":
-            return self._call(self._stub.UpdateNode, pb.UpdateNodeRequest(upsert_json=text), timeout)
+            return self._call(self._stub.UpdateNode, pb.UpdateNodeRequest(upsert_json=text), timeout, pb.UpdateNodeResponse)
         if kind == "Pod":
-            return self._call(self._stub.UpdatePod, pb.UpdatePodRequest(upsert_json=text), timeout)
+            return self._call(self._stub.UpdatePod, pb.UpdatePodRequest(upsert_json=text), timeout, pb.UpdatePodResponse)
         if kind == "PodDisruptionBudget":
             request = pb.UpdatePodDisruptionBudgetRequest(upsert_json=text)
-            return self._call(self._stub.UpdatePodDisruptionBudget, request, timeout)
+            return self._call(self._stub.UpdatePodDisruptionBudget, request, timeout, pb.UpdatePodDisruptionBudgetResponse)
         raise ValueError(f"unsupported kind {kind!r}: supported kinds are Node, Pod, PodDisruptionBudget")
 
     def upsert(self, obj: kube.TypedObject, *, timeout: float | None = None) -> UpdateResponse:
         """Upserts a typed Node, Pod or PodDisruptionBudget (see preemptd.kube to convert
         Kubernetes objects)."""
         if isinstance(obj, pb.Node):
-            return self._call(self._stub.UpdateNode, pb.UpdateNodeRequest(upsert=obj), timeout)
+            return self._call(self._stub.UpdateNode, pb.UpdateNodeRequest(upsert=obj), timeout, pb.UpdateNodeResponse)
         if isinstance(obj, pb.Pod):
-            return self._call(self._stub.UpdatePod, pb.UpdatePodRequest(upsert=obj), timeout)
+            return self._call(self._stub.UpdatePod, pb.UpdatePodRequest(upsert=obj), timeout, pb.UpdatePodResponse)
         request = pb.UpdatePodDisruptionBudgetRequest(upsert=obj)
-        return self._call(self._stub.UpdatePodDisruptionBudget, request, timeout)
+        return self._call(self._stub.UpdatePodDisruptionBudget, request, timeout, pb.UpdatePodDisruptionBudgetResponse)
 
     def delete_node(self, name: str, *, uid: str | None = None, timeout: float | None = None) -> pb.UpdateNodeResponse:
         ref = pb.ObjectRef(name=name)
         if uid is not None:
             ref.uid = uid
-        return self._call(self._stub.UpdateNode, pb.UpdateNodeRequest(delete=ref), timeout)
+        return self._call(self._stub.UpdateNode, pb.UpdateNodeRequest(delete=ref), timeout, pb.UpdateNodeResponse)
 
     def delete_pod(
         self, namespace: str, name: str, *, uid: str | None = None, timeout: float | None = None
@@ -170,12 +180,12 @@ class Client:
         ref = pb.ObjectRef(namespace=namespace, name=name)
         if uid is not None:
             ref.uid = uid
-        return self._call(self._stub.UpdatePod, pb.UpdatePodRequest(delete=ref), timeout)
+        return self._call(self._stub.UpdatePod, pb.UpdatePodRequest(delete=ref), timeout, pb.UpdatePodResponse)
 
     def delete_pdb(self, namespace: str, name: str, *, timeout: float | None = None) -> pb.UpdatePodDisruptionBudgetResponse:
         ref = pb.ObjectRef(namespace=namespace, name=name)
         request = pb.UpdatePodDisruptionBudgetRequest(delete=ref)
-        return self._call(self._stub.UpdatePodDisruptionBudget, request, timeout)
+        return self._call(self._stub.UpdatePodDisruptionBudget, request, timeout, pb.UpdatePodDisruptionBudgetResponse)
 
     def sync(self, items: Iterable[SyncItem], *, typed: bool = False, timeout: float | None = None) -> pb.SyncResponse:
         """Applies updates in order through one client-streaming Sync call. Items are
@@ -183,7 +193,9 @@ class Client:
         converted to typed messages when `typed`). The requests are built up front so a
         retry after UNAVAILABLE can send them again."""
         requests = [_sync_request(item, typed) for item in items]
-        return self._call(lambda reqs, timeout: self._stub.Sync(iter(reqs), timeout=timeout), requests, timeout)
+        return self._call(
+            lambda reqs, timeout: self._stub.Sync(iter(reqs), timeout=timeout), requests, timeout, pb.SyncResponse
+        )
 
     def sync_list(
         self, kube_list: Mapping[str, Any] | str, *, typed: bool = False, timeout: float | None = None
@@ -213,10 +225,10 @@ class Client:
             request.pod_json = pod
         else:
             request.pod_json = json.dumps(pod)
-        return self._call(self._stub.Preempt, request, timeout)
+        return self._call(self._stub.Preempt, request, timeout, pb.PreemptResponse)
 
     def list_nominations(self, *, timeout: float | None = None) -> pb.ListNominationsResponse:
-        return self._call(self._stub.ListNominations, pb.ListNominationsRequest(), timeout)
+        return self._call(self._stub.ListNominations, pb.ListNominationsRequest(), timeout, pb.ListNominationsResponse)
 
     def watch_nominations(
         self,

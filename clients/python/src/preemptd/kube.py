@@ -10,7 +10,7 @@ Go's decoder.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Union
 
 from preemptd.v1 import preemptd_pb2 as pb
@@ -273,7 +273,7 @@ def pdb_from_kube(obj: KubeObject) -> pb.PodDisruptionBudget:
     return pdb
 
 
-_CONVERTERS = {
+_CONVERTERS: dict[str, Callable[[KubeObject], TypedObject]] = {
     "Node": node_from_kube,
     "Pod": pod_from_kube,
     "PodDisruptionBudget": pdb_from_kube,
@@ -289,7 +289,8 @@ def from_kube(obj: KubeObject, kind: str | None = None) -> TypedObject:
         raise ValueError(
             f"unsupported kind {kind!r}: supported kinds are Node, Pod, PodDisruptionBudget"
         ) from None
-    return convert(obj)
+    message: TypedObject = convert(obj)
+    return message
 
 
 def list_items(kube_list: KubeObject) -> list[tuple[str, KubeObject]]:
