@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 bin=${PREEMPTD_BIN:-${repo}/target/debug/preemptd}
 export PREEMPTD_BIN=${bin}
+SECONDS=0
 
-echo "== clients: toolchains (Python venv, npm ci)"
+echo "== [${SECONDS}s] clients: toolchains (Python venv, npm ci)"
 python=${PYTHON:-$(command -v python3.11 || command -v python3)}
 "${python}" --version
 node --version
@@ -19,25 +20,30 @@ if [ ! -x clients/python/.venv/bin/python ]; then
   "${python}" -m venv clients/python/.venv
 fi
 clients/python/.venv/bin/pip install --quiet --disable-pip-version-check -e 'clients/python[dev]'
-(cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error)
+# npm ci starts from an empty node_modules every time: skip it when the lockfile is the
+# one installed last.
+if ! cmp -s clients/typescript/package-lock.json clients/typescript/node_modules/.installed-lock.json; then
+  (cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error &&
+    cp package-lock.json node_modules/.installed-lock.json)
+fi
 buf=clients/typescript/node_modules/.bin/buf
 
-echo "== buf $(${buf} --version): lint"
+echo "== [${SECONDS}s] buf $(${buf} --version): lint"
 "${buf}" lint
 echo "buf lint: clean"
 
-echo "== buf breaking against proto/baseline/preemptd-v1.binpb"
+echo "== [${SECONDS}s] buf breaking against proto/baseline/preemptd-v1.binpb"
 "${buf}" breaking --against proto/baseline/preemptd-v1.binpb
 echo "buf breaking: no breaking change"
 
-echo "== generated code is fresh"
+echo "== [${SECONDS}s] generated code is fresh"
 clients/python/.venv/bin/python clients/python/tools/generate.py --check
 (cd clients/typescript && npm run --silent check-generated)
 
-echo "== python: mypy --strict (the client and example against the generated .pyi)"
+echo "== [${SECONDS}s] python: mypy --strict (the client and example against the generated .pyi)"
 (cd clients/python && .venv/bin/mypy)
 
-echo "== README client sections are the examples"
+echo "== [${SECONDS}s] README client sections are the examples"
 clients/python/.venv/bin/python - <<'EOF'
 import re, sys
 readme = open("README.md").read()
@@ -57,16 +63,16 @@ if [ ! -x "${bin}" ]; then
   cargo build --locked
 fi
 
-echo "== typescript: tsc"
+echo "== [${SECONDS}s] typescript: tsc"
 (cd clients/typescript && npm run --silent build)
 
-echo "== python client tests (pytest) against ${bin}"
+echo "== [${SECONDS}s] python client tests (pytest) against ${bin}"
 (cd clients/python && .venv/bin/python -m pytest -q -p no:cacheprovider)
 
-echo "== typescript client tests (node:test) against ${bin}"
+echo "== [${SECONDS}s] typescript client tests (node:test) against ${bin}"
 (cd clients/typescript && npm run --silent test 2>&1 | grep -vE '^\s*✔ .*\[(json|typed)\]')
 
-echo "== examples, each against a fresh server"
+echo "== [${SECONDS}s] examples, each against a fresh server"
 log=$(mktemp)
 server_pid=
 trap 'if [ -n "${server_pid}" ]; then kill "${server_pid}" 2>/dev/null || true; fi; rm -f "${log}"' EXIT
@@ -98,4 +104,4 @@ stop_server
 start_server
 check_example "$(cd clients/typescript && node dist/examples/example.js --addr "${addr}" --watch-seconds 1)"
 stop_server
-echo "clients: both examples ran; the servers exited cleanly on SIGTERM"
+echo "clients: both examples ran; the servers exited cleanly on SIGTERM (${SECONDS}s in all)"
