@@ -19,7 +19,11 @@ node --version
 if [ ! -x clients/python/.venv/bin/python ]; then
   "${python}" -m venv clients/python/.venv
 fi
-clients/python/.venv/bin/pip install --quiet --disable-pip-version-check -e 'clients/python[dev]'
+# Reinstalled only when pyproject.toml (every pin) changed since the last install.
+if ! cmp -s clients/python/pyproject.toml clients/python/.venv/.installed-pyproject.toml; then
+  clients/python/.venv/bin/pip install --quiet --disable-pip-version-check -e 'clients/python[dev]'
+  cp clients/python/pyproject.toml clients/python/.venv/.installed-pyproject.toml
+fi
 # npm ci starts from an empty node_modules every time: skip it when the lockfile is the
 # one installed last.
 if ! cmp -s clients/typescript/package-lock.json clients/typescript/node_modules/.installed-lock.json; then
