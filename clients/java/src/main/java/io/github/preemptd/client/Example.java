@@ -10,13 +10,14 @@ import preemptd.v1.Preemptd.SyncResponse;
 
 /**
  * Loads examples/cluster.json through Sync, asks Preempt for examples/pod.json, prints the
- * decision, then follows WatchNominations for a while. Arguments: [address] [seconds to follow];
- * paths are relative to the repository root.
+ * decision, then follows WatchNominations for a while. Arguments: [address] [seconds to follow]
+ * [examples directory, default ../../examples: run from clients/java].
  */
 public final class Example {
   public static void main(String[] args) throws Exception {
     String address = args.length > 0 ? args[0] : "127.0.0.1:50051";
     long followSeconds = args.length > 1 ? Long.parseLong(args[1]) : 2;
+    Path examples = Path.of(args.length > 2 ? args[2] : "../../examples");
 
     try (PreemptdClient client =
         PreemptdClient.builder(address)
@@ -29,7 +30,7 @@ public final class Example {
                         previous, current))
             .build()) {
       SyncResponse report =
-          client.syncList(Files.readString(Path.of("examples/cluster.json")), false);
+          client.syncList(Files.readString(examples.resolve("cluster.json")), false);
       System.out.printf(
           "loaded %d nodes, %d pods, %d budgets (%d rejected)%n",
           report.getApplied().getNodes(),
@@ -38,7 +39,7 @@ public final class Example {
           report.getRejected());
 
       PreemptResponse decision =
-          client.preemptJson(Files.readString(Path.of("examples/pod.json")), PreemptOptions.COMMIT);
+          client.preemptJson(Files.readString(examples.resolve("pod.json")), PreemptOptions.COMMIT);
       System.out.printf(
           "decision: %s node=%s victims=%s%n  %s%n",
           decision.getOutcome(),
