@@ -19,8 +19,8 @@ if ! command -v mvn >/dev/null || ! command -v javac >/dev/null || ! command -v 
   apt-get install -y -qq maven openjdk-17-jdk-headless npm >/dev/null
 fi
 go version
-java -version 2>&1 | head -1
-mvn -v | head -1
+java -version 2>&1 | sed -n 1p
+mvn -B -v | sed -n 1p
 
 echo "== go client: generated code is fresh (pinned protoc-gen-go, protoc-gen-go-grpc, buf)"
 clients/go/gen.sh --check
