@@ -22,6 +22,12 @@ go version
 java -version 2>&1 | sed -n 1p
 mvn -B -v | sed -n 1p
 
+# Maven's downloads and the Java build overlap the Go steps (network-bound beside CPU-bound).
+(cd clients/java && mvn "${mvn_flags[@]}" -q test-compile) >.ci/clients-java-build.log 2>&1 &
+java_build_pid=$!
+children=("${java_build_pid}")
+trap 'kill "${children[@]}" 2>/dev/null || true' EXIT
+
 echo "== go client: generated code is fresh (pinned protoc-gen-go, protoc-gen-go-grpc, buf)"
 clients/go/gen.sh --check
 
@@ -29,13 +35,17 @@ echo "== go client: vet and tests against the real server"
 (cd clients/go && go vet ./... && go test -count=1 ./...)
 
 echo "== java client: build and tests against the real server"
+if ! wait "${java_build_pid}"; then
+  cat .ci/clients-java-build.log
+  exit 1
+fi
 (cd clients/java && mvn "${mvn_flags[@]}" test)
 
 echo "== examples against the real server"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$PREEMPTD_BIN" serve --listen "127.0.0.1:${port}" --metrics-listen off >.ci/clients-server.log 2>&1 &
 server_pid=$!
-trap 'kill "${server_pid}" 2>/dev/null || true' EXIT
+children+=("${server_pid}")
 for _ in $(seq 100); do
   grep -q serving .ci/clients-server.log && break
   sleep 0.1

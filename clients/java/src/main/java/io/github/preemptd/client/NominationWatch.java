@@ -145,7 +145,10 @@ public final class NominationWatch implements AutoCloseable {
           if (follow()) {
             pause = client.initialBackoff.toMillis();
           }
+          // The server ended the stream without a status: resume after a pause too.
           resuming = true;
+          PreemptdClient.sleep(pause);
+          pause = Math.min(2 * pause, client.maxBackoff.toMillis());
         } catch (StatusRuntimeException e) {
           if (context.isCancelled()) {
             return;

@@ -183,6 +183,9 @@ public final class PreemptdClient implements AutoCloseable {
       }
       sleep(pauseMillis);
       pauseMillis = Math.min(2 * pauseMillis, maxBackoff.toMillis());
+      // Reconnect now rather than after the channel's own backoff (1s and growing), so a
+      // restarted server is reached by the next attempt.
+      channel.resetConnectBackoff();
     }
   }
 
