@@ -1,0 +1,320 @@
+// Package preemptd is a Go client for the preemptd.v1.Preemption gRPC service: push
+// Kubernetes objects (as JSON or typed messages), bulk-load a List through Sync, ask
+// Preempt for a decision and follow nominations with a watch that resumes by itself.
+//
+// Every call carries a deadline (Options.CallTimeout unless the context has an earlier
+// one) and is retried with exponential backoff while the server answers UNAVAILABLE.
+// Every response's epoch is compared with the last one seen: when it changes, the
+// server restarted with an empty cache and Options.OnEpochChange is called so the
+// caller can push its state again.
+package preemptd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/preemptd/preemptd/clients/go/gen/preemptd/v1"
+)
+
+// Options configure a Client. The zero value of every field picks a default.
+type Options struct {
+	// TransportCredentials secure the connection; nil means plaintext. This is where
+	// TLS and client certificates go (credentials.NewTLS(&tls.Config{...})).
+	TransportCredentials credentials.TransportCredentials
+	// CallTimeout bounds each call, retries included (default 10s). A context deadline
+	// that is earlier wins. Streams (WatchNominations) are bounded by their context only.
+	CallTimeout time.Duration
+	// MaxAttempts is how often a call answered UNAVAILABLE is tried in all (default 5).
+	MaxAttempts int
+	// InitialBackoff is the first pause between attempts (default 50ms); it doubles up
+	// to MaxBackoff (default 2s).
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	// OnEpochChange is called, on the goroutine of the call that noticed, when a
+	// response carries an epoch other than the last one seen: the server restarted and
+	// its cache is empty. previous is never empty.
+	OnEpochChange func(previous, current string)
+	// DialOptions are added to the client's own (interceptors, keepalive, ...).
+	DialOptions []grpc.DialOption
+}
+
+// Client wraps the generated stub. It is safe for concurrent use.
+type Client struct {
+	conn *grpc.ClientConn
+	stub pb.PreemptionClient
+	opts Options
+
+	mu    sync.Mutex
+	epoch string
+}
+
+// Dial connects to a preemptd server at addr ("host:port"). The connection is made
+// lazily; the first call waits for it within its deadline.
+func Dial(addr string, opts Options) (*Client, error) {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 10 * time.Second
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 5
+	}
+	if opts.InitialBackoff <= 0 {
+		opts.InitialBackoff = 50 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 2 * time.Second
+	}
+	creds := opts.TransportCredentials
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	dialOpts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		// Reconnect quickly after a server restart rather than after gRPC's 1s base delay.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: opts.InitialBackoff, Multiplier: 1.6, Jitter: 0.2, MaxDelay: opts.MaxBackoff},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+	}
+	dialOpts = append(dialOpts, opts.DialOptions...)
+	conn, err := grpc.NewClient(addr, dialOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	return &Client{conn: conn, stub: pb.NewPreemptionClient(conn), opts: opts}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Stub is the generated client, for calls the wrapper does not cover.
+func (c *Client) Stub() pb.PreemptionClient { return c.stub }
+
+// Epoch is the last epoch a response carried ("" before the first response).
+func (c *Client) Epoch() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.epoch
+}
+
+// observeEpoch records epoch and calls OnEpochChange when it differs from the last one.
+func (c *Client) observeEpoch(epoch string) {
+	if epoch == "" {
+		return
+	}
+	c.mu.Lock()
+	previous := c.epoch
+	c.epoch = epoch
+	c.mu.Unlock()
+	if previous != "" && previous != epoch && c.opts.OnEpochChange != nil {
+		c.opts.OnEpochChange(previous, epoch)
+	}
+}
+
+// retry runs call with the client's deadline, again after a backoff while it fails with
+// UNAVAILABLE, at most MaxAttempts times in all.
+func retry[T any](ctx context.Context, c *Client, call func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	defer cancel()
+	pause := c.opts.InitialBackoff
+	for attempt := 1; ; attempt++ {
+		result, err := call(ctx)
+		if err == nil || status.Code(err) != codes.Unavailable || attempt >= c.opts.MaxAttempts {
+			return result, err
+		}
+		if !sleep(ctx, pause) {
+			return result, err
+		}
+		pause = min(2*pause, c.opts.MaxBackoff)
+	}
+}
+
+// sleep waits d or until ctx is done; false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// UpdateResult is what an upsert or delete did (the three Update* responses alike).
+type UpdateResult struct {
+	Applied         bool
+	ResourceVersion uint64
+	Revision        uint64
+	Epoch           string
+	// Stale says why the update was not applied; empty when applied.
+	Stale string
+}
+
+type updateResponse interface {
+	GetApplied() bool
+	GetResourceVersion() uint64
+	GetRevision() uint64
+	GetEpoch() string
+	GetStale() string
+}
+
+func (c *Client) result(r updateResponse) *UpdateResult {
+	c.observeEpoch(r.GetEpoch())
+	return &UpdateResult{r.GetApplied(), r.GetResourceVersion(), r.GetRevision(), r.GetEpoch(), r.GetStale()}
+}
+
+// Update sends one update (a node, pod or PodDisruptionBudget request, as built by
+// the Upsert*/Delete* helpers or by ItemFromJSON).
+func (c *Client) Update(ctx context.Context, item *pb.SyncRequest) (*UpdateResult, error) {
+	var r updateResponse
+	var err error
+	switch it := item.GetItem().(type) {
+	case *pb.SyncRequest_Node:
+		r, err = retry(ctx, c, func(ctx context.Context) (*pb.UpdateNodeResponse, error) { return c.stub.UpdateNode(ctx, it.Node) })
+	case *pb.SyncRequest_Pod:
+		r, err = retry(ctx, c, func(ctx context.Context) (*pb.UpdatePodResponse, error) { return c.stub.UpdatePod(ctx, it.Pod) })
+	case *pb.SyncRequest_Pdb:
+		r, err = retry(ctx, c, func(ctx context.Context) (*pb.UpdatePodDisruptionBudgetResponse, error) {
+			return c.stub.UpdatePodDisruptionBudget(ctx, it.Pdb)
+		})
+	default:
+		return nil, errors.New("update: empty item")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.result(r), nil
+}
+
+// UpsertJSON pushes one Kubernetes Node, Pod or PodDisruptionBudget given as JSON (e.g.
+// `kubectl get pod NAME -o json`); the server decodes it.
+func (c *Client) UpsertJSON(ctx context.Context, object []byte) (*UpdateResult, error) {
+	item, err := ItemFromJSON(object, false)
+	if err != nil {
+		return nil, err
+	}
+	return c.Update(ctx, item)
+}
+
+// UpsertNode pushes a typed node.
+func (c *Client) UpsertNode(ctx context.Context, node *pb.Node) (*UpdateResult, error) {
+	return c.Update(ctx, NodeItem(node))
+}
+
+// UpsertPod pushes a typed pod.
+func (c *Client) UpsertPod(ctx context.Context, pod *pb.Pod) (*UpdateResult, error) {
+	return c.Update(ctx, PodItem(pod))
+}
+
+// UpsertPodDisruptionBudget pushes a typed PodDisruptionBudget.
+func (c *Client) UpsertPodDisruptionBudget(ctx context.Context, pdb *pb.PodDisruptionBudget) (*UpdateResult, error) {
+	return c.Update(ctx, PDBItem(pdb))
+}
+
+// DeleteNode deletes a node by name.
+func (c *Client) DeleteNode(ctx context.Context, name string) (*UpdateResult, error) {
+	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_Node{Node: &pb.UpdateNodeRequest{
+		Change: &pb.UpdateNodeRequest_Delete{Delete: &pb.ObjectRef{Name: name}}}}})
+}
+
+// DeletePod deletes a pod by namespace and name.
+func (c *Client) DeletePod(ctx context.Context, namespace, name string) (*UpdateResult, error) {
+	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_Pod{Pod: &pb.UpdatePodRequest{
+		Change: &pb.UpdatePodRequest_Delete{Delete: &pb.ObjectRef{Namespace: namespace, Name: name}}}}})
+}
+
+// DeletePodDisruptionBudget deletes a PodDisruptionBudget by namespace and name.
+func (c *Client) DeletePodDisruptionBudget(ctx context.Context, namespace, name string) (*UpdateResult, error) {
+	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_Pdb{Pdb: &pb.UpdatePodDisruptionBudgetRequest{
+		Change: &pb.UpdatePodDisruptionBudgetRequest_Delete{Delete: &pb.ObjectRef{Namespace: namespace, Name: name}}}}})
+}
+
+// Sync streams items to the server in order through the client-streaming Sync RPC (a
+// bulk load) and returns its report. Items that the server rejects are listed in the
+// response's Rejections; they do not fail the call. A stream that fails with
+// UNAVAILABLE is sent again whole (updates are idempotent by resource_version).
+func (c *Client) Sync(ctx context.Context, items []*pb.SyncRequest) (*pb.SyncResponse, error) {
+	r, err := retry(ctx, c, func(ctx context.Context) (*pb.SyncResponse, error) {
+		stream, err := c.stub.Sync(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			if err := stream.Send(item); err != nil {
+				if err == io.EOF {
+					// The server ended the stream: CloseAndRecv has its status.
+					break
+				}
+				return nil, err
+			}
+		}
+		return stream.CloseAndRecv()
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.observeEpoch(r.GetEpoch())
+	return r, nil
+}
+
+// SyncList bulk-loads a Kubernetes List (`kubectl get nodes,pods,pdb -A -o json`), each
+// item sent as JSON for the server to decode, or, with typed, converted here into the
+// typed message (see NodeFromJSON, PodFromJSON, PDBFromJSON).
+func (c *Client) SyncList(ctx context.Context, list []byte, typed bool) (*pb.SyncResponse, error) {
+	items, err := ItemsFromList(list, typed)
+	if err != nil {
+		return nil, err
+	}
+	return c.Sync(ctx, items)
+}
+
+// PreemptOptions are the flags of a Preempt call.
+type PreemptOptions struct {
+	// DryRun decides without recording anything.
+	DryRun bool
+	// Explain adds one diagnostic per node to the response.
+	Explain bool
+}
+
+// Preempt asks for a decision for a typed pod that failed scheduling. (The API takes
+// the pod itself; a preempt-by-reference to a cached pod does not exist yet.)
+func (c *Client) Preempt(ctx context.Context, pod *pb.Pod, opts PreemptOptions) (*pb.PreemptResponse, error) {
+	return c.preempt(ctx, &pb.PreemptRequest{Preemptor: &pb.PreemptRequest_Pod{Pod: pod}, DryRun: opts.DryRun, Explain: opts.Explain})
+}
+
+// PreemptJSON asks for a decision for a pod given as Kubernetes JSON.
+func (c *Client) PreemptJSON(ctx context.Context, pod []byte, opts PreemptOptions) (*pb.PreemptResponse, error) {
+	return c.preempt(ctx, &pb.PreemptRequest{Preemptor: &pb.PreemptRequest_PodJson{PodJson: string(pod)}, DryRun: opts.DryRun, Explain: opts.Explain})
+}
+
+func (c *Client) preempt(ctx context.Context, req *pb.PreemptRequest) (*pb.PreemptResponse, error) {
+	r, err := retry(ctx, c, func(ctx context.Context) (*pb.PreemptResponse, error) { return c.stub.Preempt(ctx, req) })
+	if err != nil {
+		return nil, err
+	}
+	c.observeEpoch(r.GetEpoch())
+	return r, nil
+}
+
+// ListNominations returns the current nominations and the revision they are as of.
+func (c *Client) ListNominations(ctx context.Context) (*pb.ListNominationsResponse, error) {
+	r, err := retry(ctx, c, func(ctx context.Context) (*pb.ListNominationsResponse, error) {
+		return c.stub.ListNominations(ctx, &pb.ListNominationsRequest{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.observeEpoch(r.GetEpoch())
+	return r, nil
+}
