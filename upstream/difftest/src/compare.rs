@@ -81,3 +81,85 @@ pub fn difference(upstream: &Value, preemptd: &Value) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::difference;
+    use serde_json::json;
+
+    fn upstream_preempt() -> serde_json::Value {
+        json!({
+            "outcome": "PREEMPT",
+            "nominatedNodeNameAnyOf": ["n1", "n2"],
+            "victimsByNode": {"n1": ["default/a"], "n2": ["default/b"]},
+            "nominatedPodsToClearByNode": {"n1": [], "n2": ["default/c"]},
+        })
+    }
+
+    fn ours(node: &str, victim: &str, cleared: &[&str]) -> serde_json::Value {
+        let cleared: Vec<_> = cleared
+            .iter()
+            .map(|n| json!({"namespace": "default", "name": n, "uid": n}))
+            .collect();
+        json!({
+            "outcome": "OUTCOME_PREEMPT",
+            "nominatedNodeName": node,
+            "victims": [{"namespace": "default", "name": victim, "uid": victim}],
+            "nominatedPodsToClear": cleared,
+        })
+    }
+
+    #[test]
+    fn any_node_of_the_tie_with_its_own_victims_agrees() {
+        assert_eq!(difference(&upstream_preempt(), &ours("n1", "a", &[])), None);
+        assert_eq!(
+            difference(&upstream_preempt(), &ours("n2", "b", &["c"])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_node_outside_the_tie_or_other_victims_or_nominations_differ() {
+        let up = upstream_preempt();
+        assert!(
+            difference(&up, &ours("n3", "a", &[]))
+                .unwrap()
+                .starts_with("node")
+        );
+        assert!(
+            difference(&up, &ours("n1", "b", &[]))
+                .unwrap()
+                .starts_with("victims")
+        );
+        assert!(
+            difference(&up, &ours("n2", "b", &[]))
+                .unwrap()
+                .starts_with("nominations")
+        );
+    }
+
+    #[test]
+    fn outcomes_and_feasible_nodes_are_compared() {
+        let fits = json!({"outcome": "FITS", "feasibleNodes": ["n1"]});
+        assert_eq!(
+            difference(
+                &fits,
+                &json!({"outcome": "OUTCOME_FITS", "feasibleNodes": ["n1"]})
+            ),
+            None
+        );
+        assert!(
+            difference(
+                &fits,
+                &json!({"outcome": "OUTCOME_FITS", "feasibleNodes": ["n1", "n2"]})
+            )
+            .unwrap()
+            .starts_with("feasible")
+        );
+        assert!(
+            difference(&fits, &json!({"outcome": "OUTCOME_NO_CANDIDATE"}))
+                .unwrap()
+                .starts_with("outcome NO_CANDIDATE, upstream FITS")
+        );
+    }
+}

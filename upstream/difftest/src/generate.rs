@@ -737,3 +737,45 @@ fn preemptor(ctx: &mut Ctx, profile: &NodeProfile) -> Value {
     pod.insert("status".into(), status);
     Value::Object(pod)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use rand::SeedableRng;
+
+    use super::*;
+
+    #[test]
+    fn the_same_seed_gives_the_same_scenario() {
+        let a = scenario(&mut ChaCha8Rng::seed_from_u64(9));
+        let b = scenario(&mut ChaCha8Rng::seed_from_u64(9));
+        assert_eq!(a.cluster, b.cluster);
+        assert_eq!(a.preemptor, b.preemptor);
+    }
+
+    #[test]
+    fn pods_have_distinct_start_times_and_bind_to_existing_nodes() {
+        for seed in 0..200 {
+            let s = scenario(&mut ChaCha8Rng::seed_from_u64(seed));
+            let items = s.cluster["items"].as_array().expect("items");
+            let nodes: HashSet<&str> = items
+                .iter()
+                .filter(|i| i["kind"] == "Node")
+                .filter_map(|i| i["metadata"]["name"].as_str())
+                .collect();
+            assert!(!nodes.is_empty());
+            let mut starts = HashSet::new();
+            for pod in items.iter().filter(|i| i["kind"] == "Pod") {
+                if let Some(node) = pod["spec"]["nodeName"].as_str() {
+                    assert!(nodes.contains(node), "seed {seed}: {node}");
+                    let start = pod["status"]["startTime"].as_str().expect("start time");
+                    assert!(
+                        starts.insert(start.to_string()),
+                        "seed {seed}: {start} twice"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -271,3 +271,66 @@ fn shrink_fields(sh: &mut Shrinker, s: &mut Scenario) -> Result<(), String> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pods_of_a_removed_node_go_with_it() {
+        let items = vec![
+            json!({"kind": "Node", "metadata": {"name": "n1"}}),
+            json!({"kind": "Pod", "metadata": {"name": "a"}, "spec": {"nodeName": "n1"}}),
+            json!({"kind": "Pod", "metadata": {"name": "b"}, "spec": {"nodeName": "n2"}}),
+            json!({"kind": "Pod", "metadata": {"name": "c"}, "spec": {}}),
+        ];
+        let kept: Vec<_> = without_orphans(items)
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap_or("").to_string())
+            .collect();
+        assert_eq!(kept, ["n1", "a", "c"]);
+    }
+
+    #[test]
+    fn identity_and_start_times_are_never_deleted() {
+        let doc = json!({"preemptor": {
+            "metadata": {"name": "p", "labels": {"app": "x"}},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {}}], "priority": 1},
+            "status": {"startTime": "t", "phase": "Running"},
+        }});
+        let mut paths = Vec::new();
+        deletable(&doc, &mut Vec::new(), "", &mut paths);
+        let rendered: Vec<String> = paths
+            .iter()
+            .map(|p| {
+                p.iter()
+                    .map(|s| match s {
+                        Seg::Key(k) => k.clone(),
+                        Seg::Index(i) => i.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(".")
+            })
+            .collect();
+        assert!(rendered.contains(&"preemptor.metadata.labels".to_string()));
+        assert!(rendered.contains(&"preemptor.spec.priority".to_string()));
+        assert!(rendered.contains(&"preemptor.status.phase".to_string()));
+        assert!(rendered.contains(&"preemptor.spec.containers.0.resources".to_string()));
+        for kept in [
+            "name",
+            "startTime",
+            "image",
+            "containers.0",
+            "metadata",
+            "status",
+        ] {
+            assert!(
+                !rendered.iter().any(|p| p.ends_with(kept)),
+                "{kept} must stay: {rendered:?}"
+            );
+        }
+        let mut d = doc.clone();
+        delete_at(&mut d, &paths[0]);
+        assert_ne!(d, doc);
+    }
+}
