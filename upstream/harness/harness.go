@@ -261,6 +261,9 @@ func emptyAnswer(outcome string) *Answer {
 // decide runs one scheduling cycle's filtering for pod, then DefaultPreemption as PostFilter,
 // following schedulePod/findNodesThatFitPod of pkg/scheduler/schedule_one.go.
 func decide(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile) (*Answer, error) {
+	// The framework starts background work (its metrics recorder) bound to this context.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	c, err := decodeCluster(sc.Cluster)
 	if err != nil {
 		return nil, err

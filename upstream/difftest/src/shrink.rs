@@ -21,7 +21,7 @@ pub struct Small {
 }
 
 /// Re-asking both sides is the cost of shrinking; large clusters stop here.
-const MAX_ATTEMPTS: usize = 4000;
+const MAX_ATTEMPTS: usize = 2000;
 
 /// Both answers, and what differs; None when they agree.
 pub fn verdict(
