@@ -1,0 +1,200 @@
+//! Differential testing of preemptd against upstream kube-scheduler's DefaultPreemption.
+//!
+//! `preemptd-difftest run --cases N --seed S --harness H --preemptd P --out DIR` generates N
+//! scenarios from the seed, asks the upstream harness (`H serve`, one JSON line per case) and
+//! `P simulate` about each, compares, shrinks every mismatch and saves it to DIR in the
+//! conformance scenario format with upstream's answer as `expect`. The last line printed is
+//! `N cases, M mismatches (seed S)`.
+//!
+//! `preemptd-difftest generate --cases N --seed S --out DIR` writes the scenarios only (for the
+//! harness's batch mode).
+
+mod compare;
+mod generate;
+mod peers;
+mod shrink;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+
+use peers::{Harness, Preemptd};
+
+struct Args {
+    command: String,
+    cases: u64,
+    seed: Option<u64>,
+    only_case: Option<u64>,
+    harness: PathBuf,
+    preemptd: PathBuf,
+    out: PathBuf,
+    work: PathBuf,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut raw = std::env::args().skip(1);
+    let command = raw.next().ok_or("missing command: run or generate")?;
+    let mut args = Args {
+        command,
+        cases: 100,
+        seed: None,
+        only_case: None,
+        harness: PathBuf::from("upstream/.cache/harness"),
+        preemptd: PathBuf::from("target/release/preemptd"),
+        out: PathBuf::from("upstream/mismatches"),
+        work: std::env::temp_dir().join(format!("preemptd-difftest-{}", std::process::id())),
+    };
+    while let Some(flag) = raw.next() {
+        let mut value = || raw.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--cases" => args.cases = value()?.parse().map_err(|e| format!("--cases: {e}"))?,
+            "--seed" => args.seed = Some(value()?.parse().map_err(|e| format!("--seed: {e}"))?),
+            "--case" => {
+                args.only_case = Some(value()?.parse().map_err(|e| format!("--case: {e}"))?)
+            }
+            "--harness" => args.harness = value()?.into(),
+            "--preemptd" => args.preemptd = value()?.into(),
+            "--out" => args.out = value()?.into(),
+            "--work" => args.work = value()?.into(),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(args)
+}
+
+/// The generator of case `index` of a run: independent of every other case, so one case can be
+/// replayed alone with `--case`.
+fn case_rng(seed: u64, index: u64) -> ChaCha8Rng {
+    let mut x = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    ChaCha8Rng::seed_from_u64(x ^ (x >> 31))
+}
+
+fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    (nanos ^ u64::from(std::process::id()).rotate_left(32)) % 1_000_000_000
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("preemptd-difftest: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let seed = args.seed.unwrap_or_else(|| {
+        let s = fresh_seed();
+        println!("fresh seed {s}");
+        s
+    });
+    let indices: Vec<u64> = match args.only_case {
+        Some(i) => vec![i],
+        None => (0..args.cases).collect(),
+    };
+    let result = match args.command.as_str() {
+        "generate" => generate_only(&args, seed, &indices),
+        "run" => run(&args, seed, &indices),
+        other => Err(format!("unknown command {other}")),
+    };
+    match result {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("preemptd-difftest: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn scenario_doc(name: &str, source: &str, s: &generate::Scenario, expect: &Value) -> Value {
+    json!({
+        "name": name,
+        "source": source,
+        "cluster": s.cluster,
+        "preemptor": s.preemptor,
+        "expect": expect,
+    })
+}
+
+fn write_json(path: &std::path::Path, value: &Value) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn generate_only(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    for &i in indices {
+        let s = generate::scenario(&mut case_rng(seed, i));
+        let name = format!("seed-{seed}-case-{i}");
+        let doc = scenario_doc(&name, "preemptd-difftest generate", &s, &Value::Null);
+        write_json(&args.out.join(format!("{name}.json")), &doc)?;
+    }
+    println!(
+        "{} scenarios written to {}",
+        indices.len(),
+        args.out.display()
+    );
+    Ok(0)
+}
+
+fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
+    std::fs::create_dir_all(&args.work).map_err(|e| format!("{}: {e}", args.work.display()))?;
+    let mut harness = Harness::start(&args.harness)?;
+    let preemptd = Preemptd::new(&args.preemptd, &args.work);
+    let started = Instant::now();
+    let mut last_report = Instant::now();
+    let mut mismatches = 0usize;
+    let total = indices.len();
+    for (done, &i) in indices.iter().enumerate() {
+        let s = generate::scenario(&mut case_rng(seed, i));
+        let verdict = shrink::verdict(&mut harness, &preemptd, &s)?;
+        if let Some(verdict) = verdict {
+            mismatches += 1;
+            println!("case {i}: mismatch: {}", verdict.difference);
+            let small = shrink::shrink(&mut harness, &preemptd, s, verdict)?;
+            std::fs::create_dir_all(&args.out)
+                .map_err(|e| format!("{}: {e}", args.out.display()))?;
+            let name = format!("seed-{seed}-case-{i}");
+            let mut doc = scenario_doc(
+                &name,
+                &format!(
+                    "preemptd-difftest seed {seed} case {i}, shrunk; expect = upstream kube-scheduler v1.35.4 DefaultPreemption, MinCandidateNodesPercentage=100"
+                ),
+                &small.scenario,
+                &small.upstream,
+            );
+            doc["preemptdAnswer"] = small.preemptd.clone();
+            doc["difference"] = json!(small.difference);
+            let path = args.out.join(format!("{name}.json"));
+            write_json(&path, &doc)?;
+            println!(
+                "case {i}: shrunk to {} items: {} ({})",
+                small.scenario.cluster["items"]
+                    .as_array()
+                    .map_or(0, Vec::len),
+                small.difference,
+                path.display()
+            );
+        }
+        if last_report.elapsed().as_secs() >= 10 && done + 1 < total {
+            last_report = Instant::now();
+            println!(
+                "{}/{total} cases, {mismatches} mismatches, {:.0}s",
+                done + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&args.work);
+    println!("{total} cases, {mismatches} mismatches (seed {seed})");
+    Ok(mismatches)
+}

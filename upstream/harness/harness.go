@@ -1,0 +1,508 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	policy "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	clientsetfake "k8s.io/client-go/kubernetes/fake"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+)
+
+// Answer is upstream's decision in the conformance scenarios' `expect` format, with every node
+// upstream could nominate (the last tie-break follows Go map order, so any of them is upstream).
+type Answer struct {
+	Outcome                    string              `json:"outcome"`
+	NominatedNodeNameAnyOf     []string            `json:"nominatedNodeNameAnyOf"`
+	VictimsByNode              map[string][]string `json:"victimsByNode"`
+	NominatedPodsToClearByNode map[string][]string `json:"nominatedPodsToClearByNode"`
+	FeasibleNodes              []string            `json:"feasibleNodes"`
+	Message                    string              `json:"message,omitempty"`
+}
+
+// Scenario is one input: the same List and Pod that `preemptd simulate` reads.
+type Scenario struct {
+	Cluster   json.RawMessage `json:"cluster"`
+	Preemptor json.RawMessage `json:"preemptor"`
+}
+
+type cluster struct {
+	nodes []*v1.Node
+	// bound: non-terminal pods with spec.nodeName, i.e. what the scheduler cache holds.
+	bound []*v1.Pod
+	// nominated: pending pods with status.nominatedNodeName, i.e. what the queue's nominator holds.
+	nominated []*v1.Pod
+	pdbs      []*policy.PodDisruptionBudget
+}
+
+func decodeCluster(raw json.RawMessage) (*cluster, error) {
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c := &cluster{}
+	for i, item := range list.Items {
+		var head struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(item, &head); err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		switch head.Kind {
+		case "Node":
+			n := &v1.Node{}
+			if err := json.Unmarshal(item, n); err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			c.nodes = append(c.nodes, n)
+		case "Pod":
+			p := &v1.Pod{}
+			if err := json.Unmarshal(item, p); err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			// The scheduler's pod informer excludes terminal pods.
+			if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+				continue
+			}
+			if p.Spec.NodeName != "" {
+				c.bound = append(c.bound, p)
+			} else if p.Status.NominatedNodeName != "" {
+				c.nominated = append(c.nominated, p)
+			}
+		case "PodDisruptionBudget":
+			pdb := &policy.PodDisruptionBudget{}
+			if err := json.Unmarshal(item, pdb); err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			c.pdbs = append(c.pdbs, pdb)
+		default:
+			// Namespaces and other kinds play no part in a preemption decision here.
+		}
+	}
+	return c, nil
+}
+
+// harnessPlugins are the default profile's plugins the brief covers: the default filters
+// without the volume and DRA ones, DefaultPreemption as PostFilter, and what a profile needs.
+var harnessPlugins = map[string]bool{
+	names.PrioritySort:      true,
+	names.NodeUnschedulable: true,
+	names.NodeName:          true,
+	names.TaintToleration:   true,
+	names.NodeAffinity:      true,
+	names.NodePorts:         true,
+	names.NodeResourcesFit:  true,
+	names.PodTopologySpread: true,
+	names.InterPodAffinity:  true,
+	names.DefaultPreemption: true,
+	names.DefaultBinder:     true,
+}
+
+// profile returns kube-scheduler's defaulted profile restricted to harnessPlugins (keeping
+// the default order) with DefaultPreemptionArgs.MinCandidateNodesPercentage = 100.
+func profile(minCandidatePercentage int32) (*config.KubeSchedulerProfile, error) {
+	cfg, err := latest.Default()
+	if err != nil {
+		return nil, err
+	}
+	prof := cfg.Profiles[0].DeepCopy()
+	restrict := func(set *config.PluginSet) {
+		var kept []config.Plugin
+		for _, p := range set.Enabled {
+			if harnessPlugins[p.Name] {
+				kept = append(kept, p)
+			}
+		}
+		set.Enabled = kept
+	}
+	restrict(&prof.Plugins.MultiPoint)
+	restrict(&prof.Plugins.PreFilter)
+	restrict(&prof.Plugins.Filter)
+	restrict(&prof.Plugins.PostFilter)
+	for i := range prof.PluginConfig {
+		if args, ok := prof.PluginConfig[i].Args.(*config.DefaultPreemptionArgs); ok {
+			args.MinCandidateNodesPercentage = minCandidatePercentage
+		}
+	}
+	return prof, nil
+}
+
+// pinnedOffset is DefaultPreemption with its random candidate offset pinned to 0. The
+// Evaluator takes its sampling through preemption.Interface, so wrapping the plugin is enough:
+// no upstream code is copied or patched. With MinCandidateNodesPercentage = 100 the dry run
+// then visits every potential node and only stops once all are done.
+type pinnedOffset struct {
+	*defaultpreemption.DefaultPreemption
+}
+
+func (p pinnedOffset) GetOffsetAndNumCandidates(nodes int32) (int32, int32) {
+	_, n := p.DefaultPreemption.GetOffsetAndNumCandidates(nodes)
+	return 0, n
+}
+
+type env struct {
+	fw        framework.Framework
+	snapshot  *internalcache.Snapshot
+	plugin    *defaultpreemption.DefaultPreemption
+	evaluator *preemption.Evaluator
+	pdbs      []*policy.PodDisruptionBudget
+}
+
+func newEnv(ctx context.Context, c *cluster, preemptor *v1.Pod, prof *config.KubeSchedulerProfile) (*env, error) {
+	cs := clientsetfake.NewClientset()
+	informerFactory := informers.NewSharedInformerFactory(cs, 0)
+	podStore := informerFactory.Core().V1().Pods().Informer().GetStore()
+	for _, p := range c.bound {
+		if err := podStore.Add(p); err != nil {
+			return nil, err
+		}
+	}
+	// The nominator only keeps (and hands back) pods its pod lister knows and that are unbound.
+	for _, p := range c.nominated {
+		if err := podStore.Add(p); err != nil {
+			return nil, err
+		}
+	}
+	// Namespace selectors are resolved through the namespace lister: every namespace a pod
+	// lives in exists, labelled only with kubernetes.io/metadata.name (as the API server does).
+	nsStore := informerFactory.Core().V1().Namespaces().Informer().GetStore()
+	seen := map[string]bool{}
+	for _, p := range append(append(append([]*v1.Pod{}, c.bound...), c.nominated...), preemptor) {
+		ns := p.Namespace
+		if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		if seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		obj := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{v1.LabelMetadataName: ns}}}
+		if err := nsStore.Add(obj); err != nil {
+			return nil, err
+		}
+	}
+	snapshot := internalcache.NewSnapshot(c.bound, c.nodes)
+
+	var plugin *defaultpreemption.DefaultPreemption
+	registry := frameworkplugins.NewInTreeRegistry()
+	inTree := registry[names.DefaultPreemption]
+	registry[names.DefaultPreemption] = func(ctx context.Context, args runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+		p, err := inTree(ctx, args, fh)
+		if err != nil {
+			return nil, err
+		}
+		plugin = p.(*defaultpreemption.DefaultPreemption)
+		return p, nil
+	}
+	fw, err := frameworkruntime.NewFramework(ctx, registry, prof,
+		frameworkruntime.WithClientSet(cs),
+		frameworkruntime.WithInformerFactory(informerFactory),
+		frameworkruntime.WithSnapshotSharedLister(snapshot),
+	)
+	if err != nil {
+		return nil, err
+	}
+	if plugin == nil {
+		return nil, fmt.Errorf("profile built no DefaultPreemption plugin")
+	}
+	// As scheduler.New does: the queue sorts with the profile's QueueSort and becomes the
+	// framework's nominator. Nominated pods enter it as unscheduled pods do (Add), which also
+	// nominates them from status.nominatedNodeName; the nominator hands back a nominated pod's
+	// full spec only while the queue holds it.
+	queue := internalqueue.NewSchedulingQueue(fw.QueueSortFunc(), informerFactory,
+		internalqueue.WithPodLister(informerFactory.Core().V1().Pods().Lister()))
+	logger := klog.FromContext(ctx)
+	for _, p := range c.nominated {
+		queue.Add(logger, p)
+	}
+	fw.SetPodNominator(queue)
+	asyncPreemption := utilfeature.DefaultFeatureGate.Enabled(features.SchedulerAsyncPreemption)
+	evaluator := preemption.NewEvaluator(names.DefaultPreemption, fw, pinnedOffset{plugin}, asyncPreemption)
+	return &env{fw: fw, snapshot: snapshot, plugin: plugin, evaluator: evaluator, pdbs: c.pdbs}, nil
+}
+
+func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
+
+func emptyAnswer(outcome string) *Answer {
+	return &Answer{
+		Outcome:                    outcome,
+		NominatedNodeNameAnyOf:     []string{},
+		VictimsByNode:              map[string][]string{},
+		NominatedPodsToClearByNode: map[string][]string{},
+		FeasibleNodes:              []string{},
+	}
+}
+
+// decide runs one scheduling cycle's filtering for pod, then DefaultPreemption as PostFilter,
+// following schedulePod/findNodesThatFitPod of pkg/scheduler/schedule_one.go.
+func decide(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile) (*Answer, error) {
+	// The framework starts background work (its metrics recorder) bound to this context.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := decodeCluster(sc.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	pod := &v1.Pod{}
+	if err := json.Unmarshal(sc.Preemptor, pod); err != nil {
+		return nil, fmt.Errorf("preemptor: %w", err)
+	}
+	e, err := newEnv(ctx, c, pod, prof)
+	if err != nil {
+		return nil, err
+	}
+	state := framework.NewCycleState()
+	allNodes, err := e.snapshot.NodeInfos().List()
+	if err != nil {
+		return nil, err
+	}
+	if len(allNodes) == 0 {
+		// The scheduler does not even start a cycle without nodes; preemption finds nothing.
+		a := emptyAnswer("NO_CANDIDATE")
+		a.Message = "no nodes available"
+		return a, nil
+	}
+	statuses := framework.NewDefaultNodeToStatus()
+	preRes, s, unschedulablePlugins := e.fw.RunPreFilterPlugins(ctx, state, pod)
+	if !s.IsSuccess() {
+		if !s.IsRejected() {
+			return nil, s.AsError()
+		}
+		statuses.SetAbsentNodesStatus(s)
+	} else {
+		// The nominated node is tried first, even outside the PreFilter result.
+		if nnn := pod.Status.NominatedNodeName; nnn != "" {
+			if ni, err := e.snapshot.Get(nnn); err == nil {
+				st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+				if st.Code() == fwk.Error {
+					return nil, st.AsError()
+				}
+				if st.IsSuccess() {
+					a := emptyAnswer("FITS")
+					a.FeasibleNodes = []string{nnn}
+					return a, nil
+				}
+				statuses.Set(nnn, st)
+			}
+		}
+		nodes := allNodes
+		if !preRes.AllNodes() {
+			nodes = nil
+			for _, ni := range allNodes {
+				if preRes.NodeNames.Has(ni.Node().Name) {
+					nodes = append(nodes, ni)
+				}
+			}
+			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sortedSet(unschedulablePlugins))))
+		}
+		// Every node is filtered: the scheduler stops at numFeasibleNodesToFind, which only
+		// trims the feasible set, never turns a FITS into a preemption.
+		var feasible []string
+		for _, ni := range nodes {
+			st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+			if st.Code() == fwk.Error {
+				return nil, st.AsError()
+			}
+			if st.IsSuccess() {
+				feasible = append(feasible, ni.Node().Name)
+			} else {
+				statuses.Set(ni.Node().Name, st)
+			}
+		}
+		if len(feasible) > 0 {
+			sort.Strings(feasible)
+			a := emptyAnswer("FITS")
+			a.FeasibleNodes = feasible
+			return a, nil
+		}
+	}
+	return e.postFilter(ctx, state, pod, statuses)
+}
+
+func sortedSet(s interface{ UnsortedList() []string }) []string {
+	if s == nil {
+		return nil
+	}
+	l := s.UnsortedList()
+	sort.Strings(l)
+	return l
+}
+
+// postFilter is Evaluator.Preempt up to the node pick, through the Evaluator's public pieces:
+// Preempt itself would pick one node of the last tie at random (Go map order) and then delete
+// the victims through the API. Here the dry run is the upstream one (DryRunPreemption with the
+// plugin's SelectVictimsOnNode) and the pick criteria are applied to list the whole tied set;
+// Evaluator.SelectCandidate is still asked and its node must be in that set.
+func (e *env) postFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses *framework.NodeToStatus) (*Answer, error) {
+	if ok, msg := e.evaluator.PodEligibleToPreemptOthers(ctx, pod, statuses.Get(pod.Status.NominatedNodeName)); !ok {
+		a := emptyAnswer("NOT_ELIGIBLE")
+		a.Message = msg
+		return a, nil
+	}
+	potential, err := statuses.NodesForStatusCode(e.snapshot.NodeInfos(), fwk.Unschedulable)
+	if err != nil {
+		return nil, err
+	}
+	if len(potential) == 0 {
+		a := emptyAnswer("NO_CANDIDATE")
+		a.Message = "preemption will not help schedule pod on any node: " + summarize(statuses, e.snapshot)
+		return a, nil
+	}
+	offset, num := e.evaluator.GetOffsetAndNumCandidates(int32(len(potential)))
+	if offset != 0 || int(num) != len(potential) {
+		return nil, fmt.Errorf("sampling not exhaustive: offset %d, %d of %d nodes", offset, num, len(potential))
+	}
+	candidates, _, err := e.evaluator.DryRunPreemption(ctx, state, pod, potential, e.pdbs, offset, num)
+	if err != nil && len(candidates) == 0 {
+		return nil, err
+	}
+	if len(candidates) == 0 {
+		a := emptyAnswer("NO_CANDIDATE")
+		a.Message = "no preemption candidate"
+		return a, nil
+	}
+	victimsMap := e.evaluator.CandidatesToVictimsMap(candidates)
+	tied := tiedNodes(victimsMap)
+	chosen := e.evaluator.SelectCandidate(ctx, candidates)
+	if chosen == nil || !contains(tied, chosen.Name()) {
+		return nil, fmt.Errorf("upstream picked %v outside the tied set %v", chosen, tied)
+	}
+	a := emptyAnswer("PREEMPT")
+	a.NominatedNodeNameAnyOf = tied
+	for _, node := range tied {
+		victims := []string{}
+		for _, v := range victimsMap[node].Pods {
+			victims = append(victims, podKey(v))
+		}
+		sort.Strings(victims)
+		a.VictimsByNode[node] = victims
+		// The set getLowerPriorityNominatedPods computes, as the decision reports it. (The async
+		// path, default on, does not start its goroutine, nor clear them, when every victim is
+		// already terminating; that is execution, not the decision.)
+		clear := []string{}
+		prio := corev1helpers.PodPriority(pod)
+		for _, pi := range e.fw.NominatedPodsForNode(node) {
+			if corev1helpers.PodPriority(pi.GetPod()) < prio {
+				clear = append(clear, podKey(pi.GetPod()))
+			}
+		}
+		sort.Strings(clear)
+		a.NominatedPodsToClearByNode[node] = clear
+	}
+	return a, nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// tiedNodes applies pickOneNodeForPreemption's criteria (pkg/scheduler/framework/preemption)
+// and returns every node left after the last one, where upstream takes the first of a list
+// built from Go map iteration, i.e. any of them.
+func tiedNodes(nodesToVictims map[string]*extenderv1.Victims) []string {
+	var nodes []string
+	for n := range nodesToVictims {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	scores := []func(string) int64{
+		func(n string) int64 { return -nodesToVictims[n].NumPDBViolations },
+		func(n string) int64 { return -int64(corev1helpers.PodPriority(nodesToVictims[n].Pods[0])) },
+		func(n string) int64 {
+			var sum int64
+			for _, p := range nodesToVictims[n].Pods {
+				sum += int64(corev1helpers.PodPriority(p)) + int64(math.MaxInt32+1)
+			}
+			return -sum
+		},
+		func(n string) int64 { return -int64(len(nodesToVictims[n].Pods)) },
+		func(n string) int64 { return earliestStartOfHighestPriority(nodesToVictims[n]) },
+	}
+	for _, f := range scores {
+		var best []string
+		max := int64(math.MinInt64)
+		for _, n := range nodes {
+			s := f(n)
+			if s > max {
+				max = s
+				best = nil
+			}
+			if s == max {
+				best = append(best, n)
+			}
+		}
+		nodes = best
+		if len(nodes) == 1 {
+			break
+		}
+	}
+	return nodes
+}
+
+// earliestStartOfHighestPriority is util.GetEarliestPodStartTime with a fixed "now" for pods
+// without status.startTime: upstream reads time.Now() at each call, so such nodes score in the
+// order the map is walked, which makes every one of them a possible pick.
+func earliestStartOfHighestPriority(victims *extenderv1.Victims) int64 {
+	highest := corev1helpers.PodPriority(victims.Pods[0])
+	for _, p := range victims.Pods {
+		if corev1helpers.PodPriority(p) > highest {
+			highest = corev1helpers.PodPriority(p)
+		}
+	}
+	earliest := int64(math.MaxInt64)
+	for _, p := range victims.Pods {
+		if corev1helpers.PodPriority(p) != highest || p.Status.StartTime == nil {
+			continue
+		}
+		if t := p.Status.StartTime.UnixNano(); t < earliest {
+			earliest = t
+		}
+	}
+	return earliest
+}
+
+// summarize counts the nodes' filter failures by plugin, for messages.
+func summarize(statuses *framework.NodeToStatus, snapshot *internalcache.Snapshot) string {
+	counts := map[string]int{}
+	nodes, _ := snapshot.NodeInfos().List()
+	for _, ni := range nodes {
+		st := statuses.Get(ni.Node().Name)
+		counts[fmt.Sprintf("%s %v", st.Plugin(), st.Reasons())]++
+	}
+	var parts []string
+	for k, n := range counts {
+		parts = append(parts, fmt.Sprintf("%d %s", n, k))
+	}
+	sort.Strings(parts)
+	return fmt.Sprint(parts)
+}
