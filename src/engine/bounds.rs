@@ -8,6 +8,7 @@
 //! victim count, and both bound the shifted priority sum.
 
 use super::filters::{Occupied, PreFilter};
+use super::pick::SHIFT;
 use crate::cache::{LevelTotals, NodeInfo, NodeSummary};
 use crate::model::{Pod, Resources};
 
@@ -24,7 +25,7 @@ pub(crate) struct Bound {
 
 impl Bound {
     /// As a pick-score key (PDB violations ≥ 0 first), comparable with
-    /// [`super::score_key`]: a node whose bound key is greater than the best candidate's
+    /// [`super::pick::score_key`]: a node whose bound key is greater than the best candidate's
     /// key cannot win.
     pub fn key(&self) -> [i64; 4] {
         [0, self.highest, self.sum, self.count]
@@ -49,8 +50,6 @@ impl Bound {
         (self.key(), std::cmp::Reverse(self.latest_start))
     }
 }
-
-const SHIFT: i64 = i32::MAX as i64 + 1;
 
 /// `a / b` rounded up, for `a ≥ 0` (without the overflow of `(a + b - 1) / b`).
 fn ceil_div(a: i64, b: i64) -> i64 {

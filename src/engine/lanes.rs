@@ -3,10 +3,10 @@
 //! A decision splits its filter pass and dry runs over a rayon pool. Two decisions on one
 //! shared pool slow each other down: a worker blocked in a join of decision A steals
 //! whatever work is queued — decision B's whole root job included — and A then cannot
-//! finish before B does (p99 twice the p50 at two in flight). So each running decision
-//! gets a pool of its own (a lane, as many threads as cores); the operating system shares
-//! the cores between lanes fairly. Jobs beyond the number of lanes wait in arrival order
-//! and run on the first lane that frees up.
+//! finish before B does. So each running decision gets a pool of its own (a lane, as
+//! many threads as cores); the operating system shares the cores between lanes fairly.
+//! Jobs beyond the number of lanes wait in arrival order and run on the first lane that
+//! frees up.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};

@@ -1,0 +1,141 @@
+//! Phase 2, eligibility: whether the preemptor may preempt at all (upstream
+//! `PodEligibleToPreemptOthers`).
+
+use super::filters::Code;
+use crate::cache::Snapshot;
+use crate::model::{Pod, PreemptionPolicy};
+
+/// `Some(reason)` when `pod` may not preempt: its policy is Never, or a lower-priority
+/// victim of an earlier preemption is still terminating on its nominated node — unless
+/// that node now fails the filters as UnschedulableAndUnresolvable (`filter_code` of the
+/// node's index), when the nomination no longer holds the pod back.
+pub(super) fn not_eligible_reason(
+    snapshot: &Snapshot,
+    pod: &Pod,
+    filter_code: impl FnOnce(usize) -> Code,
+) -> Option<&'static str> {
+    if pod.preemption_policy == PreemptionPolicy::Never {
+        return Some("not eligible due to preemptionPolicy=Never.");
+    }
+    let nominated = pod.nominated_node_name.as_ref().filter(|n| !n.is_empty())?;
+    let index = snapshot.node_index(nominated)?;
+    if filter_code(index) == Code::UnschedulableAndUnresolvable {
+        return None;
+    }
+    let blocked = snapshot.nodes[index]
+        .pods
+        .iter()
+        .any(|p| p.priority < pod.priority && p.terminating_by_preemption());
+    blocked.then_some("not eligible due to a terminating pod on the nominated node.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::test_support::*;
+
+    const TERMINATING: &str = "not eligible due to a terminating pod on the nominated node.";
+
+    fn nominated_to(node: &str) -> Pod {
+        let mut p = pod("preemptor", 100, 500, GI, None);
+        p.nominated_node_name = Some(node.into());
+        p
+    }
+
+    /// Node `a` holds a pod of priority `priority` terminating by preemption; node `b`
+    /// holds nothing.
+    fn cluster(priority: i32) -> Snapshot {
+        let victim = terminating_by_preemption(pod("victim", priority, 500, GI, Some("a")));
+        snapshot(
+            vec![node("a", 1000, 4 * GI), node("b", 1000, 4 * GI)],
+            vec![victim],
+        )
+    }
+
+    /// The reason, with the index `filter_code` was asked about (if it was).
+    fn reason_with(
+        snapshot: &Snapshot,
+        pod: &Pod,
+        code: Code,
+    ) -> (Option<&'static str>, Option<usize>) {
+        let mut asked = None;
+        let reason = not_eligible_reason(snapshot, pod, |index| {
+            asked = Some(index);
+            code
+        });
+        (reason, asked)
+    }
+
+    #[test]
+    fn policy_never_is_not_eligible_whatever_the_nomination() {
+        let snapshot = cluster(0);
+        for mut p in [pod("preemptor", 100, 500, GI, None), nominated_to("a")] {
+            p.preemption_policy = PreemptionPolicy::Never;
+            assert_eq!(
+                reason_with(&snapshot, &p, Code::Unschedulable),
+                (Some("not eligible due to preemptionPolicy=Never."), None)
+            );
+        }
+    }
+
+    #[test]
+    fn a_lower_priority_victim_terminating_on_the_nominated_node_holds_the_pod_back() {
+        let snapshot = cluster(0);
+        let a = snapshot.node_index("a");
+        assert_eq!(
+            reason_with(&snapshot, &nominated_to("a"), Code::Unschedulable),
+            (Some(TERMINATING), a)
+        );
+        // Nominated elsewhere, or not at all: eligible.
+        assert_eq!(
+            reason_with(&snapshot, &nominated_to("b"), Code::Unschedulable).0,
+            None
+        );
+        let none = pod("preemptor", 100, 500, GI, None);
+        assert_eq!(
+            reason_with(&snapshot, &none, Code::Unschedulable),
+            (None, None)
+        );
+        assert_eq!(
+            reason_with(&snapshot, &nominated_to(""), Code::Unschedulable),
+            (None, None)
+        );
+        // A node the snapshot lacks is never filtered.
+        assert_eq!(
+            reason_with(&snapshot, &nominated_to("gone"), Code::Unschedulable),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn an_unresolvable_nominated_node_no_longer_holds_the_pod_back() {
+        let snapshot = cluster(0);
+        assert_eq!(
+            reason_with(
+                &snapshot,
+                &nominated_to("a"),
+                Code::UnschedulableAndUnresolvable
+            ),
+            (None, snapshot.node_index("a"))
+        );
+    }
+
+    #[test]
+    fn only_lower_priority_pods_terminating_by_preemption_count() {
+        for priority in [100, 1000] {
+            let snapshot = cluster(priority);
+            assert_eq!(
+                reason_with(&snapshot, &nominated_to("a"), Code::Unschedulable).0,
+                None
+            );
+        }
+        // Terminating for another reason (no DisruptionTarget condition).
+        let mut leaving = pod("leaving", 0, 500, GI, Some("a"));
+        leaving.terminating = true;
+        let snapshot = snapshot(vec![node("a", 1000, 4 * GI)], vec![leaving]);
+        assert_eq!(
+            reason_with(&snapshot, &nominated_to("a"), Code::Unschedulable).0,
+            None
+        );
+    }
+}
