@@ -454,3 +454,34 @@ fn topology_spread_ignores_terminating_pods() {
         vec!["b"]
     );
 }
+
+#[test]
+fn a_pod_that_fits_its_nominated_node_is_feasible_there_alone() {
+    // Upstream evaluates the nominated node first and filters no other node when it passes.
+    let cluster = Cluster::new(
+        vec![node("node-a", 1000, GI), node("node-b", 1000, GI)],
+        vec![],
+        vec![],
+    );
+    let d = cluster.decide(&nominated(pod("high", 10, 500, 0, None), "node-b"));
+    assert_eq!(d.outcome, Outcome::Fits);
+    assert_eq!(names(&d.feasible_nodes), ["node-b"]);
+
+    // Not fitting the nominated node: every feasible node counts.
+    let full = Cluster::new(
+        vec![
+            node("node-a", 1000, GI),
+            node("node-b", 1000, GI),
+            node("node-c", 1000, GI),
+        ],
+        vec![pod("big", 20, 1000, 0, Some("node-b"))],
+        vec![],
+    );
+    let d = full.decide(&nominated(pod("high", 10, 500, 0, None), "node-b"));
+    assert_eq!(d.outcome, Outcome::Fits);
+    assert_eq!(names(&d.feasible_nodes), ["node-a", "node-c"]);
+}
+
+fn names(nodes: &[preemptd::model::Str]) -> Vec<&str> {
+    nodes.iter().map(|n| &**n).collect()
+}

@@ -219,6 +219,19 @@ impl Decision {
     }
 }
 
+/// Upstream tries a pod's nominated node first and, when the pod fits there, schedules it
+/// there without filtering any other node: the nominated node is then the only feasible one.
+fn nominated_first(feasible: Vec<Str>, preemptor: &Pod) -> Vec<Str> {
+    match preemptor
+        .nominated_node_name
+        .as_ref()
+        .filter(|n| !n.is_empty())
+    {
+        Some(nominated) if feasible.contains(nominated) => vec![nominated.clone()],
+        _ => feasible,
+    }
+}
+
 /// With `explain`: what the dry runs found of each node.
 fn explain_search(diagnostics: &mut [NodeDiagnostic], found: &Found) {
     for c in &found.candidates {
@@ -283,7 +296,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     // 1. Filter.
     let mut filtered = pass.run(screening, now);
     let mut diagnostics = filtered.tally.take_diagnostics(&snapshot.nodes);
-    let feasible = filtered.tally.take_feasible(&snapshot.nodes);
+    let feasible = nominated_first(filtered.tally.take_feasible(&snapshot.nodes), preemptor);
     if !feasible.is_empty() {
         let mut decision = Decision::fits(feasible, total);
         decision.nodes_filtered = pass.nodes_filtered(filtered.screened.waiting());
