@@ -1,8 +1,11 @@
-//! The `preemptd` binary: parses the command line and hands over to the library.
+//! The `preemptd` binary: parses the command line and hands over to the library (and, for
+//! `bench`, to the load generator).
+
+mod cli;
 
 fn main() -> std::process::ExitCode {
-    match preemptd::cli::parse() {
-        Ok(cli) => preemptd::cli::run(cli),
+    match cli::parse() {
+        Ok(cli) => cli::run(cli),
         Err(code) => code,
     }
 }
