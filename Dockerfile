@@ -17,6 +17,8 @@ COPY .cargo ./.cargo
 COPY build.rs ./
 COPY proto ./proto
 COPY src ./src
+COPY cli ./cli
+COPY loadgen ./loadgen
 COPY benches ./benches
 COPY examples ./examples
 RUN cargo build --release --locked --bin preemptd \

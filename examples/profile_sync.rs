@@ -110,8 +110,8 @@ fn main() {
     );
 }
 
-// The two stages are functions of their own (never inlined), so a callgrind profile
-// reads each one's instructions as its inclusive cost.
+// The two stages are functions of their own (never inlined), so a profiler reports each
+// one's inclusive cost.
 
 /// Receives a chunk's items one by one, as the receiving task does.
 #[inline(never)]

@@ -4,10 +4,9 @@
 //! Layers (one direction of flow): [`model`] → [`cache`] → [`engine`]; the gRPC server
 //! sits on top and is the only place that knows tonic or prost.
 
-pub mod bench;
 pub mod cache;
-pub mod cli;
 pub mod engine;
+#[cfg(any(test, feature = "generate"))]
 pub mod generate;
 pub mod model;
 pub mod nominations;

@@ -1,16 +1,24 @@
-//! Offline decisions: load a cluster (a Kubernetes v1 List) and a preemptor from files,
-//! decide, and render the decision as the proto3-JSON form of `PreemptResponse`.
+//! Offline decisions: read a cluster and a preemptor from the files people keep (JSON or
+//! YAML; a single object, a List, or several YAML documents, in any mix), decide, and
+//! render the decision as the proto3 JSON of `preemptd.v1.PreemptResponse`.
+//!
+//! Objects of kinds preemptd does not use (a Service in `kubectl get all -o yaml` output)
+//! are skipped and counted, unless `strict` asks for today's error.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde::Deserialize as _;
+use serde_json::Value;
 
 use crate::cache::ClusterCache;
-use crate::engine::{self, Code, DecideOptions, Decision, Status};
+use crate::engine::{self, DecideOptions, Decision};
+use crate::model::Pod;
 use crate::model::decode::{self, DecodeError, Object};
-use crate::model::{Pod, PodRef};
+use crate::server::{convert, json};
 
-/// Why a simulation could not run; names the file and, for bad content, the field.
+/// Why a simulation could not run; names the file, the document when the file holds
+/// several, and for bad content the field.
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
     #[error("{path}: cannot read: {source}")]
@@ -18,8 +26,17 @@ pub enum SimulateError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}: {error}")]
-    Invalid { path: PathBuf, error: DecodeError },
+    #[error("{path}{}: {error}", document_label(.document))]
+    Invalid {
+        path: PathBuf,
+        /// 1-based index of the YAML document, when the file holds more than one.
+        document: Option<usize>,
+        error: DecodeError,
+    },
+}
+
+fn document_label(document: &Option<usize>) -> String {
+    document.map_or_else(String::new, |n| format!(" (document {n})"))
 }
 
 impl SimulateError {
@@ -30,20 +47,203 @@ impl SimulateError {
             SimulateError::Invalid { .. } => 65,
         }
     }
+
+    fn invalid(path: &Path, document: Option<usize>, error: DecodeError) -> Self {
+        SimulateError::Invalid {
+            path: path.to_path_buf(),
+            document,
+            error,
+        }
+    }
 }
 
-fn read_document(path: &Path) -> Result<Value, SimulateError> {
+/// How `simulate` reads and decides.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SimulateOptions {
+    /// Per-node diagnostics in the decision.
+    pub explain: bool,
+    /// Refuse objects of kinds preemptd does not use instead of skipping them.
+    pub strict: bool,
+}
+
+/// A decision, and a note per file that had objects skipped.
+#[derive(Debug)]
+pub struct Simulation {
+    pub decision: Decision,
+    /// e.g. `cluster.yaml: skipped 3 objects of kinds preemptd does not use: Service (2),
+    /// ConfigMap (1)`.
+    pub notes: Vec<String>,
+}
+
+/// Objects skipped by kind.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Skipped(BTreeMap<String, usize>);
+
+impl Skipped {
+    fn add(&mut self, kind: &str) {
+        *self.0.entry(kind.to_string()).or_default() += 1;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// One line naming every skipped kind, the most frequent first.
+    pub fn summary(&self) -> String {
+        let total: usize = self.0.values().sum();
+        let mut kinds: Vec<(&String, &usize)> = self.0.iter().collect();
+        kinds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let kinds = kinds
+            .iter()
+            .map(|(kind, count)| format!("{kind} ({count})"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let objects = if total == 1 { "object" } else { "objects" };
+        format!("skipped {total} {objects} of kinds preemptd does not use: {kinds}")
+    }
+}
+
+/// The objects of a file's text, in order; documents that are only a comment or empty are
+/// ignored. An error carries the 1-based document index when the text has several.
+pub fn read_objects(
+    text: &str,
+    strict: bool,
+) -> Result<(Vec<Object>, Skipped), (Option<usize>, DecodeError)> {
+    let documents = parse_documents(text)?;
+    let several = documents.len() > 1;
+    let mut objects = Vec::new();
+    let mut skipped = Skipped::default();
+    for (number, document) in &documents {
+        document_objects(document, strict, &mut objects, &mut skipped)
+            .map_err(|error| (several.then_some(*number), error))?;
+    }
+    Ok((objects, skipped))
+}
+
+/// JSON (one value) or YAML (one or more `---`-separated documents), each with its
+/// 1-based position in the file.
+fn parse_documents(text: &str) -> Result<Vec<(usize, Value)>, (Option<usize>, DecodeError)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim_start().starts_with(['{', '[']) {
+        return decode::parse_document(text)
+            .map(|value| vec![(1, value)])
+            .map_err(|error| (None, error));
+    }
+    let mut documents = Vec::new();
+    for (index, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let value = Value::deserialize(document).map_err(|e| (Some(index + 1), yaml_error(&e)))?;
+        if !value.is_null() {
+            documents.push((index + 1, value));
+        }
+    }
+    if documents.is_empty() {
+        return Err((
+            None,
+            DecodeError {
+                path: String::new(),
+                message: "empty document".to_string(),
+            },
+        ));
+    }
+    Ok(documents)
+}
+
+fn yaml_error(error: &serde_yaml_ng::Error) -> DecodeError {
+    let message = error.to_string();
+    let message = match error.location() {
+        Some(loc) if !message.contains(" at line ") => format!(
+            "invalid YAML at line {} column {}: {message}",
+            loc.line(),
+            loc.column()
+        ),
+        _ => format!("invalid YAML: {message}"),
+    };
+    DecodeError {
+        path: String::new(),
+        message,
+    }
+}
+
+const KIND_NODE: &str = "Node";
+const KIND_POD: &str = "Pod";
+const KIND_PDB: &str = "PodDisruptionBudget";
+
+/// A document's objects: a list's items (`kind: List`, `NodeList`, ..., or any object with
+/// `items`; items without a `kind` take a typed list's) or the document itself.
+fn document_objects(
+    document: &Value,
+    strict: bool,
+    objects: &mut Vec<Object>,
+    skipped: &mut Skipped,
+) -> Result<(), DecodeError> {
+    let Some(map) = document.as_object() else {
+        return decode::decode_object(document).map(|_| ());
+    };
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
+    let is_list = kind.ends_with("List") || map.contains_key("items");
+    if !is_list {
+        return object(document, None, strict, objects, skipped);
+    }
+    let Some(items) = map.get("items").and_then(Value::as_array) else {
+        // Not an array, or absent from a `...List`: the decoder names the field.
+        return decode::decode_list(document).map(|_| ());
+    };
+    let item_kind = kind
+        .strip_suffix("List")
+        .filter(|k| matches!(*k, KIND_NODE | KIND_POD | KIND_PDB));
+    for (index, item) in items.iter().enumerate() {
+        object(item, item_kind, strict, objects, skipped).map_err(|error| DecodeError {
+            path: if error.path.is_empty() {
+                format!("items[{index}]")
+            } else {
+                format!("items[{index}].{}", error.path)
+            },
+            message: error.message,
+        })?;
+    }
+    Ok(())
+}
+
+fn object(
+    value: &Value,
+    default_kind: Option<&str>,
+    strict: bool,
+    objects: &mut Vec<Object>,
+    skipped: &mut Skipped,
+) -> Result<(), DecodeError> {
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())
+        .or(default_kind);
+    let decoded = match kind {
+        Some(KIND_NODE) => Object::Node(decode::decode_node(value)?),
+        Some(KIND_POD) => Object::Pod(decode::decode_pod(value)?),
+        Some(KIND_PDB) => Object::Pdb(decode::decode_pdb(value)?),
+        Some(other) if !strict => {
+            skipped.add(other);
+            return Ok(());
+        }
+        // The decoder's error: an unsupported kind, or none.
+        _ => decode::decode_object(value)?,
+    };
+    objects.push(decoded);
+    Ok(())
+}
+
+/// Reads a file's objects; a note names what was skipped.
+fn read_file(path: &Path, strict: bool) -> Result<(Vec<Object>, Option<String>), SimulateError> {
     let text = std::fs::read_to_string(path).map_err(|source| SimulateError::Unreadable {
         path: path.to_path_buf(),
         source,
     })?;
-    decode::parse_document(&text).map_err(|error| SimulateError::Invalid {
-        path: path.to_path_buf(),
-        error,
-    })
+    let (objects, skipped) = read_objects(&text, strict)
+        .map_err(|(document, error)| SimulateError::invalid(path, document, error))?;
+    let note = (!skipped.is_empty()).then(|| format!("{}: {}", path.display(), skipped.summary()));
+    Ok((objects, note))
 }
 
-/// Loads every object of a decoded List into a new cache. Errors carry `items[N]`.
+/// Loads objects into a new cache. Errors carry `items[N]`, N counting the objects.
 pub fn load_cluster(objects: Vec<Object>) -> Result<ClusterCache, DecodeError> {
     let cache = ClusterCache::new();
     for (index, object) in objects.into_iter().enumerate() {
@@ -78,90 +278,72 @@ pub fn resolve_preemptor(cache: &ClusterCache, mut pod: Pod) -> Pod {
     pod
 }
 
+/// The one Pod of a preemptor file.
+fn single_pod(path: &Path, objects: Vec<Object>) -> Result<Pod, SimulateError> {
+    let count = objects.len();
+    let mut objects = objects.into_iter();
+    match (objects.next(), count) {
+        (Some(Object::Pod(pod)), 1) => Ok(pod),
+        (first, _) => {
+            let mut kinds = Skipped::default();
+            for object in first.into_iter().chain(objects) {
+                kinds.add(match object {
+                    Object::Node(_) => KIND_NODE,
+                    Object::Pod(_) => KIND_POD,
+                    Object::Pdb(_) => KIND_PDB,
+                });
+            }
+            let found = kinds
+                .0
+                .iter()
+                .map(|(kind, n)| format!("{kind} ({n})"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let found = if found.is_empty() {
+                "none".to_string()
+            } else {
+                found
+            };
+            Err(SimulateError::invalid(
+                path,
+                None,
+                DecodeError {
+                    path: String::new(),
+                    message: format!("expected one object of kind Pod, found {found}"),
+                },
+            ))
+        }
+    }
+}
+
 /// Reads both files and decides.
-pub fn simulate(cluster: &Path, pod: &Path, explain: bool) -> Result<Decision, SimulateError> {
-    let cluster_doc = read_document(cluster)?;
-    let objects = decode::decode_list(&cluster_doc).map_err(|error| SimulateError::Invalid {
-        path: cluster.to_path_buf(),
-        error,
-    })?;
-    let cache = load_cluster(objects).map_err(|error| SimulateError::Invalid {
-        path: cluster.to_path_buf(),
-        error,
-    })?;
-    let pod_doc = read_document(pod)?;
-    let preemptor = decode::decode_pod(&pod_doc).map_err(|error| SimulateError::Invalid {
-        path: pod.to_path_buf(),
-        error,
-    })?;
-    let preemptor = resolve_preemptor(&cache, preemptor);
+pub fn simulate(
+    cluster: &Path,
+    pod: &Path,
+    options: SimulateOptions,
+) -> Result<Simulation, SimulateError> {
+    let (objects, cluster_note) = read_file(cluster, options.strict)?;
+    let cache =
+        load_cluster(objects).map_err(|error| SimulateError::invalid(cluster, None, error))?;
+    let (objects, pod_note) = read_file(pod, options.strict)?;
+    let preemptor = resolve_preemptor(&cache, single_pod(pod, objects)?);
     let snapshot = cache.snapshot();
-    Ok(engine::decide(
+    let decision = engine::decide(
         &snapshot,
         &preemptor,
         &DecideOptions {
-            explain,
+            explain: options.explain,
             ..DecideOptions::default()
         },
-    ))
-}
-
-fn pod_refs(refs: &[PodRef]) -> Value {
-    Value::Array(
-        refs.iter()
-            .map(|r| json!({"namespace": &*r.namespace, "name": &*r.name, "uid": &*r.uid}))
-            .collect(),
-    )
-}
-
-fn code_name(code: Code) -> &'static str {
-    match code {
-        Code::Success => "CODE_SUCCESS",
-        Code::Unschedulable => "CODE_UNSCHEDULABLE",
-        Code::UnschedulableAndUnresolvable => "CODE_UNSCHEDULABLE_AND_UNRESOLVABLE",
-    }
-}
-
-fn status_json(status: &Status) -> Value {
-    json!({
-        "code": code_name(status.code),
-        "plugin": status.plugin,
-        "reasons": status.reasons.as_slice(),
+    );
+    Ok(Simulation {
+        decision,
+        notes: cluster_note.into_iter().chain(pod_note).collect(),
     })
 }
 
-/// The decision in the proto3-JSON form of `preemptd.v1.PreemptResponse` (every field
-/// emitted, defaults included, so scripts need no special cases).
-pub fn decision_json(decision: &Decision) -> Value {
-    let mut out = json!({
-        "outcome": decision.outcome.as_str(),
-        "nominatedNodeName": decision.nominated_node.as_deref().unwrap_or(""),
-        "victims": pod_refs(&decision.victims),
-        "nominatedPodsToClear": pod_refs(&decision.nominated_pods_to_clear),
-        "pdbViolations": decision.pdb_violations,
-        "message": decision.message,
-        "feasibleNodes": decision.feasible_nodes.iter().map(|n| &**n).collect::<Vec<_>>(),
-    });
-    if !decision.diagnostics.is_empty() {
-        out["diagnostics"] = Value::Array(
-            decision
-                .diagnostics
-                .iter()
-                .map(|d| {
-                    let mut v = json!({
-                        "node": &*d.node,
-                        "filter": status_json(&d.filter),
-                        "candidate": d.candidate,
-                        "victims": pod_refs(&d.victims),
-                        "pdbViolations": d.pdb_violations,
-                    });
-                    if let Some(p) = &d.preemption {
-                        v["preemption"] = status_json(p);
-                    }
-                    v
-                })
-                .collect(),
-        );
-    }
-    out
+/// The decision as `preemptd.v1.PreemptResponse` in proto3 JSON, every field emitted
+/// (offline there is no server: `epoch` is empty and the revisions are 0).
+pub fn decision_json(decision: &Decision) -> Result<Value, json::JsonError> {
+    json::to_json(&convert::decision(decision))
 }

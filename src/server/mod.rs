@@ -7,6 +7,7 @@
 pub mod convert;
 mod direct;
 pub mod errors;
+pub mod json;
 pub mod memo;
 mod middleware;
 mod probe;

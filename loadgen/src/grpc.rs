@@ -3,12 +3,11 @@
 //! `UpdatePod`.
 //!
 //! Those phases measure how fast the server takes calls and objects, with the load
-//! generator on the same two cores. Through tonic's client, hyper hands each call to its
+//! generator on the same cores. Through tonic's client, hyper hands each call to its
 //! connection task over a channel and spawns a task per call for the response (and
 //! often one more for the request body), and tonic encodes and decodes through its
-//! codec's streams: ~65k instructions of the client's per unary call (~51k with the
-//! message encoded beforehand), against ~70k of the server's, so a rate measured that
-//! way measured the client as much as the server.
+//! codec's streams: the client then costs about as much CPU per call as the server, and
+//! a rate measured that way measures the client as much as the server.
 //! Here the calling task drives its own stream: it sends messages encoded and framed
 //! before the phase began, with the headers any gRPC client sends, and reads the
 //! answer, its trailers and `grpc-status`. The bytes on the wire are those of any gRPC

@@ -17,14 +17,14 @@ use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::generate::{self, ClusterSpec};
-use crate::model::Pod;
-use crate::server::{self, ServeConfig, convert, pb};
 use pb::preemption_client::PreemptionClient;
+use preemptd::generate::{self, ClusterSpec};
+use preemptd::model::Pod;
+use preemptd::server::{self, ServeConfig, convert, pb};
 
-use super::grpc;
-use super::report::{CpuPerOp, Latency, SizeReport, histogram};
-use super::{BenchArgs, Size};
+use crate::grpc;
+use crate::report::{CpuPerOp, Latency, SizeReport, histogram};
+use crate::{BenchArgs, Size};
 
 type Client = PreemptionClient<Channel>;
 
@@ -387,9 +387,8 @@ async fn preempt_phase(
 /// The calls run on a single-threaded runtime of their own, over HTTP/2 connections of
 /// their own driven by each calling task ([`grpc::Connection`]), with requests encoded
 /// before the phase: on a multi-threaded runtime, or through tonic's client, each call
-/// hops between tasks and threads, and on two cores shared with the server that cost
-/// the client as much CPU as the server spends on the call, which then measures the
-/// client rather than the server.
+/// hops between tasks and threads, costing the client about as much CPU as the server
+/// spends on the call, which then measures the client rather than the server.
 async fn update_phase(
     addr: SocketAddr,
     sample: &[pb::Pod],
@@ -755,7 +754,7 @@ impl ServerProbe {
         let in_process = self.in_process;
         tokio::task::spawn_blocking(move || {
             if in_process {
-                crate::ops::memory::release_free_memory();
+                preemptd::ops::memory::release_free_memory();
             }
             vm_rss(&std::fs::read_to_string(path).ok()?)
         })

@@ -9,6 +9,10 @@
 //!
 //! Everything is bounded: counts by flags, each latency phase by `--duration`, and only
 //! loopback addresses are accepted.
+//!
+//! A crate of its own, so a program that embeds the `preemptd` library does not compile it.
+//! It runs inside the `preemptd` binary: the server it starts is that executable's
+//! `serve`.
 
 mod client;
 mod grpc;
@@ -89,16 +93,14 @@ pub struct BenchArgs {
     /// Time cap of each latency phase, in seconds.
     #[arg(long, default_value_t = 20.0)]
     pub duration: f64,
-    /// Unary UpdatePod calls (label changes on existing pods). Ten passes over the
-    /// 10,000-pod sample: with two, half the phase was the first pass, whose conversions
-    /// the server has not seen yet, and the phase (~0.4 s) too short for a steady p99.
+    /// Unary UpdatePod calls (label changes on existing pods). Several passes over the
+    /// pod sample, so the first pass (conversions the server has not seen yet) does not
+    /// dominate and the phase is long enough for a steady p99.
     #[arg(long, default_value_t = 100_000)]
     pub updates: u64,
     /// UpdatePod calls in flight at once (as a client's informer handlers would keep
-    /// them). 24 over two connections lets each side answer several calls per wake-up
-    /// while the ack p99 stays under a millisecond (BENCHMARKS.md: with the server's
-    /// update path as it is now, 24 gave both a higher rate and a p99 no worse than 12
-    /// or 16).
+    /// them), over two connections: enough that each side answers several calls per
+    /// wake-up, few enough that the ack p99 stays low.
     #[arg(long, default_value_t = 24)]
     pub update_concurrency: usize,
     /// WatchNominations subscribers.

@@ -1,22 +1,22 @@
 //! The command line: `preemptd serve`, `preemptd simulate`, `preemptd health` and
 //! `preemptd bench`.
-//! Parsing and wiring only; the work is done by the library.
+//! Parsing and wiring only; the work is done by the library and the load generator.
 //!
 //! Every `serve` flag can also be set through an environment variable (`PREEMPTD_...`,
 //! or the standard `OTEL_...` ones for tracing); `--help` shows both and the defaults.
 //! An invalid value exits with 64 (EX_USAGE) and a message naming the setting.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
-use crate::bench;
-use crate::ops::telemetry::{self, LogFormat, TelemetryConfig};
-use crate::server::{self, ServeConfig};
-use crate::simulate;
+use preemptd::ops::telemetry::{self, LogFormat, TelemetryConfig};
+use preemptd::server::{self, ServeConfig};
+use preemptd::simulate::{self, SimulateOptions};
+use preemptd_loadgen as bench;
 
 /// Exit code for command-line usage errors (sysexits.h EX_USAGE).
 pub const EXIT_USAGE: u8 = 64;
@@ -39,8 +39,9 @@ pub enum Command {
     /// Decide preemption offline for one pod against a cluster file and print the decision
     /// as proto3 JSON (`preemptd.v1.PreemptResponse`).
     Simulate {
-        /// A v1 List of Nodes, Pods and PodDisruptionBudgets (JSON or YAML), as
-        /// `kubectl get nodes,pods,pdb -A -o json` prints it.
+        /// Nodes, Pods and PodDisruptionBudgets (JSON or YAML): a v1 List as `kubectl get
+        /// nodes,pods,pdb -A -o json` prints it, single objects, or several YAML documents.
+        /// Objects of other kinds are skipped and named on stderr.
         #[arg(long, value_name = "CLUSTER.json")]
         cluster: PathBuf,
         /// The pending pod to decide for (v1 Pod, JSON or YAML).
@@ -49,6 +50,9 @@ pub enum Command {
         /// Include per-node diagnostics.
         #[arg(long)]
         explain: bool,
+        /// Refuse objects of kinds preemptd does not use instead of skipping them.
+        #[arg(long)]
+        strict: bool,
     },
     /// Check a running server over the gRPC health protocol (grpc.health.v1): exit 0 when
     /// it is SERVING, 1 otherwise. The container image's HEALTHCHECK.
@@ -63,14 +67,14 @@ pub enum Command {
 #[derive(clap::Args, Debug)]
 pub struct HealthArgs {
     /// Address of the server to check.
-    #[arg(long, env = "PREEMPTD_HEALTH_ADDR", default_value = "127.0.0.1:50051")]
+    #[arg(long, env = "PREEMPTD_HEALTH_ADDR", default_value_t = ServeConfig::default().listen)]
     pub addr: SocketAddr,
     /// Service to ask about; empty asks about the server as a whole.
     #[arg(long, env = "PREEMPTD_HEALTH_SERVICE", default_value = "")]
     pub service: String,
     /// Give up after this long (e.g. 3s, 500ms).
-    #[arg(long, env = "PREEMPTD_HEALTH_TIMEOUT", default_value = "3s", value_parser = parse_duration)]
-    pub timeout: Duration,
+    #[arg(long, env = "PREEMPTD_HEALTH_TIMEOUT", default_value_t = HumanDuration(Duration::from_secs(3)), value_parser = parse_human_duration)]
+    pub timeout: HumanDuration,
 }
 
 /// A duration: a number with a unit (`ms`, `s`, `m`, `h`), or plain seconds.
@@ -98,6 +102,27 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("invalid duration {text:?}: out of range"))
 }
 
+/// A duration flag's value; shown as `parse_duration` reads it back (`10s`, `500ms`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl std::fmt::Display for HumanDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let duration = self.0;
+        if duration.subsec_nanos() == 0 {
+            write!(f, "{}s", duration.as_secs())
+        } else if duration.subsec_nanos() % 1_000_000 == 0 {
+            write!(f, "{}ms", duration.as_millis())
+        } else {
+            write!(f, "{}s", duration.as_secs_f64())
+        }
+    }
+}
+
+fn parse_human_duration(text: &str) -> Result<HumanDuration, String> {
+    parse_duration(text).map(HumanDuration)
+}
+
 /// A duration where `0` or `off` means none.
 fn parse_optional_duration(text: &str) -> Result<OptionalDuration, String> {
     if text == "off" {
@@ -109,6 +134,15 @@ fn parse_optional_duration(text: &str) -> Result<OptionalDuration, String> {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OptionalDuration(pub Option<Duration>);
+
+impl std::fmt::Display for OptionalDuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(duration) => HumanDuration(duration).fmt(f),
+            None => f.write_str("off"),
+        }
+    }
+}
 
 /// A listen address, or `off` (or empty) for none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,46 +172,46 @@ fn positive(text: &str) -> Result<usize, String> {
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// gRPC listen address.
-    #[arg(long, env = "PREEMPTD_LISTEN", default_value = "127.0.0.1:50051")]
+    #[arg(long, env = "PREEMPTD_LISTEN", default_value_t = ServeConfig::default().listen)]
     pub listen: SocketAddr,
     /// Largest request or response message, in bytes.
-    #[arg(long, env = "PREEMPTD_MAX_MESSAGE_BYTES", default_value_t = 16 * 1024 * 1024)]
+    #[arg(long, env = "PREEMPTD_MAX_MESSAGE_BYTES", default_value_t = ServeConfig::default().max_message_bytes)]
     pub max_message_bytes: usize,
     /// Nomination events kept for WatchNominations resumes.
-    #[arg(long, env = "PREEMPTD_HISTORY_CAPACITY", default_value_t = 65_536)]
+    #[arg(long, env = "PREEMPTD_HISTORY_CAPACITY", default_value_t = ServeConfig::default().history_capacity)]
     pub history_capacity: usize,
     /// Events queued per watcher before it is cut off with RESOURCE_EXHAUSTED.
-    #[arg(long, env = "PREEMPTD_SUBSCRIBER_BUFFER", default_value_t = 4096)]
+    #[arg(long, env = "PREEMPTD_SUBSCRIBER_BUFFER", default_value_t = ServeConfig::default().subscriber_buffer)]
     pub subscriber_buffer: usize,
     /// Log format: text or json (level from RUST_LOG, default info).
-    #[arg(long, env = "PREEMPTD_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    #[arg(long, env = "PREEMPTD_LOG_FORMAT", default_value = log_format_name(TelemetryConfig::default().log_format), value_parser = [log_format_name(LogFormat::Text), log_format_name(LogFormat::Json)])]
     pub log_format: String,
     /// Prometheus metrics address (text format at /metrics); "off" disables it.
     #[arg(long, env = "PREEMPTD_METRICS_LISTEN", default_value = "127.0.0.1:9464", value_parser = parse_optional_addr, value_name = "ADDR|off")]
     pub metrics_listen: OptionalAddr,
     /// Longest wait for any call's answer (a client's shorter grpc-timeout wins); does not
     /// limit how long a WatchNominations stream lives. "off" disables it.
-    #[arg(long, env = "PREEMPTD_RPC_TIMEOUT", default_value = "10s", value_parser = parse_optional_duration)]
+    #[arg(long, env = "PREEMPTD_RPC_TIMEOUT", default_value_t = OptionalDuration(ServeConfig::default().rpc_timeout), value_parser = parse_optional_duration)]
     pub rpc_timeout: OptionalDuration,
     /// Preempt calls admitted at once (one decision per core runs, the rest wait in arrival order); more are refused at once with RESOURCE_EXHAUSTED.
-    #[arg(long, env = "PREEMPTD_MAX_CONCURRENT_PREEMPTS", default_value_t = server::default_max_concurrent_preempts(), value_parser = positive)]
+    #[arg(long, env = "PREEMPTD_MAX_CONCURRENT_PREEMPTS", default_value_t = ServeConfig::default().max_concurrent_preempts, value_parser = positive)]
     pub max_concurrent_preempts: usize,
     /// Open WatchNominations streams; more are refused with RESOURCE_EXHAUSTED.
-    #[arg(long, env = "PREEMPTD_MAX_WATCHERS", default_value_t = 4096)]
+    #[arg(long, env = "PREEMPTD_MAX_WATCHERS", default_value_t = ServeConfig::default().max_watchers)]
     pub max_watchers: usize,
     /// Open Sync streams; more are refused with RESOURCE_EXHAUSTED (each open stream holds
     /// two server threads).
-    #[arg(long, env = "PREEMPTD_MAX_SYNC_STREAMS", default_value_t = server::DEFAULT_MAX_SYNC_STREAMS, value_parser = positive)]
+    #[arg(long, env = "PREEMPTD_MAX_SYNC_STREAMS", default_value_t = ServeConfig::default().max_sync_streams, value_parser = positive)]
     pub max_sync_streams: usize,
     /// HTTP/2 keepalive ping interval, so dead clients are noticed; "off" disables pings.
-    #[arg(long, env = "PREEMPTD_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = parse_optional_duration)]
+    #[arg(long, env = "PREEMPTD_KEEPALIVE_INTERVAL", default_value_t = OptionalDuration(ServeConfig::default().keepalive_interval), value_parser = parse_optional_duration)]
     pub keepalive_interval: OptionalDuration,
     /// How long a keepalive ping may go unanswered before the connection is closed.
-    #[arg(long, env = "PREEMPTD_KEEPALIVE_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
-    pub keepalive_timeout: Duration,
+    #[arg(long, env = "PREEMPTD_KEEPALIVE_TIMEOUT", default_value_t = HumanDuration(ServeConfig::default().keepalive_timeout), value_parser = parse_human_duration)]
+    pub keepalive_timeout: HumanDuration,
     /// How long shutdown waits for in-flight calls and streams before closing them.
-    #[arg(long, env = "PREEMPTD_SHUTDOWN_GRACE", default_value = "10s", value_parser = parse_duration)]
-    pub shutdown_grace: Duration,
+    #[arg(long, env = "PREEMPTD_SHUTDOWN_GRACE", default_value_t = HumanDuration(ServeConfig::default().shutdown_grace), value_parser = parse_human_duration)]
+    pub shutdown_grace: HumanDuration,
     /// Threads that serve connections (HTTP/2, decoding, unary updates, watch streams).
     /// Decisions run on their own lanes and bulk loads on blocking threads, so these only
     /// move and convert messages.
@@ -188,8 +222,16 @@ pub struct ServeArgs {
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", value_parser = telemetry::parse_otlp_endpoint, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
     /// service.name of exported traces.
-    #[arg(long, env = "OTEL_SERVICE_NAME", default_value = "preemptd")]
+    #[arg(long, env = "OTEL_SERVICE_NAME", default_value_t = TelemetryConfig::default().service_name)]
     pub otel_service_name: String,
+}
+
+/// The `--log-format` name of a format.
+const fn log_format_name(format: LogFormat) -> &'static str {
+    match format {
+        LogFormat::Text => "text",
+        LogFormat::Json => "json",
+    }
 }
 
 impl ServeArgs {
@@ -200,20 +242,20 @@ impl ServeArgs {
             history_capacity: self.history_capacity,
             subscriber_buffer: self.subscriber_buffer,
             keepalive_interval: self.keepalive_interval.0,
-            keepalive_timeout: self.keepalive_timeout,
+            keepalive_timeout: self.keepalive_timeout.0,
             rpc_timeout: self.rpc_timeout.0,
             max_concurrent_preempts: self.max_concurrent_preempts,
             max_watchers: self.max_watchers,
             max_sync_streams: self.max_sync_streams,
             metrics_listen: self.metrics_listen.0,
-            shutdown_grace: self.shutdown_grace,
+            shutdown_grace: self.shutdown_grace.0,
             ..ServeConfig::default()
         }
     }
 
     pub fn telemetry(&self) -> TelemetryConfig {
         TelemetryConfig {
-            log_format: if self.log_format == "json" {
+            log_format: if self.log_format == log_format_name(LogFormat::Json) {
                 LogFormat::Json
             } else {
                 LogFormat::Text
@@ -255,9 +297,9 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     }
 }
 
-/// Half the cores, at least one. On two cores, a second I/O thread cost the server ~30% more
-/// CPU per unary call (its tasks woke each other across threads) while the decision lanes
-/// and the blocking pool already keep both cores busy (BENCHMARKS.md).
+/// Half the cores, at least one: more I/O threads make the server's tasks wake each other
+/// across threads (more CPU per unary call) while the decision lanes and the blocking pool
+/// already keep the other cores busy.
 pub fn default_io_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
 }
@@ -265,9 +307,9 @@ pub fn default_io_threads() -> usize {
 /// The server's runtime: `io_threads` workers, without tokio's LIFO slot. With it, a task
 /// another task wakes runs next on that worker: when a nomination fans out to many
 /// WatchNominations streams on one connection, the connection task runs (and writes)
-/// after each stream's frame instead of once after all of them. Without it, at 1,000
-/// subscribers the lag p99 fell 3–4× and the server's CPU per delivery by a third, for a
-/// 15–20% lower bulk-load rate (BENCHMARKS.md). Needs `--cfg tokio_unstable` (set in
+/// after each stream's frame instead of once after all of them. Without it, fan-out lag
+/// and the server's CPU per delivery are lower, for a somewhat lower bulk-load rate
+/// (docs/perf-history.md). Needs `--cfg tokio_unstable` (set in
 /// .cargo/config.toml).
 pub fn serve_runtime(io_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     serve_runtime_builder()
@@ -330,7 +372,11 @@ fn health(args: HealthArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(server::check_health(args.addr, &args.service, args.timeout)) {
+    match runtime.block_on(server::check_health(
+        args.addr,
+        &args.service,
+        args.timeout.0,
+    )) {
         Ok(true) => {
             println!("SERVING");
             ExitCode::SUCCESS
@@ -388,6 +434,35 @@ fn env_source(arg: &str) -> Option<String> {
         .filter(|env| std::env::var_os(env).is_some())
 }
 
+/// sysexits.h EX_SOFTWARE: the decision could not be rendered (a build defect).
+const EXIT_SOFTWARE: u8 = 70;
+
+fn run_simulate(cluster: &Path, pod: &Path, options: SimulateOptions) -> ExitCode {
+    let simulation = match simulate::simulate(cluster, pod, options) {
+        Ok(simulation) => simulation,
+        Err(error) => {
+            eprintln!("preemptd: error: {error}");
+            return ExitCode::from(error.exit_code() as u8);
+        }
+    };
+    for note in &simulation.notes {
+        eprintln!("preemptd: {note}");
+    }
+    let rendered = simulate::decision_json(&simulation.decision)
+        .map_err(|error| error.to_string())
+        .and_then(|json| serde_json::to_string_pretty(&json).map_err(|error| error.to_string()));
+    match rendered {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("preemptd: error: {error}");
+            ExitCode::from(EXIT_SOFTWARE)
+        }
+    }
+}
+
 /// Runs the parsed command; the process exit code comes back.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
@@ -398,20 +473,8 @@ pub fn run(cli: Cli) -> ExitCode {
             cluster,
             pod,
             explain,
-        } => match simulate::simulate(&cluster, &pod, explain) {
-            Ok(decision) => {
-                let json = simulate::decision_json(&decision);
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&json).unwrap_or_default()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(error) => {
-                eprintln!("preemptd: error: {error}");
-                ExitCode::from(error.exit_code() as u8)
-            }
-        },
+            strict,
+        } => run_simulate(&cluster, &pod, SimulateOptions { explain, strict }),
     }
 }
 

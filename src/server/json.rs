@@ -1,0 +1,121 @@
+//! The proto3 JSON mapping of `preemptd.v1` messages, derived from the proto's own
+//! descriptors (the set reflection serves): every JSON rendering of a proto message goes
+//! through here, so field names, enum names and 64-bit integers are as protobuf's own
+//! JSON parsers read them.
+
+use std::sync::LazyLock;
+
+use prost_reflect::{DescriptorPool, DynamicMessage, SerializeOptions};
+
+use super::pb;
+
+/// Why a message could not be rendered; only a descriptor set out of step with the
+/// generated code gets here.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonError {
+    #[error("invalid descriptor set: {0}")]
+    Descriptors(String),
+    #[error("no descriptor for message {0}")]
+    UnknownMessage(String),
+    #[error("cannot re-read message {name}: {source}")]
+    Decode {
+        name: String,
+        source: prost::DecodeError,
+    },
+    #[error("cannot render message {name}: {source}")]
+    Render {
+        name: String,
+        source: serde_json::Error,
+    },
+}
+
+/// A generated `preemptd.v1` message and its full proto name.
+pub trait ProtoName: prost::Message {
+    const FULL_NAME: &'static str;
+}
+
+/// The full name comes from the type's own name, so the two cannot drift apart.
+macro_rules! proto_names {
+    ($($message:ident),* $(,)?) => {
+        $(impl ProtoName for pb::$message {
+            const FULL_NAME: &'static str = concat!("preemptd.v1.", stringify!($message));
+        })*
+    };
+}
+
+proto_names!(
+    PreemptResponse,
+    ListNominationsResponse,
+    WatchNominationsResponse
+);
+
+static POOL: LazyLock<Result<DescriptorPool, String>> = LazyLock::new(|| {
+    DescriptorPool::decode(pb::FILE_DESCRIPTOR_SET).map_err(|error| error.to_string())
+});
+
+/// `message` as proto3 JSON, every field emitted (defaults included: empty lists, zero
+/// counts), so scripts need no special cases for absent keys.
+pub fn to_json<M: ProtoName>(message: &M) -> Result<serde_json::Value, JsonError> {
+    let name = M::FULL_NAME.to_string();
+    let pool = POOL
+        .as_ref()
+        .map_err(|error| JsonError::Descriptors(error.clone()))?;
+    let descriptor = pool
+        .get_message_by_name(&name)
+        .ok_or_else(|| JsonError::UnknownMessage(name.clone()))?;
+    let dynamic = DynamicMessage::decode(descriptor, message.encode_to_vec().as_slice()).map_err(
+        |source| JsonError::Decode {
+            name: name.clone(),
+            source,
+        },
+    )?;
+    dynamic
+        .serialize_with_options(
+            serde_json::value::Serializer,
+            &SerializeOptions::new().skip_default_fields(false),
+        )
+        .map_err(|source| JsonError::Render { name, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enums_render_by_their_proto_names_and_64_bit_integers_as_strings() {
+        let response = pb::PreemptResponse {
+            outcome: pb::Outcome::Preempt.into(),
+            revision: 7,
+            diagnostics: vec![pb::NodeDiagnostic {
+                node: "n1".to_string(),
+                filter: Some(pb::FilterStatus {
+                    code: pb::StatusCode::Unschedulable.into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let json = to_json(&response).expect("render");
+        assert_eq!(json["outcome"], "OUTCOME_PREEMPT");
+        assert_eq!(json["revision"], "7");
+        assert_eq!(
+            json["diagnostics"][0]["filter"]["code"],
+            "STATUS_CODE_UNSCHEDULABLE"
+        );
+        assert_eq!(json["victims"], serde_json::json!([]));
+        assert_eq!(json["pdbViolations"], 0);
+    }
+
+    #[test]
+    fn every_named_message_has_a_descriptor() {
+        let pool = POOL.as_ref().expect("descriptor set");
+        for name in [
+            pb::PreemptResponse::FULL_NAME,
+            pb::ListNominationsResponse::FULL_NAME,
+            pb::WatchNominationsResponse::FULL_NAME,
+        ] {
+            assert!(pool.get_message_by_name(name).is_some(), "{name}");
+        }
+    }
+}
