@@ -451,23 +451,6 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
             s("change: one of upsert"),
         ),
         (
-            "pdb: unknown selector operator",
-            Call::Pdb(Some(PdbChange::Upsert(pb::PodDisruptionBudget {
-                name: s("b"),
-                selector: Some(pb::LabelSelector {
-                    match_expressions: vec![pb::LabelSelectorRequirement {
-                        key: s("a"),
-                        operator: s("Maybe"),
-                        values: vec![],
-                    }],
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }))),
-            Code::InvalidArgument,
-            s("upsert.selector.match_expressions[0].operator: unsupported value \"Maybe\""),
-        ),
-        (
             "pdb: json of a pod",
             Call::Pdb(Some(PdbChange::UpsertJson(pod_json("{}")))),
             Code::InvalidArgument,

@@ -1,6 +1,8 @@
 //! Every conformance scenario (tests/conformance/*.json and random/*.json) through the
-//! gRPC API: a fresh server per scenario, the cluster loaded object by object with
-//! `upsert_json`, then a dry-run `Preempt` with `pod_json` checked against `expect`.
+//! gRPC API twice: a fresh server per pass, the cluster loaded object by object, then a
+//! dry-run `Preempt`; once as Kubernetes JSON (`upsert_json`, `pod_json`), once as typed
+//! messages (`upsert`, `pod`) mapped from the same objects by the test's own mapping. Both
+//! answers must be identical and match `expect`.
 
 mod grpc_support;
 
@@ -8,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use grpc_support::{Client, TEST_TIMEOUT, names, outcome, start};
+use grpc_support::{Client, TEST_TIMEOUT, names, outcome, start, typed};
 use preemptd::server::pb;
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -31,25 +33,44 @@ fn scenario_files() -> Vec<PathBuf> {
     files
 }
 
-async fn load(client: &mut Client, item: &Value) -> Result<(), String> {
+/// Which member of the request oneofs carries the objects.
+#[derive(Clone, Copy, Debug)]
+enum Form {
+    Json,
+    Typed,
+}
+
+async fn load(client: &mut Client, item: &Value, form: Form) -> Result<(), String> {
+    use pb::update_node_request::Change as NodeChange;
+    use pb::update_pod_disruption_budget_request::Change as PdbChange;
+    use pb::update_pod_request::Change as PodChange;
     let json = item.to_string();
     let kind = item["kind"].as_str().unwrap_or_default();
     let result = match kind {
         "Node" => client
             .update_node(pb::UpdateNodeRequest {
-                change: Some(pb::update_node_request::Change::UpsertJson(json)),
+                change: Some(match form {
+                    Form::Json => NodeChange::UpsertJson(json),
+                    Form::Typed => NodeChange::Upsert(typed::node(item)),
+                }),
             })
             .await
             .map(|r| (r.get_ref().applied, r.get_ref().epoch.clone())),
         "Pod" => client
             .update_pod(pb::UpdatePodRequest {
-                change: Some(pb::update_pod_request::Change::UpsertJson(json)),
+                change: Some(match form {
+                    Form::Json => PodChange::UpsertJson(json),
+                    Form::Typed => PodChange::Upsert(typed::pod(item)),
+                }),
             })
             .await
             .map(|r| (r.get_ref().applied, r.get_ref().epoch.clone())),
         "PodDisruptionBudget" => client
             .update_pod_disruption_budget(pb::UpdatePodDisruptionBudgetRequest {
-                change: Some(pb::update_pod_disruption_budget_request::Change::UpsertJson(json)),
+                change: Some(match form {
+                    Form::Json => PdbChange::UpsertJson(json),
+                    Form::Typed => PdbChange::Upsert(typed::pdb(item)),
+                }),
             })
             .await
             .map(|r| (r.get_ref().applied, r.get_ref().epoch.clone())),
@@ -79,18 +100,37 @@ fn string_set(value: &Value) -> BTreeSet<String> {
 async fn run_scenario(path: PathBuf) -> Result<(), String> {
     let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
     let scenario: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let mut json = run_form(&scenario, Form::Json).await?;
+    let mut typed = run_form(&scenario, Form::Typed).await?;
+    // Each pass has its own server, hence its own epoch.
+    json.epoch.clear();
+    typed.epoch.clear();
+    if json != typed {
+        return Err(format!(
+            "json and typed answers differ:\n{json:?}\n{typed:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// One pass over a fresh server; the answer once checked against `expect`.
+async fn run_form(scenario: &Value, form: Form) -> Result<pb::PreemptResponse, String> {
+    use pb::preempt_request::Preemptor;
     let (server, mut client) = start().await;
     let items = scenario["cluster"]["items"]
         .as_array()
         .ok_or("cluster.items missing")?;
     for item in items {
-        load(&mut client, item).await?;
+        load(&mut client, item, form)
+            .await
+            .map_err(|e| format!("{form:?}: {e}"))?;
     }
     let response = client
         .preempt(pb::PreemptRequest {
-            preemptor: Some(pb::preempt_request::Preemptor::PodJson(
-                scenario["preemptor"].to_string(),
-            )),
+            preemptor: Some(match form {
+                Form::Json => Preemptor::PodJson(scenario["preemptor"].to_string()),
+                Form::Typed => Preemptor::Pod(typed::pod(&scenario["preemptor"])),
+            }),
             dry_run: true,
             explain: false,
         })
@@ -145,9 +185,9 @@ async fn run_scenario(path: PathBuf) -> Result<(), String> {
         }
         Ok(())
     };
-    let result = check();
+    let result = check().map_err(|e| format!("{form:?}: {e}"));
     server.shutdown().await.map_err(|e| e.to_string())?;
-    result
+    result.map(|()| response)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

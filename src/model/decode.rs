@@ -17,14 +17,13 @@ use triomphe::Arc;
 
 use serde_json::{Map, Value};
 
-use super::quantity::{Quantity, QuantityError};
+use super::build::{self, ExpressionField, ExpressionInput, Invalid, PortField};
+use super::quantity::Quantity;
 use super::resources;
 use super::{
-    BIND_ALL_IP, Container, ContainerResources, HostPort, InclusionPolicy, LabelSelector, Labels,
-    Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Operator,
-    Pod, PodAffinityTerm, PodCondition, PodDetails, PodDisruptionBudget, PodPhase,
-    PreemptionPolicy, Protocol, Requirement, Str, Taint, TaintEffect, Toleration,
-    TolerationOperator, TopologySpreadConstraint, WhenUnsatisfiable,
+    Container, ContainerResources, InclusionPolicy, LabelSelector, Labels, Node, NodeSelector,
+    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, PodCondition, PodDetails,
+    PodDisruptionBudget, Str, Taint, Toleration, TopologySpreadConstraint,
 };
 
 /// A decoding failure: the field path relative to the decoded value (empty for the value
@@ -329,26 +328,15 @@ impl<'v, 'p> Cur<'v, 'p> {
 // ---------------------------------------------------------------------------------------
 // Small field decoders.
 
-fn unsupported(value: &str, supported: &[&str]) -> String {
-    let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
-    format!(
-        "unsupported value {value:?}: supported values are {}",
-        list.join(", ")
-    )
+/// A builder rule's verdict on the value at `cur`.
+fn rule<T>(cur: &Cur<'_, '_>, verdict: Result<T, Invalid>) -> Result<T> {
+    verdict.map_err(|Invalid(message)| cur.err(message))
 }
 
-/// An enum-valued string field; missing → `None`; a value `parse` rejects is an error.
-fn enum_field<T>(
-    cur: &Cur<'_, '_>,
-    parse: impl Fn(&str) -> Option<T>,
-    supported: &[&str],
-) -> Result<Option<T>> {
-    match cur.str()? {
-        None => Ok(None),
-        Some(s) => parse(s)
-            .map(Some)
-            .ok_or_else(|| cur.err(unsupported(s, supported))),
-    }
+/// A string field judged by a builder rule (missing means empty).
+fn string_rule<T>(cur: &Cur<'_, '_>, judge: impl FnOnce(&str) -> Result<T, Invalid>) -> Result<T> {
+    let text = cur.string()?;
+    rule(cur, judge(text))
 }
 
 /// An array of strings (missing → empty).
@@ -368,44 +356,7 @@ fn string_map(cur: &Cur<'_, '_>) -> Result<Labels> {
 }
 
 fn timestamp(cur: &Cur<'_, '_>) -> Result<Option<i64>> {
-    let Some(text) = cur.str()? else {
-        return Ok(None);
-    };
-    super::rfc3339_nanos(text)
-        .map(Some)
-        .ok_or_else(|| cur.err(format!("invalid RFC 3339 timestamp {text:?}")))
-}
-
-/// Longest quantity string accepted (real ones are a few characters long).
-const MAX_QUANTITY_LEN: usize = 256;
-
-/// [`Quantity::parse`] made total: exponents beyond ±10^6 are clamped (which cannot change
-/// the result: the value overflows, is zero, or rounds up to one nano-unit either way) so
-/// the parser's exponent arithmetic cannot overflow, and overlong input is rejected.
-fn parse_quantity(text: &str) -> Result<Quantity, QuantityError> {
-    let invalid = || QuantityError {
-        input: text.to_string(),
-    };
-    if text.len() > MAX_QUANTITY_LEN {
-        return Err(invalid());
-    }
-    let body = text.strip_prefix(['+', '-']).unwrap_or(text);
-    let number_len = body
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(body.len());
-    let suffix = &body[number_len..];
-    if let Some(exponent) = suffix.strip_prefix(['e', 'E']) {
-        let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-        if !digits.is_empty()
-            && digits.bytes().all(|b| b.is_ascii_digit())
-            && digits.trim_start_matches('0').len() > 6
-        {
-            let sign = if exponent.starts_with('-') { "-" } else { "" };
-            let number = &text[..text.len() - suffix.len()];
-            return Quantity::parse(&format!("{number}e{sign}1000000")).map_err(|_| invalid());
-        }
-    }
-    Quantity::parse(text)
+    string_rule(cur, build::timestamp)
 }
 
 /// A non-negative quantity given as a string or a JSON number; `null` is zero (as Go's
@@ -417,16 +368,15 @@ fn quantity(cur: &Cur<'_, '_>) -> Result<Quantity> {
         Some(Value::Number(n)) => Cow::Owned(n.to_string()),
         Some(_) => return Err(cur.err("expected a quantity (a string or a number)")),
     };
-    let q = parse_quantity(&text).map_err(|e| cur.err(e.to_string()))?;
-    if q.is_negative() {
-        return Err(cur.err("must be non-negative"));
-    }
-    Ok(q)
+    rule(cur, build::quantity(&text))
 }
 
 fn resource_list(cur: &Cur<'_, '_>) -> Result<Vec<(Str, Quantity)>> {
     cur.entries()?
-        .map(|(name, v)| Ok((Str::from(name), quantity(&v)?)))
+        .map(|(name, v)| {
+            rule(&v, build::resource_name(name))?;
+            Ok((Str::from(name), quantity(&v)?))
+        })
         .collect()
 }
 
@@ -475,14 +425,9 @@ fn metadata<'v>(object: &Cur<'v, '_>, namespaced: bool) -> Result<Meta<'v>> {
     let meta = object.get("metadata")?;
     let name_cur = meta.get("name")?;
     let name = name_cur.string()?;
-    if name.is_empty() {
-        return Err(name_cur.err("must not be empty"));
-    }
+    rule(&name_cur, build::required(name))?;
     let namespace = if namespaced {
-        match meta.get("namespace")?.string()? {
-            "" => "default",
-            ns => ns,
-        }
+        build::namespace_or_default(meta.get("namespace")?.string()?)
     } else {
         ""
     };
@@ -560,18 +505,15 @@ fn node_at(cur: &Cur<'_, '_>) -> Result<Node> {
     })
 }
 
-const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
-
 fn taint(cur: &Cur<'_, '_>) -> Result<Taint> {
     cur.require_object()?;
-    let effect_cur = cur.get("effect")?;
-    let effect_text = effect_cur.string()?;
-    let effect = TaintEffect::parse(effect_text)
-        .ok_or_else(|| effect_cur.err(unsupported(effect_text, TAINT_EFFECTS)))?;
+    let key_cur = cur.get("key")?;
+    let key = key_cur.string()?;
+    rule(&key_cur, build::required(key))?;
     Ok(Taint {
-        key: cur.get("key")?.string()?.into(),
+        key: key.into(),
         value: cur.get("value")?.string()?.into(),
-        effect,
+        effect: string_rule(&cur.get("effect")?, build::taint_effect)?,
     })
 }
 
@@ -580,7 +522,7 @@ fn pdb_at(cur: &Cur<'_, '_>) -> Result<PodDisruptionBudget> {
     check_type(cur, KIND_PDB, &["policy/v1", "policy/v1beta1"])?;
     let meta = metadata(cur, true)?;
     let spec = cur.get("spec")?;
-    let selector = label_selector(&spec.get("selector")?, SelectorMode::Lenient)?;
+    let selector = pdb_selector(&spec.get("selector")?)?;
     let status = cur.get("status")?;
     let disruptions_allowed = status.get("disruptionsAllowed")?.int32()?.unwrap_or(0);
     let disrupted = status.get("disruptedPods")?;
@@ -593,7 +535,7 @@ fn pdb_at(cur: &Cur<'_, '_>) -> Result<PodDisruptionBudget> {
         name: meta.name.into(),
         uid: match meta.uid {
             Some(uid) => uid.into(),
-            None => format!("{}/{}", meta.namespace, meta.name).into(),
+            None => build::namespaced_uid(meta.namespace, meta.name).into(),
         },
         resource_version: meta.resource_version,
         selector,
@@ -602,16 +544,13 @@ fn pdb_at(cur: &Cur<'_, '_>) -> Result<PodDisruptionBudget> {
     })
 }
 
-const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
-const PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];
-
 fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
     cur.require_object()?;
     check_type(cur, KIND_POD, &["v1"])?;
     let meta = metadata(cur, true)?;
     let uid = match meta.uid {
         Some(uid) => Cow::Borrowed(uid),
-        None => Cow::Owned(format!("{}/{}", meta.namespace, meta.name)),
+        None => Cow::Owned(build::namespaced_uid(meta.namespace, meta.name)),
     };
     let mut pod = Pod::new(meta.namespace, meta.name, &uid);
     pod.resource_version = meta.resource_version;
@@ -631,16 +570,7 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
         .filter(|n| !n.is_empty() && *n != crate::model::DEFAULT_SCHEDULER)
         .map(Str::from);
     pod.priority = spec.get("priority")?.int32()?.unwrap_or(0);
-    pod.preemption_policy = enum_field(
-        &spec.get("preemptionPolicy")?,
-        |s| match s {
-            "PreemptLowerPriority" => Some(PreemptionPolicy::PreemptLowerPriority),
-            "Never" => Some(PreemptionPolicy::Never),
-            _ => None,
-        },
-        PREEMPTION_POLICIES,
-    )?
-    .unwrap_or(PreemptionPolicy::PreemptLowerPriority);
+    pod.preemption_policy = string_rule(&spec.get("preemptionPolicy")?, build::preemption_policy)?;
 
     let mut details = PodDetails {
         scheduler_name,
@@ -700,13 +630,10 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
         .str()?
         .filter(|n| !n.is_empty())
         .map(Str::from);
-    pod.phase =
-        enum_field(&status.get("phase")?, PodPhase::parse, PHASES)?.unwrap_or(PodPhase::Pending);
+    pod.phase = string_rule(&status.get("phase")?, build::phase)?;
 
     Ok(pod.finish())
 }
-
-const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
 
 fn container(cur: &Cur<'_, '_>, init: bool, host_network: bool) -> Result<Container> {
     cur.require_object()?;
@@ -715,32 +642,33 @@ fn container(cur: &Cur<'_, '_>, init: bool, host_network: bool) -> Result<Contai
     let mut ports = Vec::new();
     for port in ports_cur.elements()? {
         port.require_object()?;
-        let mut host_port = port.get("hostPort")?.int32()?.unwrap_or(0);
-        let container_port = port.get("containerPort")?.int32()?.unwrap_or(0);
-        if host_network && host_port == 0 {
-            // API defaulting for host-network pods.
-            host_port = container_port;
-        }
-        let protocol = enum_field(&port.get("protocol")?, Protocol::parse, PROTOCOLS)?
-            .unwrap_or(Protocol::Tcp);
-        let ip = match port.get("hostIP")?.string()? {
-            "" => BIND_ALL_IP,
-            ip => ip,
-        };
-        if host_port > 0 {
-            ports.push(HostPort {
-                ip: ip.into(),
-                protocol,
-                port: host_port,
-            });
+        let host_port_cur = port.get("hostPort")?;
+        let protocol_cur = port.get("protocol")?;
+        let verdict = build::host_port(
+            host_port_cur.int32()?.unwrap_or(0),
+            port.get("containerPort")?.int32()?.unwrap_or(0),
+            protocol_cur.string()?,
+            port.get("hostIP")?.string()?,
+            host_network,
+        );
+        match verdict {
+            Ok(host_port) => ports.extend(host_port),
+            Err((PortField::HostPort, Invalid(message))) => {
+                return Err(host_port_cur.err(message));
+            }
+            Err((PortField::Protocol, Invalid(message))) => {
+                return Err(protocol_cur.err(message));
+            }
         }
     }
-    let restart_policy = cur.get("restartPolicy")?.string()?;
+    let restart_always = string_rule(&cur.get("restartPolicy")?, |text| {
+        build::restart_always(text, init)
+    })?;
     Ok(Container {
         name: cur.get("name")?.string()?.into(),
         requests,
         ports,
-        restart_always: init && restart_policy == "Always",
+        restart_always,
     })
 }
 
@@ -757,37 +685,15 @@ fn pod_level_requests(resources: &Cur<'_, '_>, details: &PodDetails) -> Result<C
     ))
 }
 
-const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
-
 fn toleration(cur: &Cur<'_, '_>) -> Result<Toleration> {
     cur.require_object()?;
-    let operator = enum_field(
-        &cur.get("operator")?,
-        |s| match s {
-            "" | "Equal" => Some(TolerationOperator::Equal),
-            "Exists" => Some(TolerationOperator::Exists),
-            _ => None,
-        },
-        TOLERATION_OPERATORS,
-    )?
-    .unwrap_or(TolerationOperator::Equal);
-    let effect_cur = cur.get("effect")?;
-    let effect = match effect_cur.string()? {
-        "" => None,
-        text => Some(
-            TaintEffect::parse(text)
-                .ok_or_else(|| effect_cur.err(unsupported(text, TAINT_EFFECTS)))?,
-        ),
-    };
     Ok(Toleration {
         key: cur.get("key")?.string()?.into(),
-        operator,
+        operator: string_rule(&cur.get("operator")?, build::toleration_operator)?,
         value: cur.get("value")?.string()?.into(),
-        effect,
+        effect: string_rule(&cur.get("effect")?, build::toleration_effect)?,
     })
 }
-
-const NODE_SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 
 /// Required node affinity, kept as written (the engine judges invalid terms).
 fn node_selector(cur: &Cur<'_, '_>) -> Result<Option<NodeSelector>> {
@@ -812,10 +718,7 @@ fn node_selector_requirements(cur: &Cur<'_, '_>) -> Result<Vec<NodeSelectorRequi
     cur.elements()?
         .map(|req| {
             req.require_object()?;
-            let operator_cur = req.get("operator")?;
-            let text = operator_cur.string()?;
-            let operator = NodeSelectorOperator::parse(text)
-                .ok_or_else(|| operator_cur.err(unsupported(text, NODE_SELECTOR_OPERATORS)))?;
+            let operator = string_rule(&req.get("operator")?, build::node_selector_operator)?;
             Ok(NodeSelectorRequirement {
                 key: req.get("key")?.string()?.into(),
                 operator,
@@ -833,204 +736,99 @@ fn pod_affinity_terms(cur: &Cur<'_, '_>) -> Result<Vec<PodAffinityTerm>> {
             term.require_object()?;
             let key_cur = term.get("topologyKey")?;
             let topology_key = key_cur.string()?;
-            if topology_key.is_empty() {
-                return Err(key_cur.err("must not be empty"));
-            }
+            rule(&key_cur, build::required(topology_key))?;
             Ok(PodAffinityTerm {
-                label_selector: label_selector(&term.get("labelSelector")?, SelectorMode::Strict)?,
+                label_selector: pod_selector(&term.get("labelSelector")?)?,
                 namespaces: strings(&term.get("namespaces")?)?,
-                namespace_selector: label_selector(
-                    &term.get("namespaceSelector")?,
-                    SelectorMode::Strict,
-                )?,
+                namespace_selector: pod_selector(&term.get("namespaceSelector")?)?,
                 topology_key: topology_key.into(),
             })
         })
         .collect()
 }
 
-const WHEN_UNSATISFIABLE: &[&str] = &["DoNotSchedule", "ScheduleAnyway"];
-const INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
-
-fn inclusion_policy(value: &str) -> Option<InclusionPolicy> {
-    match value {
-        "Honor" => Some(InclusionPolicy::Honor),
-        "Ignore" => Some(InclusionPolicy::Ignore),
-        _ => None,
-    }
-}
-
 fn spread_constraint(cur: &Cur<'_, '_>) -> Result<TopologySpreadConstraint> {
     cur.require_object()?;
     let skew_cur = cur.get("maxSkew")?;
-    let max_skew = skew_cur.int32()?.unwrap_or(0);
-    if max_skew < 1 {
-        return Err(skew_cur.err("must be greater than zero"));
-    }
+    let max_skew = rule(&skew_cur, build::max_skew(skew_cur.int32()?.unwrap_or(0)))?;
     let key_cur = cur.get("topologyKey")?;
     let topology_key = key_cur.string()?;
-    if topology_key.is_empty() {
-        return Err(key_cur.err("must not be empty"));
-    }
-    let when_cur = cur.get("whenUnsatisfiable")?;
-    let when_text = when_cur.string()?;
-    let when_unsatisfiable = match when_text {
-        "DoNotSchedule" => WhenUnsatisfiable::DoNotSchedule,
-        "ScheduleAnyway" => WhenUnsatisfiable::ScheduleAnyway,
-        _ => return Err(when_cur.err(unsupported(when_text, WHEN_UNSATISFIABLE))),
-    };
+    rule(&key_cur, build::required(topology_key))?;
+    let when_unsatisfiable =
+        string_rule(&cur.get("whenUnsatisfiable")?, build::when_unsatisfiable)?;
     Ok(TopologySpreadConstraint {
         max_skew,
         topology_key: topology_key.into(),
         when_unsatisfiable,
-        label_selector: label_selector(&cur.get("labelSelector")?, SelectorMode::Strict)?,
+        label_selector: pod_selector(&cur.get("labelSelector")?)?,
         min_domains: cur.get("minDomains")?.int32()?,
         match_label_keys: strings(&cur.get("matchLabelKeys")?)?,
-        node_affinity_policy: enum_field(
-            &cur.get("nodeAffinityPolicy")?,
-            inclusion_policy,
-            INCLUSION_POLICIES,
-        )?
-        .unwrap_or(InclusionPolicy::Honor),
-        node_taints_policy: enum_field(
-            &cur.get("nodeTaintsPolicy")?,
-            inclusion_policy,
-            INCLUSION_POLICIES,
-        )?
-        .unwrap_or(InclusionPolicy::Ignore),
+        node_affinity_policy: string_rule(&cur.get("nodeAffinityPolicy")?, |t| {
+            build::inclusion_policy(t, InclusionPolicy::Honor)
+        })?,
+        node_taints_policy: string_rule(&cur.get("nodeTaintsPolicy")?, |t| {
+            build::inclusion_policy(t, InclusionPolicy::Ignore)
+        })?,
     })
 }
 
 // ---------------------------------------------------------------------------------------
 // Label selectors.
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum SelectorMode {
-    /// Pods: an invalid selector is a decoding error.
-    Strict,
-    /// PDBs: an invalid selector is kept so that `is_valid()` is false (upstream's
-    /// `LabelSelectorAsSelector` fails and the PDB is skipped).
-    Lenient,
+/// `matchLabels` and the `matchExpressions` as found, for the builder's selector rules.
+fn selector_input<'v>(cur: &Cur<'v, '_>) -> Result<(Labels, Vec<ExpressionInput<'v>>)> {
+    let match_labels = string_map(&cur.get("matchLabels")?)?;
+    let expressions = cur.get("matchExpressions")?;
+    let expressions = expressions
+        .elements()?
+        .map(|expr| {
+            expr.require_object()?;
+            Ok(ExpressionInput {
+                key: expr.get("key")?.string()?,
+                operator: expr.get("operator")?.string()?,
+                values: strings(&expr.get("values")?)?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok((match_labels, expressions))
 }
 
-const SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist"];
-
-/// A requirement `is_valid()` rejects, standing for what upstream cannot convert.
-fn invalid_requirement(key: &str) -> Requirement {
-    Requirement {
-        key: key.into(),
-        operator: Operator::In,
-        values: Vec::new(),
-    }
-}
-
-/// `metav1.LabelSelector`; missing or null → `None`, `{}` → `Some(empty)`.
-fn label_selector(cur: &Cur<'_, '_>, mode: SelectorMode) -> Result<Option<LabelSelector>> {
+/// A pod's `metav1.LabelSelector`; missing or null → `None`, `{}` → `Some(empty)`.
+fn pod_selector(cur: &Cur<'_, '_>) -> Result<Option<LabelSelector>> {
     if cur.object()?.is_none() {
         return Ok(None);
     }
-    let match_labels = string_map(&cur.get("matchLabels")?)?;
-    let mut match_expressions = Vec::new();
-    if mode == SelectorMode::Lenient {
-        for (k, v) in match_labels.iter() {
-            if !is_qualified_name(k) || !is_label_value(v) {
-                match_expressions.push(invalid_requirement(k));
-            }
-        }
-    }
-    let expressions = cur.get("matchExpressions")?;
-    for expr in expressions.elements()? {
-        expr.require_object()?;
-        let key = expr.get("key")?.string()?;
-        let operator_cur = expr.get("operator")?;
-        let operator_text = operator_cur.string()?;
-        let values_cur = expr.get("values")?;
-        let values = strings(&values_cur)?;
-        let Some(operator) = Operator::parse(operator_text) else {
-            match mode {
-                SelectorMode::Strict => {
-                    return Err(operator_cur.err(unsupported(operator_text, SELECTOR_OPERATORS)));
-                }
-                SelectorMode::Lenient => {
-                    match_expressions.push(invalid_requirement(key));
-                    continue;
-                }
-            }
-        };
-        let requirement = Requirement {
-            key: key.into(),
-            operator,
-            values,
-        };
-        match mode {
-            SelectorMode::Strict => match operator {
-                Operator::In | Operator::NotIn if requirement.values.is_empty() => {
-                    return Err(values_cur.err("must be specified when operator is In or NotIn"));
-                }
-                Operator::Exists | Operator::DoesNotExist if !requirement.values.is_empty() => {
-                    return Err(values_cur
-                        .err("may not be specified when operator is Exists or DoesNotExist"));
-                }
-                _ => match_expressions.push(requirement),
-            },
-            SelectorMode::Lenient => {
-                let syntax_ok =
-                    is_qualified_name(key) && requirement.values.iter().all(|v| is_label_value(v));
-                match_expressions.push(if syntax_ok {
-                    requirement
-                } else {
-                    invalid_requirement(key)
-                });
-            }
-        }
-    }
-    Ok(Some(LabelSelector {
-        match_labels,
-        match_expressions,
-    }))
-}
-
-/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`, at most 63 characters.
-fn is_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// Upstream `IsValidLabelValue`: empty, or a label name.
-fn is_label_value(s: &str) -> bool {
-    s.is_empty() || is_label_name(s)
-}
-
-/// Upstream `IsDNS1123Subdomain`.
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            b.first()
-                .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && b.last()
-                    .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    let (match_labels, expressions) = selector_input(cur)?;
+    build::pod_selector(match_labels, expressions)
+        .map(Some)
+        .map_err(|e| {
+            let field = match e.field {
+                ExpressionField::Operator => "operator",
+                ExpressionField::Values => "values",
+            };
+            let mut path = cur.path.render();
+            let _ = write!(path, ".matchExpressions[{}].{field}", e.index);
+            DecodeError::new(path, e.invalid.0)
         })
 }
 
-/// Upstream `IsQualifiedName` (label keys): `[prefix/]name`.
-fn is_qualified_name(s: &str) -> bool {
-    match s.split_once('/') {
-        None => is_label_name(s),
-        Some((prefix, name)) => is_dns_subdomain(prefix) && is_label_name(name),
+/// A PodDisruptionBudget's selector, kept even when upstream cannot convert it.
+fn pdb_selector(cur: &Cur<'_, '_>) -> Result<Option<LabelSelector>> {
+    if cur.object()?.is_none() {
+        return Ok(None);
     }
+    let (match_labels, expressions) = selector_input(cur)?;
+    Ok(Some(build::pdb_selector(match_labels, expressions)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::build::{is_label_value, is_qualified_name};
+    use crate::model::{
+        HostPort, NodeSelectorOperator, PodPhase, PreemptionPolicy, Protocol, TaintEffect,
+        TolerationOperator, WhenUnsatisfiable,
+    };
     use serde_json::json;
 
     fn err_of<T: std::fmt::Debug>(r: Result<T>) -> String {
@@ -1875,18 +1673,22 @@ status:
 
     #[test]
     fn huge_exponents_do_not_overflow() {
-        assert!(parse_quantity("1e2147483647").is_err());
-        assert_eq!(parse_quantity("0e2147483647"), Ok(Quantity::ZERO));
+        assert!(build::quantity("1e2147483647").is_err());
+        assert_eq!(build::quantity("0e2147483647"), Ok(Quantity::ZERO));
         assert_eq!(
-            parse_quantity("1.5e-2147483648").map(|q| q.to_string()),
+            build::quantity("1.5e-2147483648").map(|q| q.to_string()),
             Ok("1n".to_string())
         );
+        assert!(
+            build::quantity("1e9223372036854775808").is_err(),
+            "beyond int64"
+        );
         assert_eq!(
-            parse_quantity("-1e-99999999").map(Quantity::is_negative),
+            Quantity::parse("-1e-99999999").map(Quantity::is_negative),
             Ok(true)
         );
-        assert!(parse_quantity(&"1".repeat(300)).is_err());
-        assert_eq!(parse_quantity("12e3").map(Quantity::value), Ok(12_000));
+        assert!(build::quantity(&"1".repeat(300)).is_err());
+        assert_eq!(build::quantity("12e3").map(Quantity::value), Ok(12_000));
     }
 
     #[test]
@@ -1920,7 +1722,6 @@ status:
             "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"affinity\": []}}",
             "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"affinity\": {\"podAffinity\": {\"requiredDuringSchedulingIgnoredDuringExecution\": [null]}}}}",
             "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"topologySpreadConstraints\": [{\"maxSkew\": 99999999999}]}}",
-            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"status\": {\"startTime\": \"\"}}",
             "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"status\": {\"startTime\": \"+999999-01-01T00:00:00Z\"}}",
             "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\", \"resourceVersion\": \"99999999999999999999999\"}}",
             "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\", \"resourceVersion\": 1.5}}",

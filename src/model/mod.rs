@@ -4,6 +4,7 @@
 //!
 //! Nothing here knows about gRPC or async runtimes.
 
+pub mod build;
 pub mod decode;
 pub mod labels;
 pub mod quantity;

@@ -106,13 +106,9 @@ impl Quantity {
                 if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(err());
                 }
-                // Beyond ±1000 every non-zero value overflows or rounds to 1n anyway; bound
-                // it so the scale arithmetic below cannot overflow.
-                let exp: i64 = if digits.len() > 18 {
-                    if rest.starts_with('-') { -1000 } else { 1000 }
-                } else {
-                    rest.parse().map_err(|_| err())?
-                };
+                // Upstream reads the exponent as an int64. Beyond ±1000 every non-zero
+                // value overflows or rounds up to 1n, so clamping changes no result.
+                let exp: i64 = rest.parse().map_err(|_| err())?;
                 (exp.clamp(-1000, 1000) as i32, 0)
             }
         };

@@ -9,13 +9,13 @@ use smallvec::SmallVec;
 use triomphe::Arc;
 
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, Status as FilterStatus};
+use crate::model::build::{self, ExpressionField, ExpressionInput, Invalid, PortField};
 use crate::model::quantity::Quantity;
 use crate::model::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::model::{
-    BIND_ALL_IP, Container, ContainerResources, HostPort, InclusionPolicy, LabelSelector, Labels,
-    Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Operator,
-    Pod, PodAffinityTerm, PodCondition, PodDetails, PodDisruptionBudget, PodPhase, PodRef,
-    PreemptionPolicy, Protocol, Requirement, Resources, Str, Taint, TaintEffect, Toleration,
+    Container, ContainerResources, InclusionPolicy, LabelSelector, Labels, Node, NodeSelector,
+    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, PodCondition, PodDetails,
+    PodDisruptionBudget, PodRef, PreemptionPolicy, Resources, Str, Taint, TaintEffect, Toleration,
     TolerationOperator, TopologySpreadConstraint, WhenUnsatisfiable,
 };
 use crate::nominations::{Event, EventKind};
@@ -70,61 +70,9 @@ impl From<Path<'_>> for String {
     }
 }
 
-/// Longest quantity string accepted (real ones are a few characters long).
-const MAX_QUANTITY_LEN: usize = 256;
-/// Longest decimal exponent accepted (`1e999999`); longer ones could overflow the parser.
-const MAX_EXPONENT_DIGITS: usize = 6;
-
-fn unsupported(value: &str, supported: &[&str]) -> String {
-    let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
-    format!(
-        "unsupported value {value:?}: supported values are {}",
-        list.join(", ")
-    )
-}
-
-fn enum_value<T>(
-    path: Path<'_>,
-    value: &str,
-    parse: impl Fn(&str) -> Option<T>,
-    supported: &[&str],
-) -> Result<T> {
-    parse(value).ok_or_else(|| ApiError::invalid(path, unsupported(value, supported)))
-}
-
-fn required(path: Path<'_>, value: &str) -> Result<()> {
-    if value.is_empty() {
-        Err(ApiError::invalid(path, "must not be empty"))
-    } else {
-        Ok(())
-    }
-}
-
-/// A non-negative Kubernetes quantity.
-fn quantity(path: Path<'_>, text: &str) -> Result<Quantity> {
-    let invalid = || ApiError::invalid(path, format!("invalid quantity {text:?}"));
-    if text.len() > MAX_QUANTITY_LEN {
-        return Err(invalid());
-    }
-    // Guard the parser's exponent arithmetic against absurd exponents.
-    let body = text.strip_prefix(['+', '-']).unwrap_or(text);
-    let number_len = body
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(body.len());
-    if let Some(exponent) = body
-        .get(number_len..)
-        .and_then(|s| s.strip_prefix(['e', 'E']))
-    {
-        let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-        if digits.trim_start_matches('0').len() > MAX_EXPONENT_DIGITS {
-            return Err(invalid());
-        }
-    }
-    let q = Quantity::parse(text).map_err(|_| invalid())?;
-    if q.is_negative() {
-        return Err(ApiError::invalid(path, "must be non-negative"));
-    }
-    Ok(q)
+/// A builder rule's verdict on the field at `path`.
+fn rule<T>(path: Path<'_>, verdict: Result<T, Invalid>) -> Result<T> {
+    verdict.map_err(|Invalid(message)| ApiError::invalid(path, message))
 }
 
 fn resource_list(
@@ -137,8 +85,8 @@ fn resource_list(
         .iter()
         .map(|&(name, value)| {
             let entry = path.key(name);
-            required(entry, name)?;
-            let parsed = memo.quantity(value, |text| quantity(entry, text))?;
+            rule(entry, build::resource_name(name))?;
+            let parsed = memo.quantity(value, |text| rule(entry, build::quantity(text)))?;
             Ok((memo.str(name), parsed))
         })
         .collect()
@@ -301,33 +249,8 @@ fn strings(values: &[String]) -> Vec<Str> {
     values.iter().map(|v| Str::from(v.as_str())).collect()
 }
 
-/// RFC 3339 → Unix nanoseconds; empty → `None`.
 fn timestamp(path: Path<'_>, text: &str) -> Result<Option<i64>> {
-    if text.is_empty() {
-        return Ok(None);
-    }
-    crate::model::rfc3339_nanos(text)
-        .map(Some)
-        .ok_or_else(|| ApiError::invalid(path, format!("invalid RFC 3339 timestamp {text:?}")))
-}
-
-const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
-const SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist"];
-const NODE_SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
-const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
-const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
-const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
-const WHEN_UNSATISFIABLE: &[&str] = &["DoNotSchedule", "ScheduleAnyway"];
-const INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
-const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
-const PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];
-
-fn namespace_or_default(namespace: &str) -> &str {
-    if namespace.is_empty() {
-        "default"
-    } else {
-        namespace
-    }
+    rule(path, build::timestamp(text))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -394,18 +317,13 @@ pub(super) fn node_from_fields(
     memo: &mut ConvertMemo,
 ) -> Result<Node> {
     let path = Path::Root(path);
-    required(path.field("name"), n.name)?;
+    rule(path.field("name"), build::required(n.name))?;
     let taints = each(path.field("taints"), &n.taints, |p, t| {
-        required(p.field("key"), t.key)?;
+        rule(p.field("key"), build::required(t.key))?;
         Ok(Taint {
             key: memo.str(t.key),
             value: memo.str(t.value),
-            effect: enum_value(
-                p.field("effect"),
-                t.effect,
-                TaintEffect::parse,
-                TAINT_EFFECTS,
-            )?,
+            effect: rule(p.field("effect"), build::taint_effect(t.effect))?,
         })
     })?;
     let allocatable = resource_list(path.field("allocatable"), &n.allocatable, memo)?;
@@ -425,22 +343,21 @@ pub(super) fn node_from_fields(
     })
 }
 
-/// A typed PodDisruptionBudget. An invalid selector (In without values, ...) is kept and
-/// makes upstream skip the budget, as for decoded JSON.
+/// A typed PodDisruptionBudget. A selector upstream cannot convert is kept and makes
+/// upstream skip the budget (see [`build::pdb_selector`]).
 pub fn pdb(path: &str, p: &pb::PodDisruptionBudget) -> Result<PodDisruptionBudget> {
     let path = Path::Root(path);
-    required(path.field("name"), &p.name)?;
-    let namespace = namespace_or_default(&p.namespace);
+    rule(path.field("name"), build::required(&p.name))?;
+    let namespace = build::namespace_or_default(&p.namespace);
     let selector = p
         .selector
         .as_ref()
-        .map(|s| label_selector(path.field("selector"), s, false))
-        .transpose()?;
+        .map(|s| build::pdb_selector(labels(&s.match_labels), expressions(s)));
     Ok(PodDisruptionBudget {
         namespace: namespace.into(),
         name: p.name.as_str().into(),
         uid: if p.uid.is_empty() {
-            format!("{namespace}/{}", p.name).into()
+            build::namespaced_uid(namespace, &p.name).into()
         } else {
             p.uid.as_str().into()
         },
@@ -451,54 +368,36 @@ pub fn pdb(path: &str, p: &pb::PodDisruptionBudget) -> Result<PodDisruptionBudge
     })
 }
 
-/// `strict`: pods' selectors must be valid (In/NotIn need values, Exists/DoesNotExist
-/// take none), as the API server validates them.
-fn label_selector(path: Path<'_>, s: &pb::LabelSelector, strict: bool) -> Result<LabelSelector> {
-    let match_expressions = each(
-        path.field("match_expressions"),
-        &s.match_expressions,
-        |p, r| {
-            let operator = enum_value(
-                p.field("operator"),
-                &r.operator,
-                Operator::parse,
-                SELECTOR_OPERATORS,
-            )?;
-            if strict {
-                match operator {
-                    Operator::In | Operator::NotIn if r.values.is_empty() => {
-                        return Err(ApiError::invalid(
-                            p.field("values"),
-                            "must be specified when operator is In or NotIn",
-                        ));
-                    }
-                    Operator::Exists | Operator::DoesNotExist if !r.values.is_empty() => {
-                        return Err(ApiError::invalid(
-                            p.field("values"),
-                            "may not be specified when operator is Exists or DoesNotExist",
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-            Ok(Requirement {
-                key: r.key.as_str().into(),
-                operator,
-                values: strings(&r.values),
-            })
-        },
-    )?;
-    Ok(LabelSelector {
-        match_labels: labels(&s.match_labels),
-        match_expressions,
-    })
+fn expressions(s: &pb::LabelSelector) -> Vec<ExpressionInput<'_>> {
+    s.match_expressions
+        .iter()
+        .map(|r| ExpressionInput {
+            key: &r.key,
+            operator: &r.operator,
+            values: strings(&r.values),
+        })
+        .collect()
 }
 
+/// A pod's selector, validated as the API server validates it.
 fn optional_selector(
     path: Path<'_>,
     s: Option<&pb::LabelSelector>,
 ) -> Result<Option<LabelSelector>> {
-    s.map(|s| label_selector(path, s, true)).transpose()
+    let Some(s) = s else {
+        return Ok(None);
+    };
+    build::pod_selector(labels(&s.match_labels), expressions(s))
+        .map(Some)
+        .map_err(|e| {
+            let list = path.field("match_expressions");
+            let item = list.index(e.index);
+            let field = match e.field {
+                ExpressionField::Operator => "operator",
+                ExpressionField::Values => "values",
+            };
+            ApiError::invalid(item.field(field), e.invalid.0)
+        })
 }
 
 fn container(
@@ -512,48 +411,26 @@ fn container(
     for (i, port) in c.ports.iter().enumerate() {
         let ports_path = path.field("ports");
         let p = ports_path.index(i);
-        if !(0..=65_535).contains(&port.host_port) {
-            return Err(ApiError::invalid(
-                p.field("host_port"),
-                "must be between 0 and 65535",
-            ));
-        }
-        let protocol = if port.protocol.is_empty() {
-            Protocol::Tcp
-        } else {
-            enum_value(
-                p.field("protocol"),
-                port.protocol,
-                Protocol::parse,
-                PROTOCOLS,
-            )?
-        };
-        if port.host_port > 0 {
-            ports.push(HostPort {
-                ip: if port.host_ip.is_empty() {
-                    BIND_ALL_IP
-                } else {
-                    port.host_ip
-                }
-                .into(),
-                protocol,
-                port: port.host_port,
-            });
+        // Typed pods carry no hostNetwork: their host ports are given as they are.
+        match build::host_port(port.host_port, 0, port.protocol, port.host_ip, false) {
+            Ok(host_port) => ports.extend(host_port),
+            Err((PortField::HostPort, Invalid(message))) => {
+                return Err(ApiError::invalid(p.field("host_port"), message));
+            }
+            Err((PortField::Protocol, Invalid(message))) => {
+                return Err(ApiError::invalid(p.field("protocol"), message));
+            }
         }
     }
-    if !c.restart_policy.is_empty() {
-        enum_value(
-            path.field("restart_policy"),
-            c.restart_policy,
-            |s| RESTART_POLICIES.contains(&s).then_some(()),
-            RESTART_POLICIES,
-        )?;
-    }
+    let restart_always = rule(
+        path.field("restart_policy"),
+        build::restart_always(c.restart_policy, init),
+    )?;
     Ok(Container {
         name: memo.str(c.name),
         requests,
         ports,
-        restart_always: init && c.restart_policy == "Always",
+        restart_always,
     })
 }
 
@@ -574,31 +451,14 @@ fn pod_level_requests(
 }
 
 fn toleration(path: Path<'_>, t: &TolerationFields<'_>) -> Result<Toleration> {
-    let operator = match t.operator {
-        "" | "Equal" => TolerationOperator::Equal,
-        "Exists" => TolerationOperator::Exists,
-        other => {
-            return Err(ApiError::invalid(
-                path.field("operator"),
-                unsupported(other, TOLERATION_OPERATORS),
-            ));
-        }
-    };
-    let effect = if t.effect.is_empty() {
-        None
-    } else {
-        Some(enum_value(
-            path.field("effect"),
-            t.effect,
-            TaintEffect::parse,
-            TAINT_EFFECTS,
-        )?)
-    };
     Ok(Toleration {
         key: t.key.into(),
-        operator,
+        operator: rule(
+            path.field("operator"),
+            build::toleration_operator(t.operator),
+        )?,
         value: t.value.into(),
-        effect,
+        effect: rule(path.field("effect"), build::toleration_effect(t.effect))?,
     })
 }
 
@@ -611,11 +471,9 @@ fn node_selector_requirements(
         .map(|(i, r)| {
             Ok(NodeSelectorRequirement {
                 key: r.key.as_str().into(),
-                operator: enum_value(
+                operator: rule(
                     path.index(i).field("operator"),
-                    &r.operator,
-                    NodeSelectorOperator::parse,
-                    NODE_SELECTOR_OPERATORS,
+                    build::node_selector_operator(&r.operator),
                 )?,
                 values: strings(&r.values),
             })
@@ -648,7 +506,7 @@ fn pod_affinity_terms(
     terms: &[pb::PodAffinityTerm],
 ) -> Result<Vec<PodAffinityTerm>> {
     each(path, terms, |p, t| {
-        required(p.field("topology_key"), &t.topology_key)?;
+        rule(p.field("topology_key"), build::required(&t.topology_key))?;
         Ok(PodAffinityTerm {
             label_selector: optional_selector(
                 p.field("label_selector"),
@@ -664,59 +522,30 @@ fn pod_affinity_terms(
     })
 }
 
-fn inclusion_policy(
-    path: Path<'_>,
-    value: &str,
-    default: InclusionPolicy,
-) -> Result<InclusionPolicy> {
-    match value {
-        "" => Ok(default),
-        "Honor" => Ok(InclusionPolicy::Honor),
-        "Ignore" => Ok(InclusionPolicy::Ignore),
-        other => Err(ApiError::invalid(
-            path,
-            unsupported(other, INCLUSION_POLICIES),
-        )),
-    }
-}
-
 fn spread_constraint(
     path: Path<'_>,
     c: &pb::TopologySpreadConstraint,
 ) -> Result<TopologySpreadConstraint> {
-    if c.max_skew < 1 {
-        return Err(ApiError::invalid(
-            path.field("max_skew"),
-            "must be greater than zero",
-        ));
-    }
-    required(path.field("topology_key"), &c.topology_key)?;
-    let when_unsatisfiable = enum_value(
+    let max_skew = rule(path.field("max_skew"), build::max_skew(c.max_skew))?;
+    rule(path.field("topology_key"), build::required(&c.topology_key))?;
+    let when_unsatisfiable = rule(
         path.field("when_unsatisfiable"),
-        &c.when_unsatisfiable,
-        |s| match s {
-            "DoNotSchedule" => Some(WhenUnsatisfiable::DoNotSchedule),
-            "ScheduleAnyway" => Some(WhenUnsatisfiable::ScheduleAnyway),
-            _ => None,
-        },
-        WHEN_UNSATISFIABLE,
+        build::when_unsatisfiable(&c.when_unsatisfiable),
     )?;
     Ok(TopologySpreadConstraint {
-        max_skew: c.max_skew,
+        max_skew,
         topology_key: c.topology_key.as_str().into(),
         when_unsatisfiable,
         label_selector: optional_selector(path.field("label_selector"), c.label_selector.as_ref())?,
         min_domains: c.min_domains,
         match_label_keys: strings(&c.match_label_keys),
-        node_affinity_policy: inclusion_policy(
+        node_affinity_policy: rule(
             path.field("node_affinity_policy"),
-            &c.node_affinity_policy,
-            InclusionPolicy::Honor,
+            build::inclusion_policy(&c.node_affinity_policy, InclusionPolicy::Honor),
         )?,
-        node_taints_policy: inclusion_policy(
+        node_taints_policy: rule(
             path.field("node_taints_policy"),
-            &c.node_taints_policy,
-            InclusionPolicy::Ignore,
+            build::inclusion_policy(&c.node_taints_policy, InclusionPolicy::Ignore),
         )?,
     })
 }
@@ -739,10 +568,10 @@ pub(super) fn pod_from_fields(
     memo: &mut ConvertMemo,
 ) -> Result<Pod> {
     let path = Path::Root(path);
-    required(path.field("name"), p.name)?;
-    let namespace = namespace_or_default(p.namespace);
+    rule(path.field("name"), build::required(p.name))?;
+    let namespace = build::namespace_or_default(p.namespace);
     let uid = if p.uid.is_empty() {
-        std::borrow::Cow::Owned(format!("{namespace}/{}", p.name))
+        std::borrow::Cow::Owned(build::namespaced_uid(namespace, p.name))
     } else {
         std::borrow::Cow::Borrowed(p.uid)
     };
@@ -759,16 +588,10 @@ pub(super) fn pod_from_fields(
     };
     pod.node_name = (!p.node_name.is_empty()).then(|| memo.str(p.node_name));
     pod.priority = p.priority.unwrap_or(0);
-    pod.preemption_policy = match p.preemption_policy {
-        "" | "PreemptLowerPriority" => PreemptionPolicy::PreemptLowerPriority,
-        "Never" => PreemptionPolicy::Never,
-        other => {
-            return Err(ApiError::invalid(
-                path.field("preemption_policy"),
-                unsupported(other, PREEMPTION_POLICIES),
-            ));
-        }
-    };
+    pod.preemption_policy = rule(
+        path.field("preemption_policy"),
+        build::preemption_policy(p.preemption_policy),
+    )?;
     pod.details = match &p.details {
         Source::Remembered(details) => details.clone(),
         _ => Arc::new(pod_details(path, p, memo)?),
@@ -777,7 +600,7 @@ pub(super) fn pod_from_fields(
     pod.terminating = timestamp(path.field("deletion_timestamp"), p.deletion_timestamp)?.is_some();
     pod.nominated_node_name =
         (!p.nominated_node_name.is_empty()).then(|| memo.str(p.nominated_node_name));
-    pod.phase = enum_value(path.field("phase"), p.phase, PodPhase::parse, PHASES)?;
+    pod.phase = rule(path.field("phase"), build::phase(p.phase))?;
     Ok(match &p.details {
         Source::Decoded => pod.finish(),
         Source::Encoded(fields) => {
@@ -1249,6 +1072,7 @@ pub fn pdb_message(b: &PodDisruptionBudget) -> pb::PodDisruptionBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{BIND_ALL_IP, PodPhase};
 
     fn message(err: ApiError) -> String {
         err.to_string()
@@ -1265,12 +1089,9 @@ mod tests {
             message(node("upsert", &n).unwrap_err()),
             "upsert.allocatable[cpu]: invalid quantity \"lots\""
         );
-        assert!(quantity(Path::Root("q"), "1e9999999999").is_err());
-        assert!(quantity(Path::Root("q"), "-1").is_err());
-        assert_eq!(
-            quantity(Path::Root("q"), "500m").unwrap(),
-            Quantity::from_millis(500)
-        );
+        assert!(build::quantity("1e9999999999").is_err());
+        assert!(build::quantity("-1").is_err());
+        assert_eq!(build::quantity("500m").unwrap(), Quantity::from_millis(500));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! build typed objects. Everything goes over real loopback gRPC.
 #![allow(dead_code)]
 
+pub mod typed;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
