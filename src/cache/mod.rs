@@ -633,7 +633,7 @@ impl NodeTable {
 
     /// Files an edited entry as a node or an orphan, dropping it once vacant.
     fn file(&mut self, name: &Str, info: NodeInfo) {
-        // The slot still holds the entry as it was before the edit (or the batch).
+        // The slot still holds the entry from before the edit (or the batch).
         let old_node = self
             .index
             .get(name)

@@ -72,9 +72,8 @@ impl<V: Clone> ByEncoding<V> {
 /// a stream of ever-new values costs a bounded amount of memory and no call drops a whole
 /// table. A memo of capacity 0 remembers nothing (every call allocates).
 pub struct ConvertMemo {
-    /// foldhash (hashbrown's default), seeded at random per memo: over the template
-    /// encodings the memo is keyed by, mostly hundreds of bytes, it ran ~1% fewer of the
-    /// stream's conversion instructions than ahash's portable path (callgrind).
+    /// foldhash (hashbrown's default), seeded at random per memo, so a client cannot
+    /// choose colliding keys.
     hasher: hashbrown::DefaultHashBuilder,
     strings: RecentTable<Str>,
     label_sets: RecentTable<Labels>,

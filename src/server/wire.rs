@@ -12,7 +12,7 @@
 //! with any other field, or anything out of the ordinary (a field of an unexpected wire
 //! type, invalid UTF-8, an unknown field) goes through prost and the usual conversion.
 //! Both paths end in the same conversion, so they give the same pod or the same error.
-//! Malformed protobuf is rejected as before; only the cause a decode error names can
+//! Malformed protobuf is rejected as prost rejects it; only the cause a decode error names can
 //! differ, when a field of a `Sync` pod item claims to run past the item's end (prost,
 //! decoding the item in place, read on into what followed it).
 
@@ -119,8 +119,7 @@ impl prost::Message for SyncRequestWire {
 
 impl SyncRequestWire {
     /// Decodes `encoding` as prost does. A pod or node item alone, the whole message, as
-    /// nearly every item of a load is, is taken without prost's merge loop: that loop cost
-    /// ~400 instructions a pod (callgrind), a tenth of reading the pod itself.
+    /// nearly every item of a load is, is taken without prost's merge loop.
     pub fn decode_encoding(encoding: Bytes) -> Result<Self, prost::DecodeError> {
         let mut reader = Reader(&encoding);
         if let Some((tag @ (NODE | POD), WireType::LengthDelimited)) = reader.key()
@@ -497,8 +496,7 @@ struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
     /// Keys, lengths and most numbers are one byte: that case is inlined where a varint
-    /// is read (a pod has ~26), the rest is a call (callgrind: ~50 instructions a pod
-    /// fewer than with every varint a call).
+    /// is read, the rest is a call.
     #[inline(always)]
     fn varint(&mut self) -> Option<u64> {
         if let Some(&byte) = self.0.first()

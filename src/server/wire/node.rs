@@ -1,7 +1,6 @@
 //! `Sync`'s nodes, read straight from their encoding as its pods are (see the parent
-//! module). Decoding a node into a `pb::Node` built two sorted maps of owned strings
-//! (labels and allocatable) for the conversion to read once and drop: ~60% of what a node
-//! cost the converter (callgrind).
+//! module), without building a `pb::Node`'s two sorted maps of owned strings (labels and
+//! allocatable) for the conversion to read once and drop.
 
 use bytes::Bytes;
 use prost::Message as _;
