@@ -103,12 +103,12 @@ impl Skipped {
     }
 }
 
+/// A decoding error with the 1-based number of the document it is in, when a file has several.
+pub type DocumentError = (Option<usize>, DecodeError);
+
 /// The objects of a file's text, in order; documents that are only a comment or empty are
 /// ignored. An error carries the 1-based document index when the text has several.
-pub fn read_objects(
-    text: &str,
-    strict: bool,
-) -> Result<(Vec<Object>, Skipped), (Option<usize>, DecodeError)> {
+pub fn read_objects(text: &str, strict: bool) -> Result<(Vec<Object>, Skipped), DocumentError> {
     let documents = parse_documents(text)?;
     let several = documents.len() > 1;
     let mut objects = Vec::new();
@@ -122,7 +122,7 @@ pub fn read_objects(
 
 /// JSON (one value) or YAML (one or more `---`-separated documents), each with its
 /// 1-based position in the file.
-fn parse_documents(text: &str) -> Result<Vec<(usize, Value)>, (Option<usize>, DecodeError)> {
+fn parse_documents(text: &str) -> Result<Vec<(usize, Value)>, DocumentError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim_start().starts_with(['{', '[']) {
         return decode::parse_document(text)

@@ -111,7 +111,7 @@ impl std::fmt::Display for HumanDuration {
         let duration = self.0;
         if duration.subsec_nanos() == 0 {
             write!(f, "{}s", duration.as_secs())
-        } else if duration.subsec_nanos() % 1_000_000 == 0 {
+        } else if duration.subsec_nanos().is_multiple_of(1_000_000) {
             write!(f, "{}ms", duration.as_millis())
         } else {
             write!(f, "{}s", duration.as_secs_f64())
