@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod engine;
+pub mod kubernetes;
 #[cfg(any(test, feature = "generate"))]
 pub mod generate;
 pub mod model;

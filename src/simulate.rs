@@ -33,6 +33,9 @@ pub enum SimulateError {
         document: Option<usize>,
         error: DecodeError,
     },
+    /// The live cluster could not be listed.
+    #[error("cluster: {0}")]
+    Cluster(String),
 }
 
 fn document_label(document: &Option<usize>) -> String {
@@ -45,6 +48,8 @@ impl SimulateError {
         match self {
             SimulateError::Unreadable { .. } => 66,
             SimulateError::Invalid { .. } => 65,
+            // EX_UNAVAILABLE: the cluster could not be reached or listed.
+            SimulateError::Cluster(_) => 69,
         }
     }
 
@@ -325,6 +330,25 @@ pub fn simulate(
     let (objects, cluster_note) = read_file(cluster, options.strict)?;
     let cache =
         load_cluster(objects).map_err(|error| SimulateError::invalid(cluster, None, error))?;
+    decide_for(cache, cluster_note, pod, options)
+}
+
+/// As [`simulate`], the cluster's objects already read (from a live cluster).
+pub fn simulate_objects(
+    objects: Vec<Object>,
+    pod: &Path,
+    options: SimulateOptions,
+) -> Result<Simulation, SimulateError> {
+    let cache = load_cluster(objects).map_err(|error| SimulateError::Cluster(error.to_string()))?;
+    decide_for(cache, None, pod, options)
+}
+
+fn decide_for(
+    cache: ClusterCache,
+    cluster_note: Option<String>,
+    pod: &Path,
+    options: SimulateOptions,
+) -> Result<Simulation, SimulateError> {
     let (objects, pod_note) = read_file(pod, options.strict)?;
     let preemptor = resolve_preemptor(&cache, single_pod(pod, objects)?);
     let snapshot = cache.snapshot();

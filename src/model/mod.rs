@@ -7,6 +7,8 @@
 pub mod build;
 pub mod decode;
 pub mod labels;
+pub mod namespace;
+pub mod priority;
 pub mod quantity;
 pub mod resources;
 
