@@ -741,10 +741,11 @@ type RawCase<'a> = (
     Code,
 );
 
-/// `UpdatePod` and `Sync` are read straight from the request body, every other method
-/// by tonic: for the same malformed call, they answer alike, and nothing changes.
+/// `UpdatePod` and `Sync` receive their requests as the server's own types (which keep a
+/// pod's encoding), `Sync` as a stream its handler reads: for the same malformed call they
+/// answer as `UpdateNode` does, and nothing changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_directly_read_methods_fail_malformed_calls_as_tonic_does() {
+async fn the_methods_read_by_hand_fail_malformed_calls_as_every_method_does() {
     timeout(TEST_TIMEOUT, async {
         let mut config = loopback_config();
         config.max_message_bytes = MAX_MESSAGE_BYTES;

@@ -45,6 +45,11 @@ pub enum ApiError {
     /// tonic reports the requests it cannot decode).
     #[error("{0}")]
     Undecodable(String),
+    /// A request stream the transport could not read (its framing, a message over the
+    /// size limit, a message prost rejects, a failed body): tonic's code and words, the
+    /// same for every method whether the failure reaches a handler or not.
+    #[error("{message}")]
+    Transport { code: Code, message: String },
 }
 
 impl ApiError {
@@ -144,6 +149,7 @@ impl ApiError {
             ApiError::Aborted(_) => Code::Aborted,
             ApiError::Unavailable(_) => Code::Unavailable,
             ApiError::Internal(_) | ApiError::Undecodable(_) => Code::Internal,
+            ApiError::Transport { code, .. } => *code,
         }
     }
 }
@@ -151,6 +157,16 @@ impl ApiError {
 impl From<ApiError> for Status {
     fn from(err: ApiError) -> Self {
         Status::new(err.code(), err.to_string())
+    }
+}
+
+impl From<Status> for ApiError {
+    /// Only for the statuses tonic's transport gives a handler reading a request stream.
+    fn from(status: Status) -> Self {
+        ApiError::Transport {
+            code: status.code(),
+            message: status.message().to_string(),
+        }
     }
 }
 

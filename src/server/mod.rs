@@ -5,7 +5,6 @@
 //! [`RunningServer`] with the bound address (tests bind `127.0.0.1:0`).
 
 pub mod convert;
-mod direct;
 pub mod errors;
 pub mod json;
 pub mod memo;
@@ -36,7 +35,8 @@ use service::{PreemptionService, State};
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod pb {
     tonic::include_proto!("preemptd.v1");
-    // The server, generated apart: its `Sync` receives `SyncRequestWire` (see `wire`).
+    // The server, generated apart: `Sync` and `UpdatePod` receive their requests as
+    // `wire`'s types, which keep a pod's encoding for the server to read.
     include!(concat!(env!("OUT_DIR"), "/server/preemptd.v1.rs"));
 
     /// Encoded `FileDescriptorSet` of `preemptd.proto` (for reflection).
@@ -247,10 +247,6 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
 
     let (tx, rx) = oneshot::channel::<()>();
     let routes = routes::Routes::new(preemption)
-        .direct(direct::DirectCalls::new(
-            state.clone(),
-            config.max_message_bytes,
-        ))
         .add(health_service)
         .add(reflection_v1)
         .add(reflection_v1alpha);

@@ -11,15 +11,11 @@ use tonic::server::NamedService;
 use tower::Service;
 use tower::util::BoxCloneSyncService;
 
-use super::direct::DirectCalls;
-
 type Boxed = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
 
-/// The server's services by name; the first one is asked first (the hot one). Calls
-/// `direct` serves go to it before any service.
+/// The server's services by name; the first one is asked first (the hot one).
 #[derive(Clone)]
 pub(crate) struct Routes<S> {
-    direct: Option<DirectCalls>,
     first: (String, S),
     others: Vec<(String, Boxed)>,
 }
@@ -35,16 +31,9 @@ where
 {
     pub fn new(first: S) -> Self {
         Routes {
-            direct: None,
             first: (prefix::<S>(), first),
             others: Vec::new(),
         }
-    }
-
-    /// Serves the methods `direct` answers there, ahead of `first`.
-    pub fn direct(mut self, direct: DirectCalls) -> Self {
-        self.direct = Some(direct);
-        self
     }
 
     pub fn add<T>(mut self, service: T) -> Self
@@ -95,11 +84,6 @@ where
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let path = request.uri().path();
-        if let Some(direct) = &self.direct
-            && let Some(method) = direct.method(path)
-        {
-            return direct.call(method, request);
-        }
         if path.starts_with(self.first.0.as_str()) {
             return self.first.1.call(request);
         }

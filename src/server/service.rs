@@ -16,7 +16,7 @@ use tokio::sync::Semaphore;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::cache::{ClusterCache, Commit, CommitChange, Nomination, PodUpsert, UpdateOutcome};
+use crate::cache::{ClusterCache, Commit, CommitChange, Nomination, PodUpsert};
 use crate::engine::{self, DecideOptions, Outcome};
 use crate::model::decode::{self, DecodeError};
 use crate::model::{Pod, Str};
@@ -29,7 +29,10 @@ use super::memo::ConvertMemo;
 use super::pb;
 use super::wire;
 
+mod apply;
 pub(super) mod sync;
+
+use apply::{Change, PodArc};
 
 /// Documents larger than this are decoded on the blocking pool (parsing a large JSON
 /// document takes well over the async threads' budget).
@@ -115,30 +118,6 @@ impl State {
         } else {
             Ok(())
         }
-    }
-
-    /// Upserts a pod and records how its nomination moved.
-    fn upsert_pod(&self, pod: Pod) -> Result<UpdateOutcome, ApiError> {
-        let _sync = self.sync.lock();
-        let upsert = self.cache.upsert_pod_with_nominations(pod)?;
-        self.log.publish(upsert_events(&upsert));
-        Ok(upsert.outcome)
-    }
-
-    fn delete_pod(
-        &self,
-        namespace: &str,
-        name: &str,
-        uid: Option<&str>,
-    ) -> Result<UpdateOutcome, ApiError> {
-        let _sync = self.sync.lock();
-        let before = self
-            .cache
-            .get_pod_by_name(namespace, name)
-            .and_then(|p| nomination_of(&p));
-        let outcome = self.cache.delete_pod(namespace, name, uid)?;
-        self.log.publish(nomination_events(before, None));
-        Ok(outcome)
     }
 
     /// Decides, and unless `dry_run` commits. Blocking: run on the blocking pool.
@@ -323,72 +302,11 @@ fn change_event(change: CommitChange) -> Event {
     }
 }
 
-/// `UpdatePod`'s answer to an update of a pod sent at `incoming` resource version.
-/// `UpdatePod` from its request's encoding (for tonic's service and `direct`).
-pub(super) async fn update_pod_encoded(
-    state: &State,
-    encoding: bytes::Bytes,
-) -> Result<pb::UpdatePodResponse, Status> {
-    state.check_running()?;
-    let received = UNARY_MEMO
-        .with_borrow_mut(|memo| wire::read_update_pod(encoding, memo))
-        // As tonic reports a request prost cannot decode.
-        .map_err(|error| ApiError::Undecodable(error.to_string()))?;
-    let change = match received {
-        wire::ReceivedPod::Upserted(pod) => {
-            let pod = pod?;
-            let rv = pod.resource_version;
-            let outcome = state.upsert_pod(pod)?;
-            return Ok(pod_response(state, outcome, rv));
-        }
-        wire::ReceivedPod::Decoded(request) => request.change,
-    };
-    use pb::update_pod_request::Change;
-    let (outcome, incoming) = match change {
-        None => return Err(missing_change().into()),
-        Some(Change::Upsert(p)) => {
-            let pod = convert::pod("upsert", &p)?;
-            let rv = pod.resource_version;
-            (state.upsert_pod(pod)?, rv)
-        }
-        Some(Change::UpsertJson(text)) => {
-            let pod = decode_json("upsert_json", text, decode::decode_pod).await?;
-            let rv = pod.resource_version;
-            (state.upsert_pod(pod)?, rv)
-        }
-        Some(Change::Delete(r)) => {
-            delete_name(&r)?;
-            let uid = r.uid.as_deref().filter(|u| !u.is_empty());
-            (
-                state.delete_pod(namespace_or_default(&r.namespace), &r.name, uid)?,
-                0,
-            )
-        }
-    };
-    Ok(pod_response(state, outcome, incoming))
-}
-
-/// `Sync` over `messages` (tonic's stream or `direct`'s), one of at most the configured
-/// number at a time.
-pub(super) async fn sync_stream(
-    state: Arc<State>,
-    messages: impl sync::Messages,
-) -> Result<pb::SyncResponse, Status> {
-    let _permit = state
-        .sync_permits
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| ApiError::too_many_sync_streams(state.sync_limit))?;
-    sync::run(state, messages).await
-}
-
-fn pod_response(state: &State, outcome: UpdateOutcome, incoming: u64) -> pb::UpdatePodResponse {
-    pb::UpdatePodResponse {
-        applied: outcome.applied,
-        resource_version: outcome.resource_version,
-        revision: outcome.revision,
-        epoch: state.epoch.clone(),
-        stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+/// The resource version an upsert was sent at (0 for a delete), for the stale reason.
+fn sent_version<T>(change: &Change<T>, resource_version: impl Fn(&T) -> u64) -> u64 {
+    match change {
+        Change::Upsert(object) => resource_version(object),
+        Change::Delete(_) => 0,
     }
 }
 
@@ -416,21 +334,6 @@ fn missing_change() -> ApiError {
     ApiError::invalid("change", "one of upsert, upsert_json or delete is required")
 }
 
-fn delete_name(r: &pb::ObjectRef) -> Result<(), ApiError> {
-    if r.name.is_empty() {
-        return Err(ApiError::invalid("delete.name", "must not be empty"));
-    }
-    Ok(())
-}
-
-fn namespace_or_default(namespace: &str) -> &str {
-    if namespace.is_empty() {
-        "default"
-    } else {
-        namespace
-    }
-}
-
 type WatchStream =
     Pin<Box<dyn Stream<Item = Result<pb::WatchNominationsResponse, Status>> + Send + 'static>>;
 
@@ -442,36 +345,17 @@ impl pb::preemption_server::Preemption for PreemptionService {
     ) -> Result<Response<pb::UpdateNodeResponse>, Status> {
         let state = &self.state;
         state.check_running()?;
-        use pb::update_node_request::Change;
-        let (outcome, incoming) = match request.into_inner().change {
+        use pb::update_node_request::Change as Requested;
+        let change = match request.into_inner().change {
             None => return Err(missing_change().into()),
-            Some(Change::Upsert(n)) => {
-                let node = convert::node("upsert", &n)?;
-                let rv = node.resource_version;
-                (state.cache.upsert_node(node), rv)
+            Some(Requested::Upsert(n)) => Change::Upsert(convert::node("upsert", &n)?),
+            Some(Requested::UpsertJson(text)) => {
+                Change::Upsert(decode_json("upsert_json", text, decode::decode_node).await?)
             }
-            Some(Change::UpsertJson(text)) => {
-                let node = decode_json("upsert_json", text, decode::decode_node).await?;
-                let rv = node.resource_version;
-                (state.cache.upsert_node(node), rv)
-            }
-            Some(Change::Delete(r)) => {
-                delete_name(&r)?;
-                if let Some(uid) = r.uid.as_deref().filter(|u| !u.is_empty())
-                    && state
-                        .cache
-                        .get_node(&r.name)
-                        .is_some_and(|n| &*n.uid != uid)
-                {
-                    return Err(ApiError::NotFound(format!(
-                        "node {} with uid {uid} not found",
-                        r.name
-                    ))
-                    .into());
-                }
-                (state.cache.delete_node(&r.name).map_err(ApiError::from)?, 0)
-            }
+            Some(Requested::Delete(r)) => Change::Delete(r),
         };
+        let incoming = sent_version(&change, |n| n.resource_version);
+        let outcome = state.apply_node(change)?;
         Ok(Response::new(pb::UpdateNodeResponse {
             applied: outcome.applied,
             resource_version: outcome.resource_version,
@@ -485,10 +369,35 @@ impl pb::preemption_server::Preemption for PreemptionService {
         &self,
         request: Request<wire::UpdatePodRequestWire>,
     ) -> Result<Response<pb::UpdatePodResponse>, Status> {
-        let encoding = request.into_inner().encoding;
-        update_pod_encoded(&self.state, encoding)
-            .await
-            .map(Response::new)
+        let state = &self.state;
+        state.check_running()?;
+        let received = UNARY_MEMO
+            .with_borrow_mut(|memo| wire::read_update_pod(request.into_inner().encoding, memo))
+            // As tonic reports a request prost cannot decode.
+            .map_err(|error| ApiError::Undecodable(error.to_string()))?;
+        use pb::update_pod_request::Change as Requested;
+        let change = match received {
+            wire::ReceivedPod::Upserted(pod) => Change::Upsert(PodArc::new(pod?)),
+            wire::ReceivedPod::Decoded(request) => match request.change {
+                None => return Err(missing_change().into()),
+                Some(Requested::Upsert(p)) => {
+                    Change::Upsert(PodArc::new(convert::pod("upsert", &p)?))
+                }
+                Some(Requested::UpsertJson(text)) => Change::Upsert(PodArc::new(
+                    decode_json("upsert_json", text, decode::decode_pod).await?,
+                )),
+                Some(Requested::Delete(r)) => Change::Delete(r),
+            },
+        };
+        let incoming = sent_version(&change, |p| p.resource_version);
+        let outcome = state.apply_pod(change)?;
+        Ok(Response::new(pb::UpdatePodResponse {
+            applied: outcome.applied,
+            resource_version: outcome.resource_version,
+            revision: outcome.revision,
+            epoch: state.epoch.clone(),
+            stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+        }))
     }
 
     async fn update_pod_disruption_budget(
@@ -497,28 +406,17 @@ impl pb::preemption_server::Preemption for PreemptionService {
     ) -> Result<Response<pb::UpdatePodDisruptionBudgetResponse>, Status> {
         let state = &self.state;
         state.check_running()?;
-        use pb::update_pod_disruption_budget_request::Change;
-        let (outcome, incoming) = match request.into_inner().change {
+        use pb::update_pod_disruption_budget_request::Change as Requested;
+        let change = match request.into_inner().change {
             None => return Err(missing_change().into()),
-            Some(Change::Upsert(p)) => {
-                let pdb = convert::pdb("upsert", &p)?;
-                let rv = pdb.resource_version;
-                (state.cache.upsert_pdb(pdb), rv)
+            Some(Requested::Upsert(p)) => Change::Upsert(convert::pdb("upsert", &p)?),
+            Some(Requested::UpsertJson(text)) => {
+                Change::Upsert(decode_json("upsert_json", text, decode::decode_pdb).await?)
             }
-            Some(Change::UpsertJson(text)) => {
-                let pdb = decode_json("upsert_json", text, decode::decode_pdb).await?;
-                let rv = pdb.resource_version;
-                (state.cache.upsert_pdb(pdb), rv)
-            }
-            Some(Change::Delete(r)) => {
-                delete_name(&r)?;
-                let outcome = state
-                    .cache
-                    .delete_pdb(namespace_or_default(&r.namespace), &r.name)
-                    .map_err(ApiError::from)?;
-                (outcome, 0)
-            }
+            Some(Requested::Delete(r)) => Change::Delete(r),
         };
+        let incoming = sent_version(&change, |p| p.resource_version);
+        let outcome = state.apply_pdb(change)?;
         Ok(Response::new(pb::UpdatePodDisruptionBudgetResponse {
             applied: outcome.applied,
             resource_version: outcome.resource_version,
@@ -661,11 +559,15 @@ impl pb::preemption_server::Preemption for PreemptionService {
 
     async fn sync(
         &self,
-        request: Request<Streaming<crate::server::wire::SyncRequestWire>>,
+        request: Request<Streaming<wire::SyncRequestWire>>,
     ) -> Result<Response<pb::SyncResponse>, Status> {
-        sync_stream(self.state.clone(), request.into_inner())
-            .await
-            .map(Response::new)
+        let state = self.state.clone();
+        let _permit = state
+            .sync_permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::too_many_sync_streams(state.sync_limit))?;
+        Ok(Response::new(sync::run(state, request.into_inner()).await?))
     }
 }
 

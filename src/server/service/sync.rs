@@ -1,9 +1,8 @@
 //! `Sync`: a client stream of node, pod and PDB updates applied in stream order.
 //!
-//! Three stages overlap, each on its own thread. The receiving task cuts each message
-//! from the request body as `direct` reads it (or takes it from tonic's stream, for a
-//! caller of the service itself), gathering what has arrived into chunks bounded by count
-//! and by time (handed on as soon as nothing more has arrived). One converter per stream,
+//! Three stages overlap, each on its own thread. The receiving task takes each message
+//! from tonic's stream, gathering what has arrived into chunks bounded by count and by
+//! time (handed on as soon as nothing more has arrived). One converter per stream,
 //! on the blocking pool, converts them to the model with the stream's memo (~1.3 µs a
 //! pod, read straight from its encoding, see `wire`; JSON documents too, whose parse has
 //! no size bound). One applier, also on the blocking pool, applies them in order, so
@@ -12,19 +11,19 @@
 //! of either, so on two cores the two long stages run side by side. No thread is woken
 //! per item, and none per chunk while the next stage is busy.
 //!
-//! Each item goes through the same conversion and cache calls as the unary update of its
-//! kind; a rejected item is counted and reported, never fatal to the stream. An item
-//! whose encoding prost rejects fails the stream, as tonic fails a stream it cannot
-//! decode.
+//! Each item goes through the same conversion as the unary update of its kind and the
+//! same apply function (see `apply`); a rejected item is counted and reported, never
+//! fatal to the stream. An item whose encoding prost rejects fails the stream, as tonic
+//! fails a stream it cannot decode.
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
-use tonic::{Status, Streaming};
+use tonic::Streaming;
 
 use crate::cache::UpdateOutcome;
 use crate::model::decode;
@@ -36,10 +35,9 @@ use super::super::errors::ApiError;
 use super::super::memo::ConvertMemo;
 use super::super::pb;
 use super::super::wire::{self, Received, SyncRequestWire, WireItem};
-use super::{
-    State, delete_name, missing_change, namespace_or_default, nomination_events, nomination_of,
-    upsert_events,
-};
+use super::State;
+use super::apply::{Change, PodArc};
+use super::missing_change;
 
 /// Most items per chunk: large enough to amortize the hand-off to the applier and the
 /// locks taken per chunk.
@@ -99,12 +97,12 @@ impl Kind {
 }
 
 impl Tally {
-    fn record(&mut self, kind: Option<Kind>, result: Result<bool, ApiError>) {
+    fn record(&mut self, kind: Option<Kind>, result: Result<UpdateOutcome, ApiError>) {
         let index = self.next_index;
         self.next_index += 1;
         match (kind, result) {
-            (Some(kind), Ok(true)) => *kind.count(&mut self.applied) += 1,
-            (Some(kind), Ok(false)) => *kind.count(&mut self.stale) += 1,
+            (Some(kind), Ok(outcome)) if outcome.applied => *kind.count(&mut self.applied) += 1,
+            (Some(kind), Ok(_)) => *kind.count(&mut self.stale) += 1,
             (kind, Err(err)) => {
                 self.rejected += 1;
                 if self.rejections.len() < MAX_REJECTIONS {
@@ -134,9 +132,9 @@ impl Tally {
 /// or the server stops). Only cuts messages: converting them is the converter's.
 async fn receive(
     state: &State,
-    stream: &mut impl Messages,
+    stream: &mut Streaming<SyncRequestWire>,
     chunks: mpsc::Sender<Vec<SyncRequestWire>>,
-) -> Result<(), Status> {
+) -> Result<(), ApiError> {
     loop {
         let started = Instant::now();
         let mut chunk = Vec::with_capacity(CHUNK_ITEMS);
@@ -146,12 +144,14 @@ async fn receive(
                 || started.elapsed() < CHUNK_TIME)
         {
             let next = if chunk.is_empty() {
-                std::future::poll_fn(|cx| stream.poll_message(cx)).await?
+                std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_next(cx))
+                    .await
+                    .transpose()?
             } else {
                 // Nothing more has arrived: what was received goes on now, not when the
                 // client next sends.
                 match next_if_ready(stream).await {
-                    Some(next) => next?,
+                    Some(next) => next.transpose()?,
                     None => break,
                 }
             };
@@ -181,7 +181,7 @@ async fn receive(
 fn convert_queue(
     mut received: mpsc::Receiver<Vec<SyncRequestWire>>,
     converted: mpsc::Sender<Vec<Prepared>>,
-) -> Result<(), Status> {
+) -> Result<(), ApiError> {
     let mut memo = ConvertMemo::for_stream();
     let result = (|| {
         while let Some(chunk) = received.blocking_recv() {
@@ -208,8 +208,8 @@ fn convert_queue(
 /// Receives the stream, converts and applies it chunk by chunk, and reports.
 pub(super) async fn run(
     state: Arc<State>,
-    mut stream: impl Messages,
-) -> Result<pb::SyncResponse, Status> {
+    mut stream: Streaming<SyncRequestWire>,
+) -> Result<pb::SyncResponse, ApiError> {
     state.check_running()?;
     let (received, to_convert) = mpsc::channel::<Vec<SyncRequestWire>>(QUEUED_CHUNKS);
     let (converted, to_apply) = mpsc::channel::<Vec<Prepared>>(QUEUED_CHUNKS);
@@ -221,13 +221,13 @@ pub(super) async fn run(
     tokio::select! {
         received = receive(&state, &mut stream, received) => {
             received?;
-            converter.await.map_err(ApiError::from)??;
+            converter.await??;
         }
         // Only on an item it cannot decode (or a panic) does the converter end first:
         // the stream fails at once, even while its client sends nothing more.
-        converted = &mut converter => converted.map_err(ApiError::from)??,
+        converted = &mut converter => converted??,
     }
-    let tally = applier.await.map_err(ApiError::from)?;
+    let tally = applier.await?;
     tracing::debug!(
         items = tally.next_index,
         rejected = tally.rejected,
@@ -237,9 +237,7 @@ pub(super) async fn run(
         // Awaited (a few milliseconds after a load of seconds), so the memory a client
         // reads once the answer is in is what the cache holds.
         let started = Instant::now();
-        tokio::task::spawn_blocking(crate::ops::memory::release_free_memory)
-            .await
-            .map_err(ApiError::from)?;
+        tokio::task::spawn_blocking(crate::ops::memory::release_free_memory).await?;
         tracing::debug!(
             elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
             "freed memory released after a bulk load"
@@ -256,31 +254,12 @@ pub(super) async fn run(
     })
 }
 
-/// A `Sync` call's messages in order: tonic's decoding stream, or those `direct` cuts
-/// out of the request body.
-pub(crate) trait Messages: Send {
-    /// The next message; `None` once the stream has ended.
-    fn poll_message(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<SyncRequestWire>, Status>>;
-}
-
-impl Messages for Streaming<SyncRequestWire> {
-    fn poll_message(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Option<SyncRequestWire>, Status>> {
-        Pin::new(self).poll_next(cx).map(Option::transpose)
-    }
-}
-
 /// The stream's next message if it has already arrived (`None` when it has not).
 async fn next_if_ready(
-    stream: &mut impl Messages,
-) -> Option<Result<Option<SyncRequestWire>, Status>> {
+    stream: &mut Streaming<SyncRequestWire>,
+) -> Option<Option<Result<SyncRequestWire, tonic::Status>>> {
     std::future::poll_fn(|cx| {
-        Poll::Ready(match stream.poll_message(cx) {
+        Poll::Ready(match Pin::new(&mut *stream).poll_next(cx) {
             Poll::Ready(next) => Some(next),
             Poll::Pending => None,
         })
@@ -300,23 +279,39 @@ fn decode_inline<T>(
 
 /// An item after conversion (by the converter, while earlier chunks are applied).
 enum Prepared {
-    Missing,
+    /// No item, or one whose conversion failed (of the kind, when it has one).
+    Rejected(Option<Kind>, ApiError),
     /// Boxed, as the budgets: a load's items are nearly all pods, and every item moves
     /// through the queue at the size of the largest variant.
-    Node(Box<Result<Change<Node>, ApiError>>),
+    Node(Box<Change<Node>>),
     /// In its final allocation, made (and first touched) by the converter: the applier
     /// only links it in.
-    Pod(Result<Change<PodArc>, ApiError>),
-    Pdb(Box<Result<Change<PodDisruptionBudget>, ApiError>>),
+    Pod(Change<PodArc>),
+    Pdb(Box<Change<PodDisruptionBudget>>),
 }
 
-enum Change<T> {
-    Upsert(T),
-    Delete(pb::ObjectRef),
-}
+impl Prepared {
+    fn node(change: Result<Change<Node>, ApiError>) -> Self {
+        match change {
+            Ok(change) => Prepared::Node(Box::new(change)),
+            Err(error) => Prepared::Rejected(Some(Kind::Node), error),
+        }
+    }
 
-/// The cache's handle of a pod.
-type PodArc = triomphe::Arc<Pod>;
+    fn pod(change: Result<Change<PodArc>, ApiError>) -> Self {
+        match change {
+            Ok(change) => Prepared::Pod(change),
+            Err(error) => Prepared::Rejected(Some(Kind::Pod), error),
+        }
+    }
+
+    fn pdb(change: Result<Change<PodDisruptionBudget>, ApiError>) -> Self {
+        match change {
+            Ok(change) => Prepared::Pdb(Box::new(change)),
+            Err(error) => Prepared::Rejected(Some(Kind::Pdb), error),
+        }
+    }
+}
 
 fn upsert_pod(pod: Pod) -> Change<PodArc> {
     Change::Upsert(PodArc::new(pod))
@@ -328,20 +323,20 @@ fn upsert_pod(pod: Pod) -> Change<PodArc> {
 fn prepare_on_receive(
     request: SyncRequestWire,
     memo: &mut ConvertMemo,
-) -> Result<Prepared, Status> {
+) -> Result<Prepared, ApiError> {
     use pb::sync_request::Item;
     let item = match request.item {
         None => None,
         Some(WireItem::Node(encoding)) => match wire::receive_node(encoding, memo) {
             Ok(Received::Upserted(node)) => {
-                return Ok(Prepared::Node(Box::new(node.map(Change::Upsert))));
+                return Ok(Prepared::node(node.map(Change::Upsert)));
             }
             Ok(Received::Decoded(request)) => Some(Item::Node(*request)),
             Err(error) => return Err(undecodable(error)),
         },
         Some(WireItem::Pdb(r)) => Some(Item::Pdb(*r)),
         Some(WireItem::Pod(encoding)) => match wire::receive_pod(encoding, memo) {
-            Ok(Received::Upserted(pod)) => return Ok(Prepared::Pod(pod.map(upsert_pod))),
+            Ok(Received::Upserted(pod)) => return Ok(Prepared::pod(pod.map(upsert_pod))),
             Ok(Received::Decoded(request)) => Some(Item::Pod(*request)),
             Err(error) => return Err(undecodable(error)),
         },
@@ -350,16 +345,19 @@ fn prepare_on_receive(
 }
 
 /// As tonic answers a message it cannot decode.
-fn undecodable(error: prost::DecodeError) -> Status {
-    Status::internal(error.to_string())
+fn undecodable(error: prost::DecodeError) -> ApiError {
+    ApiError::Undecodable(error.to_string())
 }
 
 /// Converts one item exactly as the unary update of its kind does (JSON decoded inline).
 fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
     use pb::sync_request::Item;
     match request.item {
-        None => Prepared::Missing,
-        Some(Item::Node(r)) => Prepared::Node(Box::new(match r.change {
+        None => Prepared::Rejected(
+            None,
+            ApiError::invalid("item", "one of node, pod or pdb is required"),
+        ),
+        Some(Item::Node(r)) => Prepared::node(match r.change {
             None => Err(missing_change()),
             Some(pb::update_node_request::Change::Upsert(n)) => {
                 convert::node_with_memo("upsert", &n, memo).map(Change::Upsert)
@@ -368,8 +366,8 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
                 decode_inline("upsert_json", &text, decode::decode_node).map(Change::Upsert)
             }
             Some(pb::update_node_request::Change::Delete(r)) => Ok(Change::Delete(r)),
-        })),
-        Some(Item::Pod(r)) => Prepared::Pod(match r.change {
+        }),
+        Some(Item::Pod(r)) => Prepared::pod(match r.change {
             None => Err(missing_change()),
             Some(pb::update_pod_request::Change::Upsert(p)) => {
                 convert::pod_with_memo("upsert", &p, memo).map(upsert_pod)
@@ -379,7 +377,7 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
             }
             Some(pb::update_pod_request::Change::Delete(r)) => Ok(Change::Delete(r)),
         }),
-        Some(Item::Pdb(r)) => Prepared::Pdb(Box::new(match r.change {
+        Some(Item::Pdb(r)) => Prepared::pdb(match r.change {
             None => Err(missing_change()),
             Some(pb::update_pod_disruption_budget_request::Change::Upsert(b)) => {
                 convert::pdb("upsert", &b).map(Change::Upsert)
@@ -390,7 +388,7 @@ fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
             Some(pb::update_pod_disruption_budget_request::Change::Delete(r)) => {
                 Ok(Change::Delete(r))
             }
-        })),
+        }),
     }
 }
 
@@ -424,113 +422,31 @@ impl State {
     ///
     /// Under the nominations ordering lock (held for the chunk, a few milliseconds at
     /// most, so pod changes and their events are published as one batch in order), items
-    /// are applied in stream order; runs of pod upserts go to the cache as one batch.
+    /// are applied in stream order, runs of pod changes together (see `apply_pods`).
     fn apply_sync_chunk(&self, chunk: impl Iterator<Item = Prepared>, tally: &mut Tally) {
-        let _sync = self.sync.lock();
+        let ordered = self.sync.lock();
         let mut events = Vec::new();
-        let mut batch: Vec<PodArc> = Vec::with_capacity(MERGED_ITEMS);
-        for item in chunk {
-            let item = match item {
-                Prepared::Pod(Ok(Change::Upsert(pod))) => {
-                    batch.push(pod);
-                    continue;
+        let mut pods: Vec<Change<PodArc>> = Vec::with_capacity(MERGED_ITEMS);
+        let apply_pods =
+            |pods: &mut Vec<Change<PodArc>>, tally: &mut Tally, events: &mut Vec<Event>| {
+                if !pods.is_empty() {
+                    self.apply_pods(&ordered, pods.drain(..), events, |outcome| {
+                        tally.record(Some(Kind::Pod), outcome)
+                    });
                 }
-                other => other,
             };
-            self.flush_pod_batch(&mut batch, tally, &mut events);
+        for item in chunk {
+            if !matches!(item, Prepared::Pod(_)) {
+                apply_pods(&mut pods, tally, &mut events);
+            }
             match item {
-                Prepared::Missing => tally.record(
-                    None,
-                    Err(ApiError::invalid(
-                        "item",
-                        "one of node, pod or pdb is required",
-                    )),
-                ),
-                Prepared::Node(change) => {
-                    tally.record(Some(Kind::Node), (*change).and_then(|c| self.sync_node(c)))
-                }
-                Prepared::Pod(change) => {
-                    let result = change.and_then(|c| self.sync_pod(c, &mut events));
-                    tally.record(Some(Kind::Pod), result)
-                }
-                Prepared::Pdb(change) => {
-                    tally.record(Some(Kind::Pdb), (*change).and_then(|c| self.sync_pdb(c)))
-                }
+                Prepared::Pod(change) => pods.push(change),
+                Prepared::Rejected(kind, error) => tally.record(kind, Err(error)),
+                Prepared::Node(change) => tally.record(Some(Kind::Node), self.apply_node(*change)),
+                Prepared::Pdb(change) => tally.record(Some(Kind::Pdb), self.apply_pdb(*change)),
             }
         }
-        self.flush_pod_batch(&mut batch, tally, &mut events);
+        apply_pods(&mut pods, tally, &mut events);
         self.log.publish(events);
-    }
-
-    /// Upserts the batched pods, with their nomination events appended to `events`.
-    fn flush_pod_batch(&self, batch: &mut Vec<PodArc>, tally: &mut Tally, events: &mut Vec<Event>) {
-        if batch.is_empty() {
-            return;
-        }
-        for result in self.cache.upsert_pods(batch.drain(..)) {
-            let result = result.map_err(ApiError::from).map(|upsert| {
-                events.extend(upsert_events(&upsert));
-                upsert.outcome.applied
-            });
-            tally.record(Some(Kind::Pod), result);
-        }
-    }
-
-    /// As `UpdateNode`; `Ok(false)` when stale.
-    fn sync_node(&self, change: Change<Node>) -> Result<bool, ApiError> {
-        let outcome = match change {
-            Change::Upsert(node) => self.cache.upsert_node(node),
-            Change::Delete(r) => {
-                delete_name(&r)?;
-                if let Some(uid) = r.uid.as_deref().filter(|u| !u.is_empty())
-                    && self.cache.get_node(&r.name).is_some_and(|n| &*n.uid != uid)
-                {
-                    return Err(ApiError::NotFound(format!(
-                        "node {} with uid {uid} not found",
-                        r.name
-                    )));
-                }
-                self.cache.delete_node(&r.name)?
-            }
-        };
-        Ok(outcome.applied)
-    }
-
-    /// As `UpdatePod`, with the nomination events appended to `events` (the caller holds
-    /// the ordering lock and publishes them).
-    fn sync_pod(&self, change: Change<PodArc>, events: &mut Vec<Event>) -> Result<bool, ApiError> {
-        let outcome: UpdateOutcome = match change {
-            Change::Delete(r) => {
-                delete_name(&r)?;
-                let namespace = namespace_or_default(&r.namespace);
-                let uid = r.uid.as_deref().filter(|u| !u.is_empty());
-                let before = self
-                    .cache
-                    .get_pod_by_name(namespace, &r.name)
-                    .and_then(|p| nomination_of(&p));
-                let outcome = self.cache.delete_pod(namespace, &r.name, uid)?;
-                events.extend(nomination_events(before, None));
-                outcome
-            }
-            Change::Upsert(pod) => {
-                let upsert = self.cache.upsert_pod_with_nominations(pod)?;
-                events.extend(upsert_events(&upsert));
-                upsert.outcome
-            }
-        };
-        Ok(outcome.applied)
-    }
-
-    /// As `UpdatePodDisruptionBudget`.
-    fn sync_pdb(&self, change: Change<PodDisruptionBudget>) -> Result<bool, ApiError> {
-        let outcome = match change {
-            Change::Upsert(pdb) => self.cache.upsert_pdb(pdb),
-            Change::Delete(r) => {
-                delete_name(&r)?;
-                self.cache
-                    .delete_pdb(namespace_or_default(&r.namespace), &r.name)?
-            }
-        };
-        Ok(outcome.applied)
     }
 }
