@@ -8,7 +8,8 @@ pub mod convert;
 mod direct;
 pub mod errors;
 pub mod json;
-pub mod memo;
+#[cfg(any(test, feature = "generate"))]
+pub mod messages;
 mod middleware;
 mod probe;
 mod routes;
