@@ -24,6 +24,7 @@ pub use input::{
     AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, NodeInput,
     NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities, RequirementInput,
     ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput, TolerationInput,
+    UncommonPodFields,
 };
 pub use memo::{Memo, STREAM_TEMPLATES};
 pub use node::node;

@@ -17,7 +17,7 @@ use super::build::{
     self, AffinityInput, AffinityTermInput, BuildError, ConditionInput, ContainerInput, Memo,
     NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities,
     RequirementInput, ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput,
-    TolerationInput,
+    TolerationInput, UncommonPodFields,
 };
 use super::{Node, Pod, PodDisruptionBudget};
 
@@ -531,17 +531,22 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
         preemption_policy: spec.get("preemptionPolicy")?.string()?,
         host_network: spec.get("hostNetwork")?.bool()?,
         containers: containers(&spec.get("containers")?)?,
-        init_containers: containers(&spec.get("initContainers")?)?,
-        overhead: resource_list(&spec.get("overhead")?)?,
-        resources: resources(&spec.get("resources")?)?,
         tolerations: tolerations(&spec.get("tolerations")?)?,
         node_selector: string_map(&spec.get("nodeSelector")?)?,
-        affinity: affinity(&spec.get("affinity")?)?,
-        topology_spread_constraints: spread_constraints(&spec.get("topologySpreadConstraints")?)?,
         start_time: status.get("startTime")?.string()?,
-        conditions: conditions(&status.get("conditions")?)?,
         nominated_node_name: status.get("nominatedNodeName")?.string()?,
         phase: status.get("phase")?.string()?,
+        uncommon: UncommonPodFields {
+            init_containers: containers(&spec.get("initContainers")?)?,
+            overhead: resource_list(&spec.get("overhead")?)?,
+            resources: resources(&spec.get("resources")?)?,
+            affinity: affinity(&spec.get("affinity")?)?,
+            topology_spread_constraints: spread_constraints(
+                &spec.get("topologySpreadConstraints")?,
+            )?,
+            conditions: conditions(&status.get("conditions")?)?,
+        }
+        .boxed_unless_empty(),
         details: Source::Fields,
         label_set: Source::Fields,
     };

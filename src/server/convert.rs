@@ -11,7 +11,8 @@ use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, Status as FilterSta
 use crate::model::build::{
     self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, Memo, NodeInput,
     NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities, RequirementInput,
-    ResourcesInput, SelectorInput, SpreadInput, TaintInput, TolerationInput,
+    ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput, TolerationInput,
+    UncommonPodFields,
 };
 use crate::model::{Node, Pod, PodDisruptionBudget, PodRef};
 use crate::nominations::{Event, EventKind};
@@ -97,7 +98,6 @@ fn pdb_input(b: &pb::PodDisruptionBudget) -> PdbInput<'_> {
 }
 
 fn pod_input(p: &pb::Pod) -> PodInput<'_> {
-    let affinity = p.affinity.as_ref();
     PodInput {
         namespace: &p.namespace,
         name: &p.name,
@@ -112,9 +112,6 @@ fn pod_input(p: &pb::Pod) -> PodInput<'_> {
         // Typed pods carry no hostNetwork: their host ports are given as they are.
         host_network: false,
         containers: p.containers.iter().map(container).collect(),
-        init_containers: p.init_containers.iter().map(container).collect(),
-        overhead: quantities(&p.overhead),
-        resources: p.resources.as_ref().map(resources).unwrap_or_default(),
         tolerations: p
             .tolerations
             .iter()
@@ -126,6 +123,21 @@ fn pod_input(p: &pb::Pod) -> PodInput<'_> {
             })
             .collect(),
         node_selector: pairs(&p.node_selector),
+        start_time: &p.start_time,
+        nominated_node_name: &p.nominated_node_name,
+        phase: &p.phase,
+        uncommon: uncommon(p).boxed_unless_empty(),
+        details: Source::Fields,
+        label_set: Source::Fields,
+    }
+}
+
+fn uncommon(p: &pb::Pod) -> UncommonPodFields<'_> {
+    let affinity = p.affinity.as_ref();
+    UncommonPodFields {
+        init_containers: p.init_containers.iter().map(container).collect(),
+        overhead: quantities(&p.overhead),
+        resources: p.resources.as_ref().map(resources).unwrap_or_default(),
         affinity: AffinityInput {
             required_node_affinity: affinity
                 .and_then(|a| a.node_affinity.as_ref())
@@ -165,7 +177,6 @@ fn pod_input(p: &pb::Pod) -> PodInput<'_> {
                 node_taints_policy: &c.node_taints_policy,
             })
             .collect(),
-        start_time: &p.start_time,
         conditions: p
             .conditions
             .iter()
@@ -175,9 +186,6 @@ fn pod_input(p: &pb::Pod) -> PodInput<'_> {
                 reason: &c.reason,
             })
             .collect(),
-        nominated_node_name: &p.nominated_node_name,
-        phase: &p.phase,
-        ..PodInput::default()
     }
 }
 

@@ -67,25 +67,59 @@ pub struct PodInput<'a> {
     /// Only Kubernetes JSON carries it (typed pods give their host ports as they are).
     pub host_network: bool,
     pub containers: SmallVec<[ContainerInput<'a>; 2]>,
-    pub init_containers: Vec<ContainerInput<'a>>,
-    pub overhead: Quantities<'a, 4>,
-    /// Pod-level `spec.resources`.
-    pub resources: ResourcesInput<'a>,
     pub tolerations: SmallVec<[TolerationInput<'a>; 2]>,
     pub node_selector: Pairs<'a, 4>,
-    pub affinity: AffinityInput<'a>,
-    pub topology_spread_constraints: Vec<SpreadInput<'a>>,
 
     pub start_time: &'a str,
-    pub conditions: Vec<ConditionInput<'a>>,
     pub nominated_node_name: &'a str,
     pub phase: &'a str,
+
+    /// The fields most pods leave unset; `None` when a pod sets none of them (a bulk
+    /// load's inputs are then quick to make and to drop).
+    pub uncommon: Option<Box<UncommonPodFields<'a>>>,
 
     /// Where the details (everything but identity, labels, node, priority, policy, times,
     /// nomination and phase) come from.
     pub details: Source<'a, Arc<PodDetails>>,
     /// Where the label set comes from.
     pub label_set: Source<'a, Labels>,
+}
+
+/// A pod's fields most pods leave unset.
+#[derive(Debug, Default)]
+pub struct UncommonPodFields<'a> {
+    pub init_containers: Vec<ContainerInput<'a>>,
+    pub overhead: Quantities<'a, 4>,
+    /// Pod-level `spec.resources`.
+    pub resources: ResourcesInput<'a>,
+    pub affinity: AffinityInput<'a>,
+    pub topology_spread_constraints: Vec<SpreadInput<'a>>,
+    pub conditions: Vec<ConditionInput<'a>>,
+}
+
+impl UncommonPodFields<'_> {
+    /// Whether every field is unset.
+    pub fn is_empty(&self) -> bool {
+        let AffinityInput {
+            required_node_affinity,
+            pod_affinity,
+            pod_anti_affinity,
+        } = &self.affinity;
+        self.init_containers.is_empty()
+            && self.overhead.is_empty()
+            && self.resources.requests.is_empty()
+            && self.resources.limits.is_empty()
+            && required_node_affinity.is_none()
+            && pod_affinity.is_empty()
+            && pod_anti_affinity.is_empty()
+            && self.topology_spread_constraints.is_empty()
+            && self.conditions.is_empty()
+    }
+
+    /// `self` for [`PodInput::uncommon`]: `None` when every field is unset.
+    pub fn boxed_unless_empty(self) -> Option<Box<Self>> {
+        (!self.is_empty()).then(|| Box::new(self))
+    }
 }
 
 /// Where a value of a pod comes from, and whether the memo keeps it by the encoding it

@@ -12,7 +12,7 @@ use super::super::{
 };
 use super::input::{
     AffinityTermInput, ContainerInput, PodInput, RequirementInput, SelectorInput, Source,
-    SpreadInput, TolerationInput,
+    SpreadInput, TolerationInput, UncommonPodFields,
 };
 use super::node::resource_list;
 use super::path::{OBJECT, Path};
@@ -94,34 +94,47 @@ fn details(p: &PodInput<'_>, memo: &mut Memo) -> Result<PodDetails> {
         node_selector: memo.labels(&in_key_order(&p.node_selector)),
         ..PodDetails::default()
     };
-    details.init_containers = containers(
-        spec.field("initContainers"),
-        &p.init_containers,
-        true,
-        p.host_network,
-        memo,
-    )?;
-    details.overhead =
-        ContainerResources::new(resource_list(spec.field("overhead"), &p.overhead, memo)?);
-    let resources = spec.field("resources");
-    if !(p.resources.requests.is_empty() && p.resources.limits.is_empty()) {
-        // Needs the containers: cpu and memory some container requests keep their
-        // aggregate (see `pod_level_requests_defaulted`).
-        details.pod_requests = pod_level_requests_defaulted(
-            resource_list(resources.field("requests"), &p.resources.requests, memo)?,
-            resource_list(resources.field("limits"), &p.resources.limits, memo)?,
-            &details,
-        );
-    }
-    let tolerations = spec.field("tolerations");
     details.tolerations = p
         .tolerations
         .iter()
         .enumerate()
-        .map(|(i, t)| toleration(tolerations.index(i), t, memo))
+        .map(|(i, t)| toleration(spec.field("tolerations").index(i), t, memo))
         .collect::<Result<_>>()?;
+    if let Some(uncommon) = &p.uncommon {
+        uncommon_details(&mut details, uncommon, p.host_network, memo)?;
+    }
+    Ok(details)
+}
+
+/// The details from the fields most pods leave unset.
+fn uncommon_details(
+    details: &mut PodDetails,
+    u: &UncommonPodFields<'_>,
+    host_network: bool,
+    memo: &mut Memo,
+) -> Result<()> {
+    let spec = OBJECT.field("spec");
+    details.init_containers = containers(
+        spec.field("initContainers"),
+        &u.init_containers,
+        true,
+        host_network,
+        memo,
+    )?;
+    details.overhead =
+        ContainerResources::new(resource_list(spec.field("overhead"), &u.overhead, memo)?);
+    let resources = spec.field("resources");
+    if !(u.resources.requests.is_empty() && u.resources.limits.is_empty()) {
+        // Needs the containers: cpu and memory some container requests keep their
+        // aggregate (see `pod_level_requests_defaulted`).
+        details.pod_requests = pod_level_requests_defaulted(
+            resource_list(resources.field("requests"), &u.resources.requests, memo)?,
+            resource_list(resources.field("limits"), &u.resources.limits, memo)?,
+            details,
+        );
+    }
     let affinity = spec.field("affinity");
-    if let Some(terms) = &p.affinity.required_node_affinity {
+    if let Some(terms) = &u.affinity.required_node_affinity {
         let terms_path = affinity
             .field("nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
         let terms = terms
@@ -145,20 +158,20 @@ fn details(p: &PodInput<'_>, memo: &mut Memo) -> Result<PodDetails> {
     }
     details.pod_affinity = pod_affinity_terms(
         affinity.field("podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
-        &p.affinity.pod_affinity,
+        &u.affinity.pod_affinity,
     )?;
     details.pod_anti_affinity = pod_affinity_terms(
         affinity.field("podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
-        &p.affinity.pod_anti_affinity,
+        &u.affinity.pod_anti_affinity,
     )?;
     let spread = spec.field("topologySpreadConstraints");
-    details.topology_spread = p
+    details.topology_spread = u
         .topology_spread_constraints
         .iter()
         .enumerate()
         .map(|(i, c)| spread_constraint(spread.index(i), c))
         .collect::<Result<_>>()?;
-    details.conditions = p
+    details.conditions = u
         .conditions
         .iter()
         .map(|c| PodCondition {
@@ -167,7 +180,7 @@ fn details(p: &PodInput<'_>, memo: &mut Memo) -> Result<PodDetails> {
             reason: c.reason.into(),
         })
         .collect();
-    Ok(details)
+    Ok(())
 }
 
 fn containers(
