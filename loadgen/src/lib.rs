@@ -17,6 +17,7 @@
 mod client;
 mod grpc;
 mod report;
+mod scenarios;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -119,6 +120,12 @@ pub struct BenchArgs {
     /// Write an SVG chart of Preempt p99 against cluster size here.
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
+    /// Instead of benchmarking, write each size's cluster and its --preempts preemptors of
+    /// each kind as Kubernetes JSON (v1 Lists) to DIR/NODESxPODS/: cluster.json,
+    /// preemptors-resources.json, preemptors-affinity.json. The same seed and sizes give
+    /// the objects a bench run loads and sends.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["target", "in_process", "svg"])]
+    pub write_scenarios: Option<PathBuf>,
 }
 
 impl BenchArgs {
@@ -173,6 +180,9 @@ impl BenchArgs {
 /// Runs the benchmark; the process exit code comes back.
 pub fn run(args: BenchArgs) -> ExitCode {
     let result = args.validate().and_then(|()| {
+        if let Some(dir) = &args.write_scenarios {
+            return scenarios::write_all(&args, dir);
+        }
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

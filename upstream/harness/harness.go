@@ -124,7 +124,8 @@ var harnessPlugins = map[string]bool{
 }
 
 // profile returns kube-scheduler's defaulted profile restricted to harnessPlugins (keeping
-// the default order) with DefaultPreemptionArgs.MinCandidateNodesPercentage = 100.
+// the default order) with DefaultPreemptionArgs.MinCandidateNodesPercentage as given (the
+// differential tests use 100; the rest of the arguments keep their defaults).
 func profile(minCandidatePercentage int32) (*config.KubeSchedulerProfile, error) {
 	cfg, err := latest.Default()
 	if err != nil {
@@ -173,7 +174,24 @@ type env struct {
 	pdbs      []*policy.PodDisruptionBudget
 }
 
+// world is what every profile's framework shares: the informers' stores and the snapshot.
+type world struct {
+	cs              *clientsetfake.Clientset
+	informerFactory informers.SharedInformerFactory
+	snapshot        *internalcache.Snapshot
+	nominated       []*v1.Pod
+	pdbs            []*policy.PodDisruptionBudget
+}
+
 func newEnv(ctx context.Context, c *cluster, preemptor *v1.Pod, prof *config.KubeSchedulerProfile) (*env, error) {
+	w, err := newWorld(c, []*v1.Pod{preemptor})
+	if err != nil {
+		return nil, err
+	}
+	return w.env(ctx, prof, true)
+}
+
+func newWorld(c *cluster, preemptors []*v1.Pod) (*world, error) {
 	cs := clientsetfake.NewClientset()
 	informerFactory := informers.NewSharedInformerFactory(cs, 0)
 	podStore := informerFactory.Core().V1().Pods().Informer().GetStore()
@@ -192,7 +210,7 @@ func newEnv(ctx context.Context, c *cluster, preemptor *v1.Pod, prof *config.Kub
 	// lives in exists, labelled only with kubernetes.io/metadata.name (as the API server does).
 	nsStore := informerFactory.Core().V1().Namespaces().Informer().GetStore()
 	seen := map[string]bool{}
-	for _, p := range append(append(append([]*v1.Pod{}, c.bound...), c.nominated...), preemptor) {
+	for _, p := range append(append(append([]*v1.Pod{}, c.bound...), c.nominated...), preemptors...) {
 		ns := p.Namespace
 		if ns == "" {
 			ns = metav1.NamespaceDefault
@@ -207,7 +225,12 @@ func newEnv(ctx context.Context, c *cluster, preemptor *v1.Pod, prof *config.Kub
 		}
 	}
 	snapshot := internalcache.NewSnapshot(c.bound, c.nodes)
+	return &world{cs: cs, informerFactory: informerFactory, snapshot: snapshot, nominated: c.nominated, pdbs: c.pdbs}, nil
+}
 
+// env builds prof's framework over the world; pinned pins DefaultPreemption's random
+// candidate offset to 0 (see pinnedOffset), else sampling is upstream's own.
+func (w *world) env(ctx context.Context, prof *config.KubeSchedulerProfile, pinned bool) (*env, error) {
 	var plugin *defaultpreemption.DefaultPreemption
 	registry := frameworkplugins.NewInTreeRegistry()
 	inTree := registry[names.DefaultPreemption]
@@ -220,9 +243,9 @@ func newEnv(ctx context.Context, c *cluster, preemptor *v1.Pod, prof *config.Kub
 		return p, nil
 	}
 	fw, err := frameworkruntime.NewFramework(ctx, registry, prof,
-		frameworkruntime.WithClientSet(cs),
-		frameworkruntime.WithInformerFactory(informerFactory),
-		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithClientSet(w.cs),
+		frameworkruntime.WithInformerFactory(w.informerFactory),
+		frameworkruntime.WithSnapshotSharedLister(w.snapshot),
 	)
 	if err != nil {
 		return nil, err
@@ -234,16 +257,20 @@ func newEnv(ctx context.Context, c *cluster, preemptor *v1.Pod, prof *config.Kub
 	// framework's nominator. Nominated pods enter it as unscheduled pods do (Add), which also
 	// nominates them from status.nominatedNodeName; the nominator hands back a nominated pod's
 	// full spec only while the queue holds it.
-	queue := internalqueue.NewSchedulingQueue(fw.QueueSortFunc(), informerFactory,
-		internalqueue.WithPodLister(informerFactory.Core().V1().Pods().Lister()))
+	queue := internalqueue.NewSchedulingQueue(fw.QueueSortFunc(), w.informerFactory,
+		internalqueue.WithPodLister(w.informerFactory.Core().V1().Pods().Lister()))
 	logger := klog.FromContext(ctx)
-	for _, p := range c.nominated {
+	for _, p := range w.nominated {
 		queue.Add(logger, p)
 	}
 	fw.SetPodNominator(queue)
 	asyncPreemption := utilfeature.DefaultFeatureGate.Enabled(features.SchedulerAsyncPreemption)
-	evaluator := preemption.NewEvaluator(names.DefaultPreemption, fw, pinnedOffset{plugin}, asyncPreemption)
-	return &env{fw: fw, snapshot: snapshot, plugin: plugin, evaluator: evaluator, pdbs: c.pdbs}, nil
+	var pi preemption.Interface = plugin
+	if pinned {
+		pi = pinnedOffset{plugin}
+	}
+	evaluator := preemption.NewEvaluator(names.DefaultPreemption, fw, pi, asyncPreemption)
+	return &env{fw: fw, snapshot: w.snapshot, plugin: plugin, evaluator: evaluator, pdbs: w.pdbs}, nil
 }
 
 func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -276,22 +303,32 @@ func decide(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile
 	if err != nil {
 		return nil, err
 	}
+	state, statuses, early, err := e.filter(ctx, pod)
+	if err != nil || early != nil {
+		return early, err
+	}
+	return e.postFilter(ctx, state, pod, statuses)
+}
+
+// filter is one scheduling cycle's PreFilter and Filter for pod. A non-nil answer means the
+// cycle ends there (no nodes, or the pod fits) and PostFilter does not run.
+func (e *env) filter(ctx context.Context, pod *v1.Pod) (fwk.CycleState, *framework.NodeToStatus, *Answer, error) {
 	state := framework.NewCycleState()
 	allNodes, err := e.snapshot.NodeInfos().List()
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if len(allNodes) == 0 {
 		// The scheduler does not even start a cycle without nodes; preemption finds nothing.
 		a := emptyAnswer("NO_CANDIDATE")
 		a.Message = "no nodes available"
-		return a, nil
+		return nil, nil, a, nil
 	}
 	statuses := framework.NewDefaultNodeToStatus()
 	preRes, s, unschedulablePlugins := e.fw.RunPreFilterPlugins(ctx, state, pod)
 	if !s.IsSuccess() {
 		if !s.IsRejected() {
-			return nil, s.AsError()
+			return nil, nil, nil, s.AsError()
 		}
 		statuses.SetAbsentNodesStatus(s)
 	} else {
@@ -300,12 +337,12 @@ func decide(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile
 			if ni, err := e.snapshot.Get(nnn); err == nil {
 				st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 				if st.Code() == fwk.Error {
-					return nil, st.AsError()
+					return nil, nil, nil, st.AsError()
 				}
 				if st.IsSuccess() {
 					a := emptyAnswer("FITS")
 					a.FeasibleNodes = []string{nnn}
-					return a, nil
+					return nil, nil, a, nil
 				}
 				statuses.Set(nnn, st)
 			}
@@ -326,7 +363,7 @@ func decide(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile
 		for _, ni := range nodes {
 			st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			if st.Code() == fwk.Error {
-				return nil, st.AsError()
+				return nil, nil, nil, st.AsError()
 			}
 			if st.IsSuccess() {
 				feasible = append(feasible, ni.Node().Name)
@@ -338,10 +375,10 @@ func decide(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile
 			sort.Strings(feasible)
 			a := emptyAnswer("FITS")
 			a.FeasibleNodes = feasible
-			return a, nil
+			return nil, nil, a, nil
 		}
 	}
-	return e.postFilter(ctx, state, pod, statuses)
+	return state, statuses, nil, nil
 }
 
 func sortedSet(s interface{ UnsortedList() []string }) []string {
@@ -353,42 +390,64 @@ func sortedSet(s interface{ UnsortedList() []string }) []string {
 	return l
 }
 
+// searched is what Evaluator.Preempt decides before carrying the decision out.
+type searched struct {
+	candidates []preemption.Candidate
+	chosen     preemption.Candidate
+	// offset and num of the plugin's sample of potential nodes.
+	offset, num int32
+	potential   int
+}
+
+// search is Evaluator.Preempt's decision in its order (eligibility, the potential nodes,
+// the dry run over the plugin's sample of them, the pick), without extenders, the
+// PodDisruptionBudget lister (the budgets are given) and the API calls that follow. A
+// non-nil answer ends the search without a candidate.
+func (e *env) search(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses *framework.NodeToStatus) (*searched, *Answer, error) {
+	if ok, msg := e.evaluator.PodEligibleToPreemptOthers(ctx, pod, statuses.Get(pod.Status.NominatedNodeName)); !ok {
+		a := emptyAnswer("NOT_ELIGIBLE")
+		a.Message = msg
+		return nil, a, nil
+	}
+	potential, err := statuses.NodesForStatusCode(e.snapshot.NodeInfos(), fwk.Unschedulable)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(potential) == 0 {
+		a := emptyAnswer("NO_CANDIDATE")
+		a.Message = "preemption will not help schedule pod on any node: " + summarize(statuses, e.snapshot)
+		return nil, a, nil
+	}
+	offset, num := e.evaluator.GetOffsetAndNumCandidates(int32(len(potential)))
+	candidates, _, err := e.evaluator.DryRunPreemption(ctx, state, pod, potential, e.pdbs, offset, num)
+	if err != nil && len(candidates) == 0 {
+		return nil, nil, err
+	}
+	if len(candidates) == 0 {
+		a := emptyAnswer("NO_CANDIDATE")
+		a.Message = "no preemption candidate"
+		return nil, a, nil
+	}
+	chosen := e.evaluator.SelectCandidate(ctx, candidates)
+	return &searched{candidates: candidates, chosen: chosen, offset: offset, num: num, potential: len(potential)}, nil, nil
+}
+
 // postFilter is Evaluator.Preempt up to the node pick, through the Evaluator's public pieces:
 // Preempt itself would pick one node of the last tie at random (Go map order) and then delete
 // the victims through the API. Here the dry run is the upstream one (DryRunPreemption with the
 // plugin's SelectVictimsOnNode) and the pick criteria are applied to list the whole tied set;
 // Evaluator.SelectCandidate is still asked and its node must be in that set.
 func (e *env) postFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, statuses *framework.NodeToStatus) (*Answer, error) {
-	if ok, msg := e.evaluator.PodEligibleToPreemptOthers(ctx, pod, statuses.Get(pod.Status.NominatedNodeName)); !ok {
-		a := emptyAnswer("NOT_ELIGIBLE")
-		a.Message = msg
-		return a, nil
+	found, ended, err := e.search(ctx, state, pod, statuses)
+	if err != nil || ended != nil {
+		return ended, err
 	}
-	potential, err := statuses.NodesForStatusCode(e.snapshot.NodeInfos(), fwk.Unschedulable)
-	if err != nil {
-		return nil, err
+	if found.offset != 0 || int(found.num) != found.potential {
+		return nil, fmt.Errorf("sampling not exhaustive: offset %d, %d of %d nodes", found.offset, found.num, found.potential)
 	}
-	if len(potential) == 0 {
-		a := emptyAnswer("NO_CANDIDATE")
-		a.Message = "preemption will not help schedule pod on any node: " + summarize(statuses, e.snapshot)
-		return a, nil
-	}
-	offset, num := e.evaluator.GetOffsetAndNumCandidates(int32(len(potential)))
-	if offset != 0 || int(num) != len(potential) {
-		return nil, fmt.Errorf("sampling not exhaustive: offset %d, %d of %d nodes", offset, num, len(potential))
-	}
-	candidates, _, err := e.evaluator.DryRunPreemption(ctx, state, pod, potential, e.pdbs, offset, num)
-	if err != nil && len(candidates) == 0 {
-		return nil, err
-	}
-	if len(candidates) == 0 {
-		a := emptyAnswer("NO_CANDIDATE")
-		a.Message = "no preemption candidate"
-		return a, nil
-	}
+	candidates, chosen := found.candidates, found.chosen
 	victimsMap := e.evaluator.CandidatesToVictimsMap(candidates)
 	tied := tiedNodes(victimsMap)
-	chosen := e.evaluator.SelectCandidate(ctx, candidates)
 	if chosen == nil || !contains(tied, chosen.Name()) {
 		return nil, fmt.Errorf("upstream picked %v outside the tied set %v", chosen, tied)
 	}

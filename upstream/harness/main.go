@@ -5,6 +5,8 @@
 //	harness serve                                       JSON lines: {cluster, preemptor} in, answer out
 //	harness batch IN_DIR OUT_DIR                        every IN_DIR/*.json scenario, answers to OUT_DIR
 //	harness check FILE_OR_DIR...                        compare with the scenarios' `expect`
+//	harness time --cluster LIST.json --preemptors LIST.json[,...] [--runs N] [--max-seconds S]
+//	                                                    time PostFilter, exhaustive and sampled (timing.go)
 package main
 
 import (
@@ -71,13 +73,15 @@ func main() {
 			usage()
 		}
 		os.Exit(check(ctx, prof, os.Args[2:]))
+	case "time":
+		os.Exit(timeMode(ctx, os.Args[2:]))
 	default:
 		usage()
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness answer --cluster F --pod F | serve | batch IN OUT | check PATH...")
+	fmt.Fprintln(os.Stderr, "usage: harness answer --cluster F --pod F | serve | batch IN OUT | check PATH... | time --cluster F --preemptors F[,F...]")
 	os.Exit(2)
 }
 
