@@ -46,15 +46,21 @@ fn kind_of(list_kind: &str, item: &Value) -> String {
 async fn load(client: &kube::Client, path: &PathBuf) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(path)?;
     let list: Value = serde_json::from_str(&text)?;
-    let list_kind = list.get("kind").and_then(Value::as_str).unwrap_or("List").to_string();
+    let list_kind = list
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("List")
+        .to_string();
     let items = list
         .get("items")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
     // Nodes and classes first: pods name them.
-    let mut ordered: Vec<(String, Value)> =
-        items.into_iter().map(|i| (kind_of(&list_kind, &i), i)).collect();
+    let mut ordered: Vec<(String, Value)> = items
+        .into_iter()
+        .map(|i| (kind_of(&list_kind, &i), i))
+        .collect();
     ordered.sort_by_key(|(kind, _)| match kind.as_str() {
         "Namespace" | "PriorityClass" => 0,
         "Node" => 1,
@@ -135,7 +141,11 @@ async fn bare_list(client: &kube::Client) -> anyhow::Result<(Duration, usize, us
         all(Api::<scheduling::PriorityClass>::all(client.clone())),
         all(Api::<v1::Namespace>::all(client.clone())),
     )?;
-    Ok((started.elapsed(), nodes + pods + pdbs + classes + namespaces, pods))
+    Ok((
+        started.elapsed(),
+        nodes + pods + pdbs + classes + namespaces,
+        pods,
+    ))
 }
 
 fn rss_bytes(pid: u32) -> Option<u64> {
@@ -164,7 +174,13 @@ fn time_to_serving(binary: &PathBuf, args: &[&str]) -> anyhow::Result<(Duration,
     let addr = free_addr();
     let started = Instant::now();
     let mut child = Command::new(binary)
-        .args(["serve", "--listen", &addr.to_string(), "--metrics-listen", "off"])
+        .args([
+            "serve",
+            "--listen",
+            &addr.to_string(),
+            "--metrics-listen",
+            "off",
+        ])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -222,7 +238,11 @@ async fn main() -> anyhow::Result<()> {
     let mut rsses = Vec::new();
     for run in 0..runs {
         let (elapsed, rss) = time_to_serving(&binary, &["--kubeconfig", &kubeconfig])?;
-        eprintln!("run {run}: SERVING after {:.2} s, RSS {} MiB", elapsed.as_secs_f64(), rss >> 20);
+        eprintln!(
+            "run {run}: SERVING after {:.2} s, RSS {} MiB",
+            elapsed.as_secs_f64(),
+            rss >> 20
+        );
         servings.push(elapsed.as_secs_f64());
         rsses.push(rss);
     }

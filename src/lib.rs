@@ -6,9 +6,9 @@
 
 pub mod cache;
 pub mod engine;
-pub mod kubernetes;
 #[cfg(any(test, feature = "generate"))]
 pub mod generate;
+pub mod kubernetes;
 pub mod model;
 pub mod nominations;
 pub mod ops;

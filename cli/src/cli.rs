@@ -43,7 +43,12 @@ pub enum Command {
         /// Nodes, Pods and PodDisruptionBudgets (JSON or YAML): a v1 List as `kubectl get
         /// nodes,pods,pdb -A -o json` prints it, single objects, or several YAML documents.
         /// Objects of other kinds are skipped and named on stderr.
-        #[arg(long, value_name = "CLUSTER.json", required_unless_present = "kubeconfig", conflicts_with = "kubeconfig")]
+        #[arg(
+            long,
+            value_name = "CLUSTER.json",
+            required_unless_present = "kubeconfig",
+            conflicts_with = "kubeconfig"
+        )]
         cluster: Option<PathBuf>,
         /// Instead of --cluster: list the live cluster of this kubeconfig once ("what would
         /// this pod evict?"); without a path, KUBECONFIG or ~/.kube/config.
@@ -533,7 +538,11 @@ pub fn run(cli: Cli) -> ExitCode {
                 (Some(cluster), _) => run_simulate(simulate::simulate(&cluster, &pod, options)),
                 (None, kubeconfig) => {
                     let path = kubeconfig.filter(|p| !p.as_os_str().is_empty());
-                    run_simulate(simulate_live(kubernetes::Source::Kubeconfig(path), &pod, options))
+                    run_simulate(simulate_live(
+                        kubernetes::Source::Kubeconfig(path),
+                        &pod,
+                        options,
+                    ))
                 }
             }
         }

@@ -55,7 +55,9 @@ fn env() -> Env {
 }
 
 async fn admin() -> kube::Client {
-    kube::Client::try_default().await.expect("admin client from KUBECONFIG")
+    kube::Client::try_default()
+        .await
+        .expect("admin client from KUBECONFIG")
 }
 
 fn kubeconfig(server: &str, ca: &str, token: &str) -> tempfile::NamedTempFile {
@@ -195,7 +197,9 @@ impl Preemptd {
                 .await
             {
                 Ok(channel) => return pb::preemption_client::PreemptionClient::new(channel),
-                Err(error) if Instant::now() > deadline => panic!("preemptd never listened: {error}"),
+                Err(error) if Instant::now() > deadline => {
+                    panic!("preemptd never listened: {error}")
+                }
                 Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
             }
         }
@@ -323,11 +327,13 @@ async fn wipe(client: &kube::Client) {
         let _ = api.delete(&b.metadata.name.unwrap_or_default(), &now).await;
     }
     let nodes: Api<Node> = Api::all(client.clone());
-    let _ = nodes
-        .delete_collection(&now, &ListParams::default())
-        .await;
+    let _ = nodes.delete_collection(&now, &ListParams::default()).await;
     let classes: Api<PriorityClass> = Api::all(client.clone());
-    for c in classes.list(&ListParams::default()).await.expect("list classes") {
+    for c in classes
+        .list(&ListParams::default())
+        .await
+        .expect("list classes")
+    {
         let name = c.metadata.name.unwrap_or_default();
         if !name.starts_with("system-") {
             let _ = classes.delete(&name, &now).await;
@@ -347,7 +353,9 @@ async fn wipe(client: &kube::Client) {
 
 fn preempt_json(manifest: Value) -> pb::PreemptRequest {
     pb::PreemptRequest {
-        preemptor: Some(pb::preempt_request::Preemptor::PodJson(manifest.to_string())),
+        preemptor: Some(pb::preempt_request::Preemptor::PodJson(
+            manifest.to_string(),
+        )),
         dry_run: true,
         explain: false,
     }
@@ -406,8 +414,18 @@ async fn mirrors_the_cluster_through_lists_watches_and_relists() {
     create_cluster(&kube, &priority_class("high", 1000)).await;
     create_cluster(&kube, &node("n1", "2")).await;
     create_cluster(&kube, &node("n2", "2")).await;
-    create(&kube, None, &pod("default", "p1", Some("n1"), "low", "1500m")).await;
-    create(&kube, None, &pod("default", "p2", Some("n2"), "low", "1800m")).await;
+    create(
+        &kube,
+        None,
+        &pod("default", "p1", Some("n1"), "low", "1500m"),
+    )
+    .await;
+    create(
+        &kube,
+        None,
+        &pod("default", "p2", Some("n2"), "low", "1800m"),
+    )
+    .await;
 
     // Started cut off: no decisions before the initial list.
     let proxy = Proxy::start(apiserver_addr(&env)).await;
@@ -485,7 +503,12 @@ async fn mirrors_the_cluster_through_lists_watches_and_relists() {
     // Cut off: objects deleted meanwhile, and etcd compacted past preemptd's watch
     // (the API server compacts every 2 s; writes move the revision on).
     proxy.cut();
-    create(&kube, None, &pod("default", "p3", Some("n1"), "low", "1500m")).await;
+    create(
+        &kube,
+        None,
+        &pod("default", "p3", Some("n1"), "low", "1500m"),
+    )
+    .await;
     pods.delete("p2", &now).await.expect("delete p2");
     nodes.delete("n3", &now).await.expect("delete n3");
     for i in 0..5 {
@@ -530,13 +553,29 @@ async fn decides_for_watched_pods_with_classes_and_namespace_labels() {
     wipe(&kube).await;
     create_cluster(&kube, &priority_class("low", 10)).await;
     create_cluster(&kube, &priority_class("high", 1000)).await;
-    let team: Namespace = from(json!({"metadata": {"name": "team-a", "labels": {"team": "a", "e2e": "true"}}}));
+    let team: Namespace =
+        from(json!({"metadata": {"name": "team-a", "labels": {"team": "a", "e2e": "true"}}}));
     create_cluster(&kube, &team).await;
     create_cluster(&kube, &node("n1", "2")).await;
     create_cluster(&kube, &node("n2", "4")).await;
-    create(&kube, None, &pod("default", "p1", Some("n1"), "low", "1500m")).await;
-    create(&kube, Some("team-a"), &pod("team-a", "db", Some("n2"), "low", "1500m")).await;
-    create(&kube, None, &pod("default", "pending-hi", None, "high", "3")).await;
+    create(
+        &kube,
+        None,
+        &pod("default", "p1", Some("n1"), "low", "1500m"),
+    )
+    .await;
+    create(
+        &kube,
+        Some("team-a"),
+        &pod("team-a", "db", Some("n2"), "low", "1500m"),
+    )
+    .await;
+    create(
+        &kube,
+        None,
+        &pod("default", "pending-hi", None, "high", "3"),
+    )
+    .await;
 
     let preemptd = Preemptd::start(kubeconfig(&env.server, &env.ca, &env.token));
     let mut client = preemptd.client().await;
@@ -571,7 +610,10 @@ async fn decides_for_watched_pods_with_classes_and_namespace_labels() {
         .await
         .expect_err("unknown class");
     assert_eq!(unknown.code(), Code::InvalidArgument, "{unknown:?}");
-    assert!(unknown.message().contains("priorityClassName"), "{unknown:?}");
+    assert!(
+        unknown.message().contains("priorityClassName"),
+        "{unknown:?}"
+    );
 
     // Required affinity to app=db in namespaces labelled team=a, as the Namespace object
     // has it: only n2 qualifies (n1 has room too, but no such pod).
@@ -581,9 +623,12 @@ async fn decides_for_watched_pods_with_classes_and_namespace_labels() {
         "namespaceSelector": {"matchLabels": {"team": "a"}},
         "topologyKey": "kubernetes.io/hostname"
     }]}});
-    eventually(&mut client, preempt_json(affine.clone()), "namespaceSelector on real labels", |r| {
-        r.outcome == pb::Outcome::Fits as i32 && r.feasible_nodes == ["n2"]
-    })
+    eventually(
+        &mut client,
+        preempt_json(affine.clone()),
+        "namespaceSelector on real labels",
+        |r| r.outcome == pb::Outcome::Fits as i32 && r.feasible_nodes == ["n2"],
+    )
     .await;
     // Relabelled, the namespace no longer matches: nowhere fits.
     let namespaces: Api<Namespace> = Api::all(kube.clone());
@@ -595,9 +640,12 @@ async fn decides_for_watched_pods_with_classes_and_namespace_labels() {
         )
         .await
         .expect("relabel team-a");
-    eventually(&mut client, preempt_json(affine), "namespace relabelled", |r| {
-        r.outcome != pb::Outcome::Fits as i32
-    })
+    eventually(
+        &mut client,
+        preempt_json(affine),
+        "namespace relabelled",
+        |r| r.outcome != pb::Outcome::Fits as i32,
+    )
     .await;
     wipe(&kube).await;
 }
@@ -609,10 +657,14 @@ async fn the_deploy_rbac_lists_and_watches_the_five_kinds_and_nothing_more() {
     let env = env();
     let kube = admin().await;
     wipe(&kube).await;
-    let rbac = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/base/rbac.yaml"))
-        .expect("deploy/base/rbac.yaml");
+    let rbac = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/base/rbac.yaml"
+    ))
+    .expect("deploy/base/rbac.yaml");
     let mut documents = rbac.split("\n---\n");
-    let role: ClusterRole = serde_yaml_ng::from_str(documents.next().unwrap()).expect("ClusterRole");
+    let role: ClusterRole =
+        serde_yaml_ng::from_str(documents.next().unwrap()).expect("ClusterRole");
     let binding: ClusterRoleBinding =
         serde_yaml_ng::from_str(documents.next().unwrap()).expect("ClusterRoleBinding");
     let namespace = binding.subjects.as_ref().unwrap()[0]
@@ -620,13 +672,18 @@ async fn the_deploy_rbac_lists_and_watches_the_five_kinds_and_nothing_more() {
         .clone()
         .unwrap();
     let ns: Namespace = from(json!({"metadata": {"name": namespace, "labels": {"e2e": "true"}}}));
-    let _ = Api::<Namespace>::all(kube.clone()).create(&PostParams::default(), &ns).await;
+    let _ = Api::<Namespace>::all(kube.clone())
+        .create(&PostParams::default(), &ns)
+        .await;
     let accounts: Api<ServiceAccount> = Api::namespaced(kube.clone(), &namespace);
     let account: ServiceAccount = from(json!({"metadata": {"name": "preemptd"}}));
     let _ = accounts.create(&PostParams::default(), &account).await;
     let roles: Api<ClusterRole> = Api::all(kube.clone());
     let _ = roles.delete("preemptd", &DeleteParams::default()).await;
-    roles.create(&PostParams::default(), &role).await.expect("ClusterRole");
+    roles
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("ClusterRole");
     let bindings: Api<ClusterRoleBinding> = Api::all(kube.clone());
     let _ = bindings.delete("preemptd", &DeleteParams::default()).await;
     bindings
@@ -647,7 +704,12 @@ async fn the_deploy_rbac_lists_and_watches_the_five_kinds_and_nothing_more() {
 
     create_cluster(&kube, &priority_class("low", 10)).await;
     create_cluster(&kube, &node("n1", "2")).await;
-    create(&kube, None, &pod("default", "p1", Some("n1"), "low", "1500m")).await;
+    create(
+        &kube,
+        None,
+        &pod("default", "p1", Some("n1"), "low", "1500m"),
+    )
+    .await;
     let preemptd = Preemptd::start(kubeconfig(&env.server, &env.ca, &token));
     let mut client = preemptd.client().await;
     preemptd.wait_serving().await;

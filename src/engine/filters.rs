@@ -274,12 +274,17 @@ pub struct AffinityTerm {
 }
 
 impl AffinityTerm {
-    pub fn new(term: &PodAffinityTerm, owner_namespace: &Str, namespaces: &Arc<Namespaces>) -> Self {
-        let mut namespaces_listed = if term.namespaces.is_empty() && term.namespace_selector.is_none() {
-            vec![owner_namespace.clone()]
-        } else {
-            term.namespaces.clone()
-        };
+    pub fn new(
+        term: &PodAffinityTerm,
+        owner_namespace: &Str,
+        namespaces: &Arc<Namespaces>,
+    ) -> Self {
+        let mut namespaces_listed =
+            if term.namespaces.is_empty() && term.namespace_selector.is_none() {
+                vec![owner_namespace.clone()]
+            } else {
+                term.namespaces.clone()
+            };
         // A set upstream: a namespace listed twice still counts its pods once.
         namespaces_listed.sort_unstable();
         namespaces_listed.dedup();
@@ -571,7 +576,9 @@ impl<'a> PreFilter<'a> {
             .details
             .pod_affinity
             .iter()
-            .map(|t| AffinityTerm::new(t, &pod.namespace, &snapshot.namespaces).resolve_labels(snapshot))
+            .map(|t| {
+                AffinityTerm::new(t, &pod.namespace, &snapshot.namespaces).resolve_labels(snapshot)
+            })
             .collect();
         let anti_affinity: Vec<AffinityTerm> = pod
             .details

@@ -32,10 +32,18 @@ pub enum Kind {
     Node,
     Pod,
     PodDisruptionBudget,
+    PriorityClass,
+    Namespace,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::Node, Kind::Pod, Kind::PodDisruptionBudget];
+    pub const ALL: [Kind; 5] = [
+        Kind::Node,
+        Kind::Pod,
+        Kind::PodDisruptionBudget,
+        Kind::PriorityClass,
+        Kind::Namespace,
+    ];
 
     /// The metric label and log field value.
     pub fn name(self) -> &'static str {
@@ -43,15 +51,19 @@ impl Kind {
             Kind::Node => "node",
             Kind::Pod => "pod",
             Kind::PodDisruptionBudget => "poddisruptionbudget",
+            Kind::PriorityClass => "priorityclass",
+            Kind::Namespace => "namespace",
         }
     }
 
     fn api_resource(self) -> ApiResource {
-        use k8s_openapi::api::{core::v1, policy::v1 as policy};
+        use k8s_openapi::api::{core::v1, policy::v1 as policy, scheduling::v1 as scheduling};
         match self {
             Kind::Node => ApiResource::erase::<v1::Node>(&()),
             Kind::Pod => ApiResource::erase::<v1::Pod>(&()),
             Kind::PodDisruptionBudget => ApiResource::erase::<policy::PodDisruptionBudget>(&()),
+            Kind::PriorityClass => ApiResource::erase::<scheduling::PriorityClass>(&()),
+            Kind::Namespace => ApiResource::erase::<v1::Namespace>(&()),
         }
     }
 
@@ -60,6 +72,8 @@ impl Kind {
             Kind::Node => decode::decode_node(value).map(Object::Node),
             Kind::Pod => decode::decode_pod(value).map(Object::Pod),
             Kind::PodDisruptionBudget => decode::decode_pdb(value).map(Object::Pdb),
+            Kind::PriorityClass => decode::decode_priority_class(value).map(Object::PriorityClass),
+            Kind::Namespace => decode::decode_namespace(value).map(Object::Namespace),
         }
     }
 }
@@ -83,6 +97,8 @@ impl ObjectKey {
                 b.namespace.as_ref(),
                 b.name.as_ref(),
             ),
+            Object::PriorityClass(c) => (Kind::PriorityClass, "", c.name.as_ref()),
+            Object::Namespace(n) => (Kind::Namespace, "", n.name.as_ref()),
         };
         ObjectKey {
             kind,

@@ -97,7 +97,10 @@ mod tests {
         let mut namespaces = Namespaces::default();
         let team = Labels::new(vec![("team".into(), "a".into())]);
         namespaces.insert(Namespace::new("prod".into(), "u".into(), 1, &team));
-        assert_eq!(namespaces.labels(&"prod".into()).get("team").map(|v| &**v), Some("a"));
+        assert_eq!(
+            namespaces.labels(&"prod".into()).get("team").map(|v| &**v),
+            Some("a")
+        );
         let unknown = namespaces.labels(&"dev".into());
         assert_eq!(unknown.len(), 1);
         assert_eq!(unknown.get(NAME_LABEL).map(|v| &**v), Some("dev"));

@@ -145,7 +145,10 @@ mod tests {
     #[test]
     fn spec_priority_wins_then_the_named_class_then_the_default_then_zero() {
         let mut classes = PriorityClasses::default();
-        assert_eq!(classes.resolve(ask(None, "")), Ok((0, PreemptionPolicy::PreemptLowerPriority)));
+        assert_eq!(
+            classes.resolve(ask(None, "")),
+            Ok((0, PreemptionPolicy::PreemptLowerPriority))
+        );
         classes.insert(class("high", 1000, false));
         classes.insert(class("default", 10, true));
         assert_eq!(classes.resolve(ask(Some(7), "high")).unwrap().0, 7);
@@ -167,11 +170,17 @@ mod tests {
     fn built_in_classes_always_exist_and_unknown_ones_are_refused_unless_admitted() {
         let classes = PriorityClasses::default();
         assert_eq!(
-            classes.resolve(ask(None, "system-node-critical")).unwrap().0,
+            classes
+                .resolve(ask(None, "system-node-critical"))
+                .unwrap()
+                .0,
             2_000_001_000
         );
         assert_eq!(
-            classes.resolve(ask(None, "system-cluster-critical")).unwrap().0,
+            classes
+                .resolve(ask(None, "system-cluster-critical"))
+                .unwrap()
+                .0,
             2_000_000_000
         );
         assert_eq!(
@@ -207,10 +216,19 @@ mod tests {
     fn a_held_class_shadows_a_built_in_of_the_same_name_and_removal_restores_it() {
         let mut classes = PriorityClasses::default();
         classes.insert(class("system-node-critical", 1, false));
-        assert_eq!(classes.resolve(ask(None, "system-node-critical")).unwrap().0, 1);
+        assert_eq!(
+            classes
+                .resolve(ask(None, "system-node-critical"))
+                .unwrap()
+                .0,
+            1
+        );
         classes.remove("system-node-critical");
         assert_eq!(
-            classes.resolve(ask(None, "system-node-critical")).unwrap().0,
+            classes
+                .resolve(ask(None, "system-node-critical"))
+                .unwrap()
+                .0,
             2_000_001_000
         );
     }

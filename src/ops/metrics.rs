@@ -32,6 +32,7 @@ pub const CACHE_PDBS: &str = "preemptd_cache_pdbs";
 pub const NOMINATIONS_REVISION: &str = "preemptd_nominations_revision";
 pub const WATCH_SUBSCRIBERS: &str = "preemptd_watch_subscribers";
 pub const WATCH_CUT_OFF: &str = "preemptd_watch_subscribers_cut_off_total";
+pub const UNKNOWN_PRIORITY_CLASS: &str = "preemptd_pods_unknown_priority_class_total";
 pub const KUBE_EVENTS: &str = "preemptd_kube_events_total";
 pub const KUBE_RELISTS: &str = "preemptd_kube_relists_total";
 pub const KUBE_WATCH_ERRORS: &str = "preemptd_kube_watch_errors_total";
@@ -119,6 +120,10 @@ fn describe() {
         "Watchers cut off with RESOURCE_EXHAUSTED for falling behind"
     );
     describe_counter!(
+        UNKNOWN_PRIORITY_CLASS,
+        "Pods held with priority 0 because the PriorityClass they name does not exist"
+    );
+    describe_counter!(
         KUBE_EVENTS,
         "Objects received from the Kubernetes watches, by kind and type (apply, delete)"
     );
@@ -135,6 +140,11 @@ fn describe() {
         KUBE_SECONDS_SINCE_EVENT,
         "Seconds since the last object arrived from a Kubernetes watch, by kind"
     );
+}
+
+/// A pod was kept with priority 0: its PriorityClass does not exist.
+pub fn pod_with_unknown_priority_class() {
+    metrics::counter!(UNKNOWN_PRIORITY_CLASS).increment(1);
 }
 
 /// One Preempt call answered. `outcome` is the lowercase outcome name.
