@@ -12,9 +12,9 @@ use bytes::Bytes;
 use preemptd::cache::ClusterCache;
 use preemptd::generate::{self, ClusterSpec};
 use preemptd::model::Pod;
-use preemptd::server::memo::ConvertMemo;
+use preemptd::model::build::Memo;
 use preemptd::server::wire::{self, ReceivedPod, SyncRequestWire, WireItem};
-use preemptd::server::{convert, pb};
+use preemptd::server::{convert, messages, pb};
 use prost::Message;
 
 /// Pods per cache batch, as the stream's applier merges queued chunks.
@@ -41,7 +41,7 @@ fn main() {
             pb::SyncRequest {
                 item: Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
                     change: Some(pb::update_pod_request::Change::Upsert(
-                        convert::pod_message(p),
+                        messages::pod_message(p),
                     )),
                 })),
             }
@@ -69,9 +69,9 @@ fn main() {
         // freed before the next, so the working set stays a server's.
         let (mut receive, mut apply) = (Duration::ZERO, Duration::ZERO);
         let mut memo = if no_memo {
-            ConvertMemo::disabled()
+            Memo::disabled()
         } else {
-            ConvertMemo::for_stream()
+            Memo::for_stream()
         };
         for chunk in encoded.chunks(BATCH) {
             // Each item decoded and converted in turn, as the receiving task does.
@@ -117,7 +117,7 @@ fn main() {
 #[inline(never)]
 fn receive_chunk(
     chunk: &[Bytes],
-    memo: &mut ConvertMemo,
+    memo: &mut Memo,
     decode_with_prost: bool,
 ) -> Vec<triomphe::Arc<Pod>> {
     chunk
@@ -149,7 +149,7 @@ fn receive_chunk(
 }
 
 /// Decodes the whole request with prost, then converts (`PROFILE_PROST=1`).
-fn receive_with_prost(bytes: &[u8], memo: &mut ConvertMemo) -> Pod {
+fn receive_with_prost(bytes: &[u8], memo: &mut Memo) -> Pod {
     let request = pb::SyncRequest::decode(bytes).expect("encoded above");
     match request.item {
         Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {

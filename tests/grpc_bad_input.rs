@@ -119,7 +119,7 @@ fn anti_affinity(term: pb::PodAffinityTerm) -> Option<pb::Affinity> {
 }
 
 const ANTI: &str =
-    "upsert.affinity.pod_anti_affinity.required_during_scheduling_ignored_during_execution[0]";
+    "upsert.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]";
 
 fn cases() -> Vec<(&'static str, Call, Code, String)> {
     let pod_json = |spec: &str| {
@@ -140,7 +140,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
             "node: empty name",
             typed_node(|n| n.name.clear()),
             Code::InvalidArgument,
-            s("upsert.name: must not be empty"),
+            s("upsert.metadata.name: must not be empty"),
         ),
         (
             "node: bad quantity",
@@ -148,7 +148,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 n.allocatable.insert("cpu".into(), "lots".into());
             }),
             Code::InvalidArgument,
-            s("upsert.allocatable[cpu]: invalid quantity \"lots\""),
+            s("upsert.status.allocatable[cpu]: invalid quantity \"lots\""),
         ),
         (
             "node: negative quantity",
@@ -156,7 +156,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 n.allocatable.insert("memory".into(), "-1Gi".into());
             }),
             Code::InvalidArgument,
-            s("upsert.allocatable[memory]: must be non-negative"),
+            s("upsert.status.allocatable[memory]: must be non-negative"),
         ),
         (
             "node: absurd exponent",
@@ -165,7 +165,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                     .insert("example.com/gpu".into(), "1e999999999".into());
             }),
             Code::InvalidArgument,
-            s("upsert.allocatable[example.com/gpu]: invalid quantity"),
+            s("upsert.status.allocatable[example.com/gpu]: invalid quantity"),
         ),
         (
             "node: unknown taint effect",
@@ -177,7 +177,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 })
             }),
             Code::InvalidArgument,
-            s("upsert.taints[0].effect: unsupported value \"Sometimes\""),
+            s("upsert.spec.taints[0].effect: unsupported value \"Sometimes\""),
         ),
         (
             "node: malformed json",
@@ -197,7 +197,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 r#"{"kind":"Node","metadata":{"name":"nj"},"status":{"allocatable":{"cpu":"x"}}}"#,
             )))),
             Code::InvalidArgument,
-            s("upsert_json: status.allocatable.cpu"),
+            s("upsert_json: status.allocatable[cpu]"),
         ),
         (
             "node: delete without name",
@@ -234,7 +234,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
             "pod: empty name",
             typed_pod(|p| p.name.clear()),
             Code::InvalidArgument,
-            s("upsert.name: must not be empty"),
+            s("upsert.metadata.name: must not be empty"),
         ),
         (
             "pod: bad request quantity",
@@ -244,7 +244,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                     .insert("cpu".into(), "2 cores".into());
             }),
             Code::InvalidArgument,
-            s("upsert.containers[0].requests[cpu]: invalid quantity \"2 cores\""),
+            s("upsert.spec.containers[0].resources.requests[cpu]: invalid quantity \"2 cores\""),
         ),
         (
             "pod: bad limit quantity",
@@ -252,7 +252,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 p.containers[0].limits.insert("memory".into(), "1Gb".into());
             }),
             Code::InvalidArgument,
-            s("upsert.containers[0].limits[memory]: invalid quantity"),
+            s("upsert.spec.containers[0].resources.limits[memory]: invalid quantity"),
         ),
         (
             "pod: bad init container overhead",
@@ -260,19 +260,19 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 p.overhead.insert("cpu".into(), "-5m".into());
             }),
             Code::InvalidArgument,
-            s("upsert.overhead[cpu]: must be non-negative"),
+            s("upsert.spec.overhead[cpu]: must be non-negative"),
         ),
         (
             "pod: unknown preemption policy",
             typed_pod(|p| p.preemption_policy = s("Sometimes")),
             Code::InvalidArgument,
-            s("upsert.preemption_policy: unsupported value \"Sometimes\""),
+            s("upsert.spec.preemptionPolicy: unsupported value \"Sometimes\""),
         ),
         (
             "pod: unknown phase",
             typed_pod(|p| p.phase = s("Exploded")),
             Code::InvalidArgument,
-            s("upsert.phase: unsupported value \"Exploded\""),
+            s("upsert.status.phase: unsupported value \"Exploded\""),
         ),
         (
             "pod: unknown toleration operator",
@@ -283,7 +283,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 })
             }),
             Code::InvalidArgument,
-            s("upsert.tolerations[0].operator: unsupported value \"Maybe\""),
+            s("upsert.spec.tolerations[0].operator: unsupported value \"Maybe\""),
         ),
         (
             "pod: unknown protocol",
@@ -295,7 +295,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 })
             }),
             Code::InvalidArgument,
-            s("upsert.containers[0].ports[0].protocol: unsupported value \"ICMP\""),
+            s("upsert.spec.containers[0].ports[0].protocol: unsupported value \"ICMP\""),
         ),
         (
             "pod: host port out of range",
@@ -306,13 +306,13 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 })
             }),
             Code::InvalidArgument,
-            s("upsert.containers[0].ports[0].host_port: must be between 0 and 65535"),
+            s("upsert.spec.containers[0].ports[0].hostPort: must be between 0 and 65535"),
         ),
         (
             "pod: unknown restart policy",
             typed_pod(|p| p.containers[0].restart_policy = s("Sometimes")),
             Code::InvalidArgument,
-            s("upsert.containers[0].restart_policy: unsupported value"),
+            s("upsert.spec.containers[0].restartPolicy: unsupported value"),
         ),
         (
             "pod: unknown node selector operator",
@@ -337,14 +337,14 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
             }),
             Code::InvalidArgument,
             s(
-                "upsert.affinity.node_affinity.required_during_scheduling_ignored_during_execution.node_selector_terms[0].match_expressions[0].operator: unsupported value \"Near\"",
+                "upsert.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator: unsupported value \"Near\"",
             ),
         ),
         (
             "pod: anti-affinity without topology key",
             typed_pod(|p| p.affinity = anti_affinity(pb::PodAffinityTerm::default())),
             Code::InvalidArgument,
-            format!("{ANTI}.topology_key: must not be empty"),
+            format!("{ANTI}.topologyKey: must not be empty"),
         ),
         (
             "pod: selector In without values",
@@ -356,7 +356,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 })
             }),
             Code::InvalidArgument,
-            format!("{ANTI}.label_selector.match_expressions[0].values: must be specified"),
+            format!("{ANTI}.labelSelector.matchExpressions[0].values: must be specified"),
         ),
         (
             "pod: spread max skew 0",
@@ -369,7 +369,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                     })
             }),
             Code::InvalidArgument,
-            s("upsert.topology_spread_constraints[0].max_skew: must be greater than zero"),
+            s("upsert.spec.topologySpreadConstraints[0].maxSkew: must be greater than zero"),
         ),
         (
             "pod: spread without when_unsatisfiable",
@@ -382,13 +382,13 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                     })
             }),
             Code::InvalidArgument,
-            s("upsert.topology_spread_constraints[0].when_unsatisfiable: unsupported value \"\""),
+            s("upsert.spec.topologySpreadConstraints[0].whenUnsatisfiable: unsupported value \"\""),
         ),
         (
             "pod: bad start time",
             typed_pod(|p| p.start_time = s("yesterday")),
             Code::InvalidArgument,
-            s("upsert.start_time: invalid RFC 3339 timestamp \"yesterday\""),
+            s("upsert.status.startTime: invalid RFC 3339 timestamp \"yesterday\""),
         ),
         (
             "pod: json bad request",
@@ -396,7 +396,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                 r#"{"containers":[{"name":"a","resources":{"requests":{"cpu":"many"}}}]}"#,
             )))),
             Code::InvalidArgument,
-            s("upsert_json: spec.containers[0].resources.requests.cpu"),
+            s("upsert_json: spec.containers[0].resources.requests[cpu]"),
         ),
         (
             "pod: json of a node",
@@ -475,7 +475,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
             "preempt: empty name",
             Call::Preempt(Some(Preemptor::Pod(pb::Pod::default()))),
             Code::InvalidArgument,
-            s("pod.name: must not be empty"),
+            s("pod.metadata.name: must not be empty"),
         ),
         (
             "preempt: malformed json",
@@ -493,7 +493,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
             "preempt: bad quantity",
             Call::Preempt(Some(Preemptor::Pod(pod("x", 100, "1.2.3", "")))),
             Code::InvalidArgument,
-            s("pod.containers[0].requests[cpu]: invalid quantity \"1.2.3\""),
+            s("pod.spec.containers[0].resources.requests[cpu]: invalid quantity \"1.2.3\""),
         ),
         (
             "watch: revision ahead",

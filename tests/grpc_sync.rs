@@ -10,7 +10,7 @@ use preemptd::server::pb::sync_request::Item;
 use preemptd::server::pb::update_node_request::Change as NodeChange;
 use preemptd::server::pb::update_pod_disruption_budget_request::Change as PdbChange;
 use preemptd::server::pb::update_pod_request::Change as PodChange;
-use preemptd::server::{convert, pb};
+use preemptd::server::{messages, pb};
 use tokio::time::timeout;
 
 fn node_item(n: pb::Node) -> pb::SyncRequest {
@@ -98,7 +98,7 @@ async fn counts_applied_stale_and_rejected_items_with_reasons() {
                 (
                     2,
                     "INVALID_ARGUMENT",
-                    "pod.upsert.containers[0].requests[cpu]"
+                    "pod.upsert.spec.containers[0].resources.requests[cpu]"
                 ),
                 (4, "INVALID_ARGUMENT", "item"),
                 (5, "INVALID_ARGUMENT", "pod.upsert_json"),
@@ -141,7 +141,7 @@ async fn many_rejections_are_counted_and_the_first_hundred_listed() {
         assert_eq!(response.rejected, 250);
         assert_eq!(response.rejections.len(), 100);
         assert_eq!(response.rejections[99].index, 99);
-        assert_eq!(response.rejections[0].field, "pod.upsert.name");
+        assert_eq!(response.rejections[0].field, "pod.upsert.metadata.name");
         assert_eq!(response.applied, counts(1, 0, 0));
     })
     .await
@@ -164,21 +164,21 @@ async fn bulk_load_equals_unary_updates() {
 
         let mut items = Vec::new();
         for n in &cluster.nodes {
-            items.push(node_item(convert::node_message(n)));
-            upsert_node(&mut unary, convert::node_message(n)).await;
+            items.push(node_item(messages::node_message(n)));
+            upsert_node(&mut unary, messages::node_message(n)).await;
         }
         for b in &cluster.pdbs {
-            items.push(pdb_item(convert::pdb_message(b)));
+            items.push(pdb_item(messages::pdb_message(b)));
             unary
                 .update_pod_disruption_budget(pb::UpdatePodDisruptionBudgetRequest {
-                    change: Some(PdbChange::Upsert(convert::pdb_message(b))),
+                    change: Some(PdbChange::Upsert(messages::pdb_message(b))),
                 })
                 .await
                 .expect("update pdb");
         }
         for p in &cluster.pods {
-            items.push(pod_item(PodChange::Upsert(convert::pod_message(p))));
-            upsert_pod(&mut unary, convert::pod_message(p)).await;
+            items.push(pod_item(PodChange::Upsert(messages::pod_message(p))));
+            upsert_pod(&mut unary, messages::pod_message(p)).await;
         }
         let total = items.len() as u64;
         let response = sync(&mut bulk, items).await;
@@ -196,8 +196,8 @@ async fn bulk_load_equals_unary_updates() {
                 generate::resource_preemptor(i),
                 generate::affinity_preemptor(i),
             ] {
-                let a = preempt(&mut bulk, convert::pod_message(&pod), true).await;
-                let b = preempt(&mut unary, convert::pod_message(&pod), true).await;
+                let a = preempt(&mut bulk, messages::pod_message(&pod), true).await;
+                let b = preempt(&mut unary, messages::pod_message(&pod), true).await;
                 assert_eq!(outcome(&a), outcome(&b));
                 assert_eq!(a.nominated_node_name, b.nominated_node_name);
                 assert_eq!(names(&a.victims), names(&b.victims));

@@ -162,7 +162,7 @@ fn bad_files_exit_non_zero_naming_file_and_field() {
     assert_eq!(code, 65);
     assert!(
         stderr.contains(
-            "bad.json: items[3].spec.containers[0].resources.requests.cpu: invalid quantity \"12x\""
+            "bad.json: items[3].spec.containers[0].resources.requests[cpu]: invalid quantity \"12x\""
         ),
         "{stderr}"
     );
@@ -339,7 +339,7 @@ fn strict_refuses_unused_kinds_and_errors_name_the_document() {
     assert_eq!(code, 65);
     assert!(
         stderr.contains(&format!(
-            "{} (document 3): items[0].spec.containers[0].resources.requests.cpu: invalid quantity \"12x\"",
+            "{} (document 3): items[0].spec.containers[0].resources.requests[cpu]: invalid quantity \"12x\"",
             cluster.display()
         )),
         "{stderr}"

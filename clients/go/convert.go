@@ -295,7 +295,7 @@ func (o jsonObject) stringMap(key string) map[string]string {
 		for k, e := range v {
 			s, ok := e.(string)
 			if !ok {
-				o.fail("%s.%s: expected a string", o.at(key), k)
+				o.fail("%s[%s]: expected a string", o.at(key), k)
 			}
 			out[k] = s
 		}
@@ -322,7 +322,7 @@ func (o jsonObject) quantities(key string) map[string]string {
 			case json.Number:
 				out[k] = q.String()
 			default:
-				o.fail("%s.%s: expected a quantity (a string or a number)", o.at(key), k)
+				o.fail("%s[%s]: expected a quantity (a string or a number)", o.at(key), k)
 			}
 		}
 		return out

@@ -97,7 +97,7 @@ func TestConversionErrorsNameTheField(t *testing.T) {
 	for input, want := range map[string]string{
 		`{"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": 3}}]}`:                                            "items[0].metadata.name: expected a string",
 		`{"kind": "List", "items": [{"kind": "Secret", "metadata": {"name": "s"}}]}`:                                       `unsupported kind "Secret"`,
-		`{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"resources": {"requests": {"cpu": true}}}]}}`: "spec.containers[0].resources.requests.cpu: expected a quantity",
+		`{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"resources": {"requests": {"cpu": true}}}]}}`: "spec.containers[0].resources.requests[cpu]: expected a quantity",
 		`{"kind": "Node", "metadata": {"name": "n", "resourceVersion": "abc"}}`:                                            `metadata.resourceVersion: invalid resource version "abc"`,
 	} {
 		_, err := preemptd.ItemsFromList([]byte(input), true)

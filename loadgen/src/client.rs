@@ -20,7 +20,7 @@ use tonic::transport::{Channel, Endpoint};
 use pb::preemption_client::PreemptionClient;
 use preemptd::generate::{self, ClusterSpec};
 use preemptd::model::Pod;
-use preemptd::server::{self, ServeConfig, convert, pb};
+use preemptd::server::{self, ServeConfig, messages, pb};
 
 use crate::grpc;
 use crate::report::{CpuPerOp, Latency, SizeReport, histogram};
@@ -233,7 +233,7 @@ fn prepare(spec: &ClusterSpec) -> Prepared {
         .map(|n| {
             encode(Item::Node(pb::UpdateNodeRequest {
                 change: Some(pb::update_node_request::Change::Upsert(
-                    convert::node_message(n),
+                    messages::node_message(n),
                 )),
             }))
         })
@@ -241,7 +241,7 @@ fn prepare(spec: &ClusterSpec) -> Prepared {
     first.extend(cluster.pdbs.iter().map(|b| {
         encode(Item::Pdb(pb::UpdatePodDisruptionBudgetRequest {
             change: Some(pb::update_pod_disruption_budget_request::Change::Upsert(
-                convert::pdb_message(b),
+                messages::pdb_message(b),
             )),
         }))
     }));
@@ -251,7 +251,7 @@ fn prepare(spec: &ClusterSpec) -> Prepared {
         .map(|p| {
             encode(Item::Pod(pb::UpdatePodRequest {
                 change: Some(pb::update_pod_request::Change::Upsert(
-                    convert::pod_message(p),
+                    messages::pod_message(p),
                 )),
             }))
         })
@@ -261,7 +261,7 @@ fn prepare(spec: &ClusterSpec) -> Prepared {
         .iter()
         .filter(|p| p.node_name.is_some() && !p.terminating)
         .take(UPDATE_SAMPLE)
-        .map(convert::pod_message)
+        .map(messages::pod_message)
         .collect();
     Prepared {
         first,
@@ -320,7 +320,7 @@ async fn preempt_phase(
     label: &str,
 ) -> anyhow::Result<(Latency, Outcomes)> {
     let request = move |i: u64| pb::PreemptRequest {
-        preemptor: Some(pb::preempt_request::Preemptor::Pod(convert::pod_message(
+        preemptor: Some(pb::preempt_request::Preemptor::Pod(messages::pod_message(
             &make(i),
         ))),
         dry_run: true,

@@ -1,379 +1,75 @@
-//! The rules every reader of Nodes, Pods and PodDisruptionBudgets applies, written once:
-//! accepted values, enum tables, required keys, selector validity and Kubernetes'
-//! defaulting. Readers (Kubernetes JSON/YAML, typed proto, wire bytes) find a field's
-//! value and name its path in their own vocabulary; the verdict on the value comes from
-//! here, so an object means the same whichever way it arrives.
+//! The one builder: every Node, Pod and PodDisruptionBudget becomes a model object here,
+//! however it arrived. A reader (Kubernetes JSON/YAML in `decode`, typed proto and the
+//! wire fast path in `server`) only finds the fields and fills an [`input`]; the walk
+//! over the object, Kubernetes' defaulting (limits default requests, pod-level requests,
+//! sidecars, host ports under `hostNetwork`, the namespace, the uid), every rule on a value
+//! and the field path an error names are written once, here, so an object means the same
+//! and is refused the same whichever way it arrives.
 //!
-//! A rule returns [`Invalid`]: the lowercase message only, the reader adds the path.
+//! Errors name the field as the Kubernetes object's JSON does, map keys in brackets
+//! (`spec.containers[0].resources.requests[cpu]`); a reader puts its own prefix before it
+//! (the request field, a list item).
 
-use super::quantity::Quantity;
-use super::{
-    BIND_ALL_IP, HostPort, InclusionPolicy, LabelSelector, Labels, NodeSelectorOperator, Operator,
-    PodPhase, PreemptionPolicy, Protocol, Requirement, Str, TaintEffect, TolerationOperator,
-    WhenUnsatisfiable,
+pub mod input;
+mod memo;
+mod node;
+mod path;
+mod pdb;
+mod pod;
+mod rules;
+
+use std::borrow::Cow;
+
+pub use input::{
+    AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, NodeInput,
+    NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities, RequirementInput,
+    ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput, TolerationInput,
+    UncommonPodFields,
 };
+pub use memo::Memo;
+pub use node::node;
+pub use pdb::pdb;
+pub use pod::pod;
+pub use rules::{is_label_value, is_qualified_name};
 
-/// Why a field's value is refused; the reader names the field.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invalid(pub String);
+use super::Labels;
 
-impl Invalid {
-    fn new(message: impl Into<String>) -> Self {
-        Invalid(message.into())
+/// An object the builder refuses: the field (a Kubernetes JSON path, empty for the object
+/// itself) and why, lowercase.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct BuildError {
+    pub path: String,
+    pub message: String,
+}
+
+/// `pairs` in key order, each key once (the last of a repeated key counts, as in a
+/// protobuf map): borrowed when they already are, as readers of maps mostly give them.
+fn in_key_order<'p, 'a, V: Clone>(pairs: &'p [(&'a str, V)]) -> Cow<'p, [(&'a str, V)]> {
+    if pairs.windows(2).all(|w| w[0].0 < w[1].0) {
+        return Cow::Borrowed(pairs);
     }
-}
-
-type Rule<T> = Result<T, Invalid>;
-
-pub const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
-pub const SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist"];
-pub const NODE_SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
-pub const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
-pub const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
-pub const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
-pub const WHEN_UNSATISFIABLE: &[&str] = &["DoNotSchedule", "ScheduleAnyway"];
-pub const INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
-pub const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
-pub const PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];
-
-/// The message for an enum value outside `supported`.
-pub fn unsupported(value: &str, supported: &[&str]) -> Invalid {
-    let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
-    Invalid(format!(
-        "unsupported value {value:?}: supported values are {}",
-        list.join(", ")
-    ))
-}
-
-fn one_of<T>(value: &str, parse: impl Fn(&str) -> Option<T>, supported: &[&str]) -> Rule<T> {
-    parse(value).ok_or_else(|| unsupported(value, supported))
-}
-
-/// Object names, taint keys, resource names and topology keys: required.
-pub fn required(value: &str) -> Rule<()> {
-    if value.is_empty() {
-        Err(Invalid::new("must not be empty"))
-    } else {
-        Ok(())
-    }
-}
-
-/// A non-negative quantity under upstream `resource.ParseQuantity`'s grammar (see
-/// [`Quantity::parse`]: a decimal exponent is accepted when it fits in an int64).
-pub fn quantity(text: &str) -> Rule<Quantity> {
-    let q = Quantity::parse(text).map_err(|e| Invalid(e.to_string()))?;
-    if q.is_negative() {
-        return Err(Invalid::new("must be non-negative"));
-    }
-    Ok(q)
-}
-
-/// A resource list's key (`cpu`, `nvidia.com/gpu`): required.
-pub fn resource_name(name: &str) -> Rule<()> {
-    required(name)
-}
-
-/// Where an object without a namespace lives.
-pub fn namespace_or_default(namespace: &str) -> &str {
-    if namespace.is_empty() {
-        "default"
-    } else {
-        namespace
-    }
-}
-
-/// A namespaced object's uid when none is given: `namespace/name`, stable across updates.
-pub fn namespaced_uid(namespace: &str, name: &str) -> String {
-    format!("{namespace}/{name}")
-}
-
-/// RFC 3339 → Unix nanoseconds; empty → `None`.
-pub fn timestamp(text: &str) -> Rule<Option<i64>> {
-    if text.is_empty() {
-        return Ok(None);
-    }
-    super::rfc3339_nanos(text)
-        .map(Some)
-        .ok_or_else(|| Invalid(format!("invalid RFC 3339 timestamp {text:?}")))
-}
-
-pub fn taint_effect(text: &str) -> Rule<TaintEffect> {
-    one_of(text, TaintEffect::parse, TAINT_EFFECTS)
-}
-
-/// A toleration's effect; empty tolerates every effect.
-pub fn toleration_effect(text: &str) -> Rule<Option<TaintEffect>> {
-    if text.is_empty() {
-        Ok(None)
-    } else {
-        taint_effect(text).map(Some)
-    }
-}
-
-/// A toleration's operator; empty means `Equal`.
-pub fn toleration_operator(text: &str) -> Rule<TolerationOperator> {
-    one_of(
-        text,
-        |s| match s {
-            "" | "Equal" => Some(TolerationOperator::Equal),
-            "Exists" => Some(TolerationOperator::Exists),
-            _ => None,
-        },
-        TOLERATION_OPERATORS,
-    )
-}
-
-/// A pod's preemption policy; empty means `PreemptLowerPriority`.
-pub fn preemption_policy(text: &str) -> Rule<PreemptionPolicy> {
-    one_of(
-        text,
-        |s| match s {
-            "" | "PreemptLowerPriority" => Some(PreemptionPolicy::PreemptLowerPriority),
-            "Never" => Some(PreemptionPolicy::Never),
-            _ => None,
-        },
-        PREEMPTION_POLICIES,
-    )
-}
-
-/// A pod's phase; empty means `Pending`.
-pub fn phase(text: &str) -> Rule<PodPhase> {
-    one_of(text, PodPhase::parse, PHASES)
-}
-
-/// A container's restart policy (empty allowed); an init container with `Always` is a
-/// sidecar.
-pub fn restart_always(text: &str, init: bool) -> Rule<bool> {
-    if !text.is_empty() && !RESTART_POLICIES.contains(&text) {
-        return Err(unsupported(text, RESTART_POLICIES));
-    }
-    Ok(init && text == "Always")
-}
-
-/// Which field of a container port a rule refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PortField {
-    HostPort,
-    Protocol,
-}
-
-/// A container port as the scheduler sees it: `None` without a host port. With
-/// `host_network`, a port without `hostPort` takes its `containerPort` (API defaulting).
-pub fn host_port(
-    host_port: i32,
-    container_port: i32,
-    protocol: &str,
-    host_ip: &str,
-    host_network: bool,
-) -> Result<Option<HostPort>, (PortField, Invalid)> {
-    let port = if host_network && host_port == 0 {
-        container_port
-    } else {
-        host_port
-    };
-    if !(0..=65_535).contains(&port) {
-        return Err((
-            PortField::HostPort,
-            Invalid::new("must be between 0 and 65535"),
-        ));
-    }
-    let protocol =
-        one_of(protocol, Protocol::parse, PROTOCOLS).map_err(|e| (PortField::Protocol, e))?;
-    Ok((port > 0).then(|| HostPort {
-        ip: if host_ip.is_empty() {
-            BIND_ALL_IP
-        } else {
-            host_ip
-        }
-        .into(),
-        protocol,
-        port,
-    }))
-}
-
-pub fn node_selector_operator(text: &str) -> Rule<NodeSelectorOperator> {
-    one_of(text, NodeSelectorOperator::parse, NODE_SELECTOR_OPERATORS)
-}
-
-pub fn max_skew(value: i32) -> Rule<i32> {
-    if value < 1 {
-        Err(Invalid::new("must be greater than zero"))
-    } else {
-        Ok(value)
-    }
-}
-
-pub fn when_unsatisfiable(text: &str) -> Rule<WhenUnsatisfiable> {
-    one_of(
-        text,
-        |s| match s {
-            "DoNotSchedule" => Some(WhenUnsatisfiable::DoNotSchedule),
-            "ScheduleAnyway" => Some(WhenUnsatisfiable::ScheduleAnyway),
-            _ => None,
-        },
-        WHEN_UNSATISFIABLE,
-    )
-}
-
-/// A spread constraint's node affinity or taints policy; empty takes `default`.
-pub fn inclusion_policy(text: &str, default: InclusionPolicy) -> Rule<InclusionPolicy> {
-    one_of(
-        text,
-        |s| match s {
-            "" => Some(default),
-            "Honor" => Some(InclusionPolicy::Honor),
-            "Ignore" => Some(InclusionPolicy::Ignore),
-            _ => None,
-        },
-        INCLUSION_POLICIES,
-    )
-}
-
-// ---------------------------------------------------------------------------------------
-// Label selectors.
-
-/// One `matchExpressions` entry as a reader found it.
-pub struct ExpressionInput<'a> {
-    pub key: &'a str,
-    pub operator: &'a str,
-    pub values: Vec<Str>,
-}
-
-/// Which field of `matchExpressions[index]` a selector rule refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExpressionField {
-    Operator,
-    Values,
-}
-
-/// The refusal of a pod's selector: the expression's index, its field, why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SelectorError {
-    pub index: usize,
-    pub field: ExpressionField,
-    pub invalid: Invalid,
-}
-
-/// A pod's selector (affinity terms, spread constraints): the API server validates those
-/// before the scheduler sees them, so an unknown operator or a misplaced value list is an
-/// error.
-pub fn pod_selector(
-    match_labels: Labels,
-    expressions: Vec<ExpressionInput<'_>>,
-) -> Result<LabelSelector, SelectorError> {
-    let mut match_expressions = Vec::with_capacity(expressions.len());
-    for (index, e) in expressions.into_iter().enumerate() {
-        let refuse = |field, invalid| SelectorError {
-            index,
-            field,
-            invalid,
-        };
-        let operator = one_of(e.operator, Operator::parse, SELECTOR_OPERATORS)
-            .map_err(|i| refuse(ExpressionField::Operator, i))?;
-        match operator {
-            Operator::In | Operator::NotIn if e.values.is_empty() => {
-                return Err(refuse(
-                    ExpressionField::Values,
-                    Invalid::new("must be specified when operator is In or NotIn"),
-                ));
-            }
-            Operator::Exists | Operator::DoesNotExist if !e.values.is_empty() => {
-                return Err(refuse(
-                    ExpressionField::Values,
-                    Invalid::new("may not be specified when operator is Exists or DoesNotExist"),
-                ));
-            }
-            _ => {}
-        }
-        match_expressions.push(Requirement {
-            key: e.key.into(),
-            operator,
-            values: e.values,
-        });
-    }
-    Ok(LabelSelector {
-        match_labels,
-        match_expressions,
-    })
-}
-
-/// A PodDisruptionBudget's selector, never refused: what upstream's
-/// `LabelSelectorAsSelector` cannot convert (an unknown operator, a key or value that is
-/// not a label, In without values) becomes a requirement `is_valid()` rejects, so the
-/// budget is kept and skipped as upstream skips it.
-pub fn pdb_selector(match_labels: Labels, expressions: Vec<ExpressionInput<'_>>) -> LabelSelector {
-    let mut match_expressions = Vec::with_capacity(expressions.len());
-    for (k, v) in match_labels.iter() {
-        if !is_qualified_name(k) || !is_label_value(v) {
-            match_expressions.push(invalid_requirement(k));
+    let mut sorted = pairs.to_vec();
+    // Stable: the entries of one key stay in order, and the last one is kept.
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    let mut kept: Vec<(&'a str, V)> = Vec::with_capacity(sorted.len());
+    for entry in sorted {
+        match kept.last_mut() {
+            Some(last) if last.0 == entry.0 => *last = entry,
+            _ => kept.push(entry),
         }
     }
-    for e in expressions {
-        let requirement = match Operator::parse(e.operator) {
-            Some(operator)
-                if is_qualified_name(e.key) && e.values.iter().all(|v| is_label_value(v)) =>
-            {
-                Requirement {
-                    key: e.key.into(),
-                    operator,
-                    values: e.values,
-                }
-            }
-            _ => invalid_requirement(e.key),
-        };
-        match_expressions.push(requirement);
-    }
-    LabelSelector {
-        match_labels,
-        match_expressions,
-    }
+    Cow::Owned(kept)
 }
 
-/// A requirement `is_valid()` rejects, standing for what upstream cannot convert.
-fn invalid_requirement(key: &str) -> Requirement {
-    Requirement {
-        key: key.into(),
-        operator: Operator::In,
-        values: Vec::new(),
-    }
-}
-
-/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`, at most 63 characters.
-fn is_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// Upstream `IsValidLabelValue`: empty, or a label name.
-pub fn is_label_value(s: &str) -> bool {
-    s.is_empty() || is_label_name(s)
-}
-
-/// Upstream `IsDNS1123Subdomain`.
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            b.first()
-                .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && b.last()
-                    .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        })
-}
-
-/// Upstream `IsQualifiedName` (label keys): `[prefix/]name`.
-pub fn is_qualified_name(s: &str) -> bool {
-    match s.split_once('/') {
-        None => is_label_name(s),
-        Some((prefix, name)) => is_dns_subdomain(prefix) && is_label_name(name),
-    }
+/// A label set of `pairs` without a memo (selectors' `matchLabels`).
+fn labels_of(pairs: &[(&str, &str)]) -> Labels {
+    Labels::new(
+        in_key_order(pairs)
+            .iter()
+            .map(|&(k, v)| (k.into(), v.into()))
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -381,44 +77,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quantities_follow_parse_quantity() {
-        assert!(quantity("1.5e-2147483648").is_ok());
-        assert!(
-            quantity("1e999999999999999999").is_err(),
-            "exponent beyond int64"
-        );
-        assert_eq!(quantity("-1").unwrap_err().0, "must be non-negative");
-        assert_eq!(quantity("12x").unwrap_err().0, "invalid quantity \"12x\"");
-    }
-
-    #[test]
-    fn host_ports_default_and_range() {
-        assert_eq!(host_port(0, 80, "", "", false).unwrap(), None);
-        let p = host_port(0, 80, "UDP", "", true).unwrap().unwrap();
-        assert_eq!((p.port, p.protocol), (80, Protocol::Udp));
-        assert_eq!(
-            host_port(70_000, 0, "", "", false).unwrap_err().0,
-            PortField::HostPort
-        );
-        assert_eq!(
-            host_port(1, 0, "ICMP", "", false).unwrap_err().0,
-            PortField::Protocol
-        );
-    }
-
-    #[test]
-    fn pdb_selectors_keep_what_upstream_cannot_convert_as_invalid() {
-        let exprs = |key: &'static str, op: &'static str| {
-            vec![ExpressionInput {
-                key,
-                operator: op,
-                values: vec!["a".into()],
-            }]
-        };
-        assert!(pdb_selector(Labels::default(), exprs("app", "In")).is_valid());
-        assert!(!pdb_selector(Labels::default(), exprs("app", "Near")).is_valid());
-        assert!(!pdb_selector(Labels::default(), exprs("-bad", "In")).is_valid());
-        let e = pod_selector(Labels::default(), exprs("app", "Near")).unwrap_err();
-        assert_eq!((e.index, e.field), (0, ExpressionField::Operator));
+    fn pairs_come_in_key_order_with_the_last_of_a_repeated_key() {
+        let sorted = [("a", 1), ("b", 2)];
+        assert!(matches!(in_key_order(&sorted), Cow::Borrowed(_)));
+        let repeated = [("b", 1), ("a", 2), ("b", 3), ("a", 4)];
+        assert_eq!(&*in_key_order(&repeated), &[("a", 4), ("b", 3)]);
     }
 }

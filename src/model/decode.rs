@@ -1,30 +1,25 @@
-//! Decoding of Kubernetes objects (JSON or YAML, as `kubectl get -o json|yaml` prints them)
-//! into the model.
+//! Reading Kubernetes objects (JSON or YAML, as `kubectl get -o json|yaml` prints them):
+//! this module finds the fields in the document and fills the builder's input; what they
+//! mean, their defaults and their validity are the builder's ([`super::build`]).
 //!
-//! Unknown fields are ignored; wrong JSON types, unsupported enum values and invalid
-//! quantities are errors that name the offending field in Kubernetes field-path style
-//! (`spec.containers[0].resources.requests.cpu: invalid quantity "12x"`). JSON `null` is
-//! treated like a missing field everywhere, as Go's decoder does.
-//!
-//! The API-server defaulting that changes scheduling is applied here so hand-written
-//! manifests mean what they would mean once created: container `limits` default missing
-//! `requests`, pod-level `limits` default missing pod-level `requests`, and with
-//! `hostNetwork: true` a port without `hostPort` gets `hostPort = containerPort`.
+//! Unknown fields are ignored; a value of the wrong JSON type is this reader's error, and
+//! names the field as the builder's errors do (`spec.containers[0].resources.requests[cpu]:
+//! expected a quantity (a string or a number)`). JSON `null` is treated like a missing field
+//! everywhere, as Go's decoder does.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use triomphe::Arc;
 
 use serde_json::{Map, Value};
+use smallvec::SmallVec;
 
-use super::build::{self, ExpressionField, ExpressionInput, Invalid, PortField};
-use super::quantity::Quantity;
-use super::resources;
-use super::{
-    Container, ContainerResources, InclusionPolicy, LabelSelector, Labels, Node, NodeSelector,
-    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, PodCondition, PodDetails,
-    PodDisruptionBudget, Str, Taint, Toleration, TopologySpreadConstraint,
+use super::build::{
+    self, AffinityInput, AffinityTermInput, BuildError, ConditionInput, ContainerInput, Memo,
+    NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities,
+    RequirementInput, ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput,
+    TolerationInput, UncommonPodFields,
 };
+use super::{Node, Pod, PodDisruptionBudget};
 
 /// A decoding failure: the field path relative to the decoded value (empty for the value
 /// itself or for a parse error) and a lowercase message.
@@ -168,6 +163,8 @@ enum Seg<'a> {
     Root,
     Field(&'a str),
     Index(usize),
+    /// A map's entry: `[key]`.
+    Key(&'a str),
 }
 
 /// A field path as a linked list through the stack; rendered only for errors.
@@ -197,6 +194,11 @@ impl Path<'_> {
                 }
                 Seg::Index(i) => {
                     let _ = write!(out, "[{i}]");
+                }
+                Seg::Key(key) => {
+                    out.push('[');
+                    out.push_str(key);
+                    out.push(']');
                 }
             }
         }
@@ -301,7 +303,7 @@ impl<'v, 'p> Cur<'v, 'p> {
                     value: Some(v),
                     path: Path {
                         parent: Some(&self.path),
-                        seg: Seg::Field(k.as_str()),
+                        seg: Seg::Key(k.as_str()),
                     },
                 },
             )
@@ -326,66 +328,59 @@ impl<'v, 'p> Cur<'v, 'p> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Small field decoders.
+// Small field readers.
 
-/// A builder rule's verdict on the value at `cur`.
-fn rule<T>(cur: &Cur<'_, '_>, verdict: Result<T, Invalid>) -> Result<T> {
-    verdict.map_err(|Invalid(message)| cur.err(message))
-}
-
-/// A string field judged by a builder rule (missing means empty).
-fn string_rule<T>(cur: &Cur<'_, '_>, judge: impl FnOnce(&str) -> Result<T, Invalid>) -> Result<T> {
-    let text = cur.string()?;
-    rule(cur, judge(text))
+/// The builder's verdict on the object at `cur`: its error's path is put after `cur`'s.
+fn built<T>(cur: &Cur<'_, '_>, result: std::result::Result<T, BuildError>) -> Result<T> {
+    result.map_err(|BuildError { path, message }| {
+        let prefix = cur.path.render();
+        let path = if prefix.is_empty() {
+            path
+        } else if path.is_empty() || path.starts_with('[') {
+            prefix + &path
+        } else {
+            prefix + "." + &path
+        };
+        DecodeError { path, message }
+    })
 }
 
 /// An array of strings (missing → empty).
-fn strings(cur: &Cur<'_, '_>) -> Result<Vec<Str>> {
-    cur.elements()?
-        .map(|item| item.string().map(Str::from))
-        .collect()
+fn strings<'v>(cur: &Cur<'v, '_>) -> Result<Vec<&'v str>> {
+    cur.elements()?.map(|item| item.string()).collect()
 }
 
 /// A map of strings (labels, nodeSelector, matchLabels).
-fn string_map(cur: &Cur<'_, '_>) -> Result<Labels> {
-    let pairs = cur
-        .entries()?
-        .map(|(k, v)| Ok((Str::from(k), Str::from(v.string()?))))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Labels::new(pairs))
+fn string_map<'v, const N: usize>(cur: &Cur<'v, '_>) -> Result<Pairs<'v, N>> {
+    cur.entries()?.map(|(k, v)| Ok((k, v.string()?))).collect()
 }
 
-fn timestamp(cur: &Cur<'_, '_>) -> Result<Option<i64>> {
-    string_rule(cur, build::timestamp)
-}
-
-/// A non-negative quantity given as a string or a JSON number; `null` is zero (as Go's
+/// A quantity given as a string or a JSON number; `null` is zero (as Go's
 /// `Quantity.UnmarshalJSON` reads it).
-fn quantity(cur: &Cur<'_, '_>) -> Result<Quantity> {
-    let text: Cow<'_, str> = match cur.present() {
-        None => return Ok(Quantity::ZERO),
-        Some(Value::String(s)) => Cow::Borrowed(s),
-        Some(Value::Number(n)) => Cow::Owned(n.to_string()),
-        Some(_) => return Err(cur.err("expected a quantity (a string or a number)")),
-    };
-    rule(cur, build::quantity(&text))
+fn quantity<'v>(cur: &Cur<'v, '_>) -> Result<Cow<'v, str>> {
+    match cur.present() {
+        None => Ok(Cow::Borrowed("0")),
+        Some(Value::String(s)) => Ok(Cow::Borrowed(s)),
+        Some(Value::Number(n)) => Ok(Cow::Owned(n.to_string())),
+        Some(_) => Err(cur.err("expected a quantity (a string or a number)")),
+    }
 }
 
-fn resource_list(cur: &Cur<'_, '_>) -> Result<Vec<(Str, Quantity)>> {
+fn resource_list<'v, const N: usize>(cur: &Cur<'v, '_>) -> Result<Quantities<'v, N>> {
     cur.entries()?
-        .map(|(name, v)| {
-            rule(&v, build::resource_name(name))?;
-            Ok((Str::from(name), quantity(&v)?))
-        })
+        .map(|(name, v)| Ok((name, quantity(&v)?)))
         .collect()
 }
 
-/// `requests` with Kubernetes' defaulting: each limit without a request becomes the request.
-fn requests_with_limits(resources: &Cur<'_, '_>) -> Result<ContainerResources> {
-    Ok(resources::requests_defaulted_from_limits(
-        resource_list(&resources.get("requests")?)?,
-        resource_list(&resources.get("limits")?)?,
-    ))
+fn resources<'v>(cur: &Cur<'v, '_>) -> Result<ResourcesInput<'v>> {
+    Ok(ResourcesInput {
+        requests: resource_list(&cur.get("requests")?)?,
+        limits: resource_list(&cur.get("limits")?)?,
+    })
+}
+
+fn int32_or_zero(cur: &Cur<'_, '_>) -> Result<i32> {
+    Ok(cur.int32()?.unwrap_or(0))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -411,37 +406,24 @@ fn check_type(cur: &Cur<'_, '_>, kind: &str, api_versions: &[&str]) -> Result<()
     Ok(())
 }
 
-struct Meta<'v> {
+struct Meta<'v, const N: usize> {
     name: &'v str,
-    /// Empty unless namespaced.
     namespace: &'v str,
-    uid: Option<&'v str>,
+    uid: &'v str,
     resource_version: u64,
-    labels: Labels,
-    deleting: bool,
+    labels: Pairs<'v, N>,
+    deletion_timestamp: &'v str,
 }
 
-fn metadata<'v>(object: &Cur<'v, '_>, namespaced: bool) -> Result<Meta<'v>> {
+fn metadata<'v, const N: usize>(object: &Cur<'v, '_>) -> Result<Meta<'v, N>> {
     let meta = object.get("metadata")?;
-    let name_cur = meta.get("name")?;
-    let name = name_cur.string()?;
-    rule(&name_cur, build::required(name))?;
-    let namespace = if namespaced {
-        build::namespace_or_default(meta.get("namespace")?.string()?)
-    } else {
-        ""
-    };
-    let uid = meta.get("uid")?.str()?.filter(|u| !u.is_empty());
-    let resource_version = resource_version(&meta.get("resourceVersion")?)?;
-    let labels = string_map(&meta.get("labels")?)?;
-    let deleting = meta.get("deletionTimestamp")?.present().is_some();
     Ok(Meta {
-        name,
-        namespace,
-        uid,
-        resource_version,
-        labels,
-        deleting,
+        name: meta.get("name")?.string()?,
+        namespace: meta.get("namespace")?.string()?,
+        uid: meta.get("uid")?.string()?,
+        resource_version: resource_version(&meta.get("resourceVersion")?)?,
+        labels: string_map(&meta.get("labels")?)?,
+        deletion_timestamp: meta.get("deletionTimestamp")?.string()?,
     })
 }
 
@@ -485,340 +467,232 @@ fn object_at(cur: &Cur<'_, '_>, default_kind: Option<&str>) -> Result<Object> {
 fn node_at(cur: &Cur<'_, '_>) -> Result<Node> {
     cur.require_object()?;
     check_type(cur, KIND_NODE, &["v1"])?;
-    let meta = metadata(cur, false)?;
+    let meta = metadata(cur)?;
     let spec = cur.get("spec")?;
     let taints = spec.get("taints")?;
     let taints = taints
         .elements()?
-        .map(|t| taint(&t))
+        .map(|t| {
+            t.require_object()?;
+            Ok(TaintInput {
+                key: t.get("key")?.string()?,
+                value: t.get("value")?.string()?,
+                effect: t.get("effect")?.string()?,
+            })
+        })
         .collect::<Result<_>>()?;
-    let status = cur.get("status")?;
-    let allocatable = resource_list(&status.get("allocatable")?)?;
-    Ok(Node {
-        name: meta.name.into(),
-        uid: meta.uid.unwrap_or(meta.name).into(),
+    let input = NodeInput {
+        name: meta.name,
+        uid: meta.uid,
         resource_version: meta.resource_version,
         labels: meta.labels,
         taints,
         unschedulable: spec.get("unschedulable")?.bool()?,
-        allocatable: ContainerResources::new(allocatable).to_resources(),
-    })
-}
-
-fn taint(cur: &Cur<'_, '_>) -> Result<Taint> {
-    cur.require_object()?;
-    let key_cur = cur.get("key")?;
-    let key = key_cur.string()?;
-    rule(&key_cur, build::required(key))?;
-    Ok(Taint {
-        key: key.into(),
-        value: cur.get("value")?.string()?.into(),
-        effect: string_rule(&cur.get("effect")?, build::taint_effect)?,
-    })
+        allocatable: resource_list(&cur.get("status")?.get("allocatable")?)?,
+    };
+    built(cur, build::node(&input, &mut Memo::disabled()))
 }
 
 fn pdb_at(cur: &Cur<'_, '_>) -> Result<PodDisruptionBudget> {
     cur.require_object()?;
     check_type(cur, KIND_PDB, &["policy/v1", "policy/v1beta1"])?;
-    let meta = metadata(cur, true)?;
-    let spec = cur.get("spec")?;
-    let selector = pdb_selector(&spec.get("selector")?)?;
+    let meta = metadata::<0>(cur)?;
     let status = cur.get("status")?;
-    let disruptions_allowed = status.get("disruptionsAllowed")?.int32()?.unwrap_or(0);
     let disrupted = status.get("disruptedPods")?;
-    let disrupted_pods = disrupted
-        .entries()?
-        .map(|(name, _)| Str::from(name))
-        .collect();
-    Ok(PodDisruptionBudget {
-        namespace: meta.namespace.into(),
-        name: meta.name.into(),
-        uid: match meta.uid {
-            Some(uid) => uid.into(),
-            None => build::namespaced_uid(meta.namespace, meta.name).into(),
-        },
+    let input = PdbInput {
+        namespace: meta.namespace,
+        name: meta.name,
+        uid: meta.uid,
         resource_version: meta.resource_version,
-        selector,
-        disruptions_allowed,
-        disrupted_pods,
-    })
+        selector: selector(&cur.get("spec")?.get("selector")?)?,
+        disruptions_allowed: int32_or_zero(&status.get("disruptionsAllowed")?)?,
+        disrupted_pods: disrupted.entries()?.map(|(name, _)| name).collect(),
+    };
+    built(cur, build::pdb(&input, &mut Memo::disabled()))
 }
 
 fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
     cur.require_object()?;
     check_type(cur, KIND_POD, &["v1"])?;
-    let meta = metadata(cur, true)?;
-    let uid = match meta.uid {
-        Some(uid) => Cow::Borrowed(uid),
-        None => Cow::Owned(build::namespaced_uid(meta.namespace, meta.name)),
-    };
-    let mut pod = Pod::new(meta.namespace, meta.name, &uid);
-    pod.resource_version = meta.resource_version;
-    pod.labels = meta.labels;
-    pod.terminating = meta.deleting;
-
+    let meta = metadata(cur)?;
     let spec = cur.get("spec")?;
     spec.object()?;
-    pod.node_name = spec
-        .get("nodeName")?
-        .str()?
-        .filter(|n| !n.is_empty())
-        .map(Str::from);
-    let scheduler_name = spec
-        .get("schedulerName")?
-        .str()?
-        .filter(|n| !n.is_empty() && *n != crate::model::DEFAULT_SCHEDULER)
-        .map(Str::from);
-    pod.priority = spec.get("priority")?.int32()?.unwrap_or(0);
-    pod.preemption_policy = string_rule(&spec.get("preemptionPolicy")?, build::preemption_policy)?;
-
-    let mut details = PodDetails {
-        scheduler_name,
-        ..PodDetails::default()
-    };
-    let host_network = spec.get("hostNetwork")?.bool()?;
-    let containers = spec.get("containers")?;
-    details.containers = containers
-        .elements()?
-        .map(|c| container(&c, false, host_network))
-        .collect::<Result<_>>()?;
-    let init_containers = spec.get("initContainers")?;
-    details.init_containers = init_containers
-        .elements()?
-        .map(|c| container(&c, true, host_network))
-        .collect::<Result<_>>()?;
-    details.overhead = ContainerResources::new(resource_list(&spec.get("overhead")?)?);
-    details.pod_requests = pod_level_requests(&spec.get("resources")?, &details)?;
-
-    let tolerations = spec.get("tolerations")?;
-    details.tolerations = tolerations
-        .elements()?
-        .map(|t| toleration(&t))
-        .collect::<Result<_>>()?;
-    details.node_selector = string_map(&spec.get("nodeSelector")?)?;
-
-    let affinity = spec.get("affinity")?;
-    let node_affinity = affinity.get("nodeAffinity")?;
-    let required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")?;
-    details.required_node_affinity = node_selector(&required)?;
-    details.pod_affinity = pod_affinity_terms(&affinity.get("podAffinity")?)?;
-    details.pod_anti_affinity = pod_affinity_terms(&affinity.get("podAntiAffinity")?)?;
-
-    let spread = spec.get("topologySpreadConstraints")?;
-    details.topology_spread = spread
-        .elements()?
-        .map(|c| spread_constraint(&c))
-        .collect::<Result<_>>()?;
-
     let status = cur.get("status")?;
-    pod.start_time = timestamp(&status.get("startTime")?)?.into();
-    let conditions = status.get("conditions")?;
-    details.conditions = conditions
-        .elements()?
-        .map(|c| {
-            c.require_object()?;
-            Ok(PodCondition {
-                type_: c.get("type")?.string()?.into(),
-                status: c.get("status")?.string()?.into(),
-                reason: c.get("reason")?.string()?.into(),
-            })
-        })
-        .collect::<Result<_>>()?;
-    pod.details = Arc::new(details);
-    pod.nominated_node_name = status
-        .get("nominatedNodeName")?
-        .str()?
-        .filter(|n| !n.is_empty())
-        .map(Str::from);
-    pod.phase = string_rule(&status.get("phase")?, build::phase)?;
-
-    Ok(pod.finish())
-}
-
-fn container(cur: &Cur<'_, '_>, init: bool, host_network: bool) -> Result<Container> {
-    cur.require_object()?;
-    let requests = requests_with_limits(&cur.get("resources")?)?;
-    let ports_cur = cur.get("ports")?;
-    let mut ports = Vec::new();
-    for port in ports_cur.elements()? {
-        port.require_object()?;
-        let host_port_cur = port.get("hostPort")?;
-        let protocol_cur = port.get("protocol")?;
-        let verdict = build::host_port(
-            host_port_cur.int32()?.unwrap_or(0),
-            port.get("containerPort")?.int32()?.unwrap_or(0),
-            protocol_cur.string()?,
-            port.get("hostIP")?.string()?,
-            host_network,
-        );
-        match verdict {
-            Ok(host_port) => ports.extend(host_port),
-            Err((PortField::HostPort, Invalid(message))) => {
-                return Err(host_port_cur.err(message));
-            }
-            Err((PortField::Protocol, Invalid(message))) => {
-                return Err(protocol_cur.err(message));
-            }
+    let input = PodInput {
+        namespace: meta.namespace,
+        name: meta.name,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        labels: meta.labels,
+        deletion_timestamp: meta.deletion_timestamp,
+        node_name: spec.get("nodeName")?.string()?,
+        scheduler_name: spec.get("schedulerName")?.string()?,
+        priority: spec.get("priority")?.int32()?,
+        preemption_policy: spec.get("preemptionPolicy")?.string()?,
+        host_network: spec.get("hostNetwork")?.bool()?,
+        containers: containers(&spec.get("containers")?)?,
+        tolerations: tolerations(&spec.get("tolerations")?)?,
+        node_selector: string_map(&spec.get("nodeSelector")?)?,
+        start_time: status.get("startTime")?.string()?,
+        nominated_node_name: status.get("nominatedNodeName")?.string()?,
+        phase: status.get("phase")?.string()?,
+        uncommon: UncommonPodFields {
+            init_containers: containers(&spec.get("initContainers")?)?,
+            overhead: resource_list(&spec.get("overhead")?)?,
+            resources: resources(&spec.get("resources")?)?,
+            affinity: affinity(&spec.get("affinity")?)?,
+            topology_spread_constraints: spread_constraints(
+                &spec.get("topologySpreadConstraints")?,
+            )?,
+            conditions: conditions(&status.get("conditions")?)?,
         }
-    }
-    let restart_always = string_rule(&cur.get("restartPolicy")?, |text| {
-        build::restart_always(text, init)
-    })?;
-    Ok(Container {
-        name: cur.get("name")?.string()?.into(),
-        requests,
-        ports,
-        restart_always,
-    })
+        .boxed_unless_empty(),
+        details: Source::Fields,
+        label_set: Source::Fields,
+    };
+    built(cur, build::pod(&input, &mut Memo::disabled()))
 }
 
-/// Pod-level `spec.resources.requests` with upstream `defaultPodRequests`: only when
-/// pod-level limits are set, a supported resource without a pod-level request takes the
-/// containers' aggregate request (cpu, memory) when some container requests it, else the
-/// pod-level limit. The aggregate case is left unset here: an unset pod-level request
-/// already means the container aggregate, so the effective requests are the same.
-fn pod_level_requests(resources: &Cur<'_, '_>, details: &PodDetails) -> Result<ContainerResources> {
-    Ok(resources::pod_level_requests_defaulted(
-        resource_list(&resources.get("requests")?)?,
-        resource_list(&resources.get("limits")?)?,
-        details,
-    ))
+fn containers<'v, C: FromIterator<ContainerInput<'v>>>(cur: &Cur<'v, '_>) -> Result<C> {
+    cur.elements()?.map(|c| container(&c)).collect()
 }
 
-fn toleration(cur: &Cur<'_, '_>) -> Result<Toleration> {
+fn container<'v>(cur: &Cur<'v, '_>) -> Result<ContainerInput<'v>> {
     cur.require_object()?;
-    Ok(Toleration {
-        key: cur.get("key")?.string()?.into(),
-        operator: string_rule(&cur.get("operator")?, build::toleration_operator)?,
-        value: cur.get("value")?.string()?.into(),
-        effect: string_rule(&cur.get("effect")?, build::toleration_effect)?,
-    })
-}
-
-/// Required node affinity, kept as written (the engine judges invalid terms).
-fn node_selector(cur: &Cur<'_, '_>) -> Result<Option<NodeSelector>> {
-    if cur.object()?.is_none() {
-        return Ok(None);
-    }
-    let terms_cur = cur.get("nodeSelectorTerms")?;
-    let terms = terms_cur
+    let ports = cur.get("ports")?;
+    let ports = ports
         .elements()?
-        .map(|term| {
-            term.require_object()?;
-            Ok(NodeSelectorTerm {
-                match_expressions: node_selector_requirements(&term.get("matchExpressions")?)?,
-                match_fields: node_selector_requirements(&term.get("matchFields")?)?,
+        .map(|port| {
+            port.require_object()?;
+            Ok(PortInput {
+                host_port: int32_or_zero(&port.get("hostPort")?)?,
+                container_port: int32_or_zero(&port.get("containerPort")?)?,
+                protocol: port.get("protocol")?.string()?,
+                host_ip: port.get("hostIP")?.string()?,
             })
         })
         .collect::<Result<_>>()?;
-    Ok(Some(NodeSelector { terms }))
+    Ok(ContainerInput {
+        name: cur.get("name")?.string()?,
+        resources: resources(&cur.get("resources")?)?,
+        ports,
+        restart_policy: cur.get("restartPolicy")?.string()?,
+    })
 }
 
-fn node_selector_requirements(cur: &Cur<'_, '_>) -> Result<Vec<NodeSelectorRequirement>> {
+fn tolerations<'v, const N: usize>(
+    cur: &Cur<'v, '_>,
+) -> Result<SmallVec<[TolerationInput<'v>; N]>> {
     cur.elements()?
-        .map(|req| {
-            req.require_object()?;
-            let operator = string_rule(&req.get("operator")?, build::node_selector_operator)?;
-            Ok(NodeSelectorRequirement {
-                key: req.get("key")?.string()?.into(),
-                operator,
-                values: strings(&req.get("values")?)?,
+        .map(|t| {
+            t.require_object()?;
+            Ok(TolerationInput {
+                key: t.get("key")?.string()?,
+                operator: t.get("operator")?.string()?,
+                value: t.get("value")?.string()?,
+                effect: t.get("effect")?.string()?,
             })
         })
         .collect()
 }
 
-fn pod_affinity_terms(cur: &Cur<'_, '_>) -> Result<Vec<PodAffinityTerm>> {
+fn affinity<'v>(cur: &Cur<'v, '_>) -> Result<AffinityInput<'v>> {
+    let node_affinity = cur.get("nodeAffinity")?;
+    let required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")?;
+    let required_node_affinity = match required.object()? {
+        None => None,
+        Some(_) => {
+            let terms = required.get("nodeSelectorTerms")?;
+            let terms = terms
+                .elements()?
+                .map(|term| {
+                    term.require_object()?;
+                    Ok(NodeSelectorTermInput {
+                        match_expressions: requirements(&term.get("matchExpressions")?)?,
+                        match_fields: requirements(&term.get("matchFields")?)?,
+                    })
+                })
+                .collect::<Result<_>>()?;
+            Some(terms)
+        }
+    };
+    Ok(AffinityInput {
+        required_node_affinity,
+        pod_affinity: affinity_terms(&cur.get("podAffinity")?)?,
+        pod_anti_affinity: affinity_terms(&cur.get("podAntiAffinity")?)?,
+    })
+}
+
+/// The `matchExpressions` of a label selector, or a node selector term's.
+fn requirements<'v>(cur: &Cur<'v, '_>) -> Result<Vec<RequirementInput<'v>>> {
+    cur.elements()?
+        .map(|r| {
+            r.require_object()?;
+            Ok(RequirementInput {
+                key: r.get("key")?.string()?,
+                operator: r.get("operator")?.string()?,
+                values: strings(&r.get("values")?)?,
+            })
+        })
+        .collect()
+}
+
+fn affinity_terms<'v>(cur: &Cur<'v, '_>) -> Result<Vec<AffinityTermInput<'v>>> {
     let required = cur.get("requiredDuringSchedulingIgnoredDuringExecution")?;
     required
         .elements()?
         .map(|term| {
             term.require_object()?;
-            let key_cur = term.get("topologyKey")?;
-            let topology_key = key_cur.string()?;
-            rule(&key_cur, build::required(topology_key))?;
-            Ok(PodAffinityTerm {
-                label_selector: pod_selector(&term.get("labelSelector")?)?,
+            Ok(AffinityTermInput {
+                label_selector: selector(&term.get("labelSelector")?)?,
                 namespaces: strings(&term.get("namespaces")?)?,
-                namespace_selector: pod_selector(&term.get("namespaceSelector")?)?,
-                topology_key: topology_key.into(),
+                namespace_selector: selector(&term.get("namespaceSelector")?)?,
+                topology_key: term.get("topologyKey")?.string()?,
             })
         })
         .collect()
 }
 
-fn spread_constraint(cur: &Cur<'_, '_>) -> Result<TopologySpreadConstraint> {
-    cur.require_object()?;
-    let skew_cur = cur.get("maxSkew")?;
-    let max_skew = rule(&skew_cur, build::max_skew(skew_cur.int32()?.unwrap_or(0)))?;
-    let key_cur = cur.get("topologyKey")?;
-    let topology_key = key_cur.string()?;
-    rule(&key_cur, build::required(topology_key))?;
-    let when_unsatisfiable =
-        string_rule(&cur.get("whenUnsatisfiable")?, build::when_unsatisfiable)?;
-    Ok(TopologySpreadConstraint {
-        max_skew,
-        topology_key: topology_key.into(),
-        when_unsatisfiable,
-        label_selector: pod_selector(&cur.get("labelSelector")?)?,
-        min_domains: cur.get("minDomains")?.int32()?,
-        match_label_keys: strings(&cur.get("matchLabelKeys")?)?,
-        node_affinity_policy: string_rule(&cur.get("nodeAffinityPolicy")?, |t| {
-            build::inclusion_policy(t, InclusionPolicy::Honor)
-        })?,
-        node_taints_policy: string_rule(&cur.get("nodeTaintsPolicy")?, |t| {
-            build::inclusion_policy(t, InclusionPolicy::Ignore)
-        })?,
-    })
-}
-
-// ---------------------------------------------------------------------------------------
-// Label selectors.
-
-/// `matchLabels` and the `matchExpressions` as found, for the builder's selector rules.
-fn selector_input<'v>(cur: &Cur<'v, '_>) -> Result<(Labels, Vec<ExpressionInput<'v>>)> {
-    let match_labels = string_map(&cur.get("matchLabels")?)?;
-    let expressions = cur.get("matchExpressions")?;
-    let expressions = expressions
-        .elements()?
-        .map(|expr| {
-            expr.require_object()?;
-            Ok(ExpressionInput {
-                key: expr.get("key")?.string()?,
-                operator: expr.get("operator")?.string()?,
-                values: strings(&expr.get("values")?)?,
+fn spread_constraints<'v>(cur: &Cur<'v, '_>) -> Result<Vec<SpreadInput<'v>>> {
+    cur.elements()?
+        .map(|c| {
+            c.require_object()?;
+            Ok(SpreadInput {
+                max_skew: int32_or_zero(&c.get("maxSkew")?)?,
+                topology_key: c.get("topologyKey")?.string()?,
+                when_unsatisfiable: c.get("whenUnsatisfiable")?.string()?,
+                label_selector: selector(&c.get("labelSelector")?)?,
+                min_domains: c.get("minDomains")?.int32()?,
+                match_label_keys: strings(&c.get("matchLabelKeys")?)?,
+                node_affinity_policy: c.get("nodeAffinityPolicy")?.string()?,
+                node_taints_policy: c.get("nodeTaintsPolicy")?.string()?,
             })
         })
-        .collect::<Result<_>>()?;
-    Ok((match_labels, expressions))
+        .collect()
 }
 
-/// A pod's `metav1.LabelSelector`; missing or null → `None`, `{}` → `Some(empty)`.
-fn pod_selector(cur: &Cur<'_, '_>) -> Result<Option<LabelSelector>> {
-    if cur.object()?.is_none() {
-        return Ok(None);
-    }
-    let (match_labels, expressions) = selector_input(cur)?;
-    build::pod_selector(match_labels, expressions)
-        .map(Some)
-        .map_err(|e| {
-            let field = match e.field {
-                ExpressionField::Operator => "operator",
-                ExpressionField::Values => "values",
-            };
-            let mut path = cur.path.render();
-            let _ = write!(path, ".matchExpressions[{}].{field}", e.index);
-            DecodeError::new(path, e.invalid.0)
+fn conditions<'v>(cur: &Cur<'v, '_>) -> Result<Vec<ConditionInput<'v>>> {
+    cur.elements()?
+        .map(|c| {
+            c.require_object()?;
+            Ok(ConditionInput {
+                type_: c.get("type")?.string()?,
+                status: c.get("status")?.string()?,
+                reason: c.get("reason")?.string()?,
+            })
         })
+        .collect()
 }
 
-/// A PodDisruptionBudget's selector, kept even when upstream cannot convert it.
-fn pdb_selector(cur: &Cur<'_, '_>) -> Result<Option<LabelSelector>> {
+/// A `metav1.LabelSelector`; missing or null → `None`, `{}` → `Some(empty)`.
+fn selector<'v>(cur: &Cur<'v, '_>) -> Result<Option<SelectorInput<'v>>> {
     if cur.object()?.is_none() {
         return Ok(None);
     }
-    let (match_labels, expressions) = selector_input(cur)?;
-    Ok(Some(build::pdb_selector(match_labels, expressions)))
+    Ok(Some(SelectorInput {
+        match_labels: string_map(&cur.get("matchLabels")?)?,
+        match_expressions: requirements(&cur.get("matchExpressions")?)?,
+    }))
 }
 
 #[cfg(test)]
@@ -826,8 +700,8 @@ mod tests {
     use super::*;
     use crate::model::build::{is_label_value, is_qualified_name};
     use crate::model::{
-        HostPort, NodeSelectorOperator, PodPhase, PreemptionPolicy, Protocol, TaintEffect,
-        TolerationOperator, WhenUnsatisfiable,
+        HostPort, InclusionPolicy, LabelSelector, Labels, NodeSelectorOperator, PodPhase,
+        PreemptionPolicy, Protocol, Str, Taint, TaintEffect, TolerationOperator, WhenUnsatisfiable,
     };
     use serde_json::json;
 
@@ -1172,19 +1046,19 @@ status:
         let cases: Vec<(Value, &str)> = vec![
             (
                 json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "12x"}}}]}),
-                r#"spec.containers[0].resources.requests.cpu: invalid quantity "12x""#,
+                r#"spec.containers[0].resources.requests[cpu]: invalid quantity "12x""#,
             ),
             (
                 json!({"containers": [{"name": "a", "resources": {"limits": {"memory": "-1Gi"}}}]}),
-                "spec.containers[0].resources.limits.memory: must be non-negative",
+                "spec.containers[0].resources.limits[memory]: must be non-negative",
             ),
             (
                 json!({"overhead": {"cpu": "-5m"}}),
-                "spec.overhead.cpu: must be non-negative",
+                "spec.overhead[cpu]: must be non-negative",
             ),
             (
                 json!({"containers": [{"resources": {"requests": {"cpu": true}}}]}),
-                "spec.containers[0].resources.requests.cpu: expected a quantity (a string or a number)",
+                "spec.containers[0].resources.requests[cpu]: expected a quantity (a string or a number)",
             ),
             (
                 json!({"priority": "100"}),
@@ -1228,7 +1102,7 @@ status:
             ),
             (
                 json!({"nodeSelector": {"a": 1}}),
-                "spec.nodeSelector.a: expected a string",
+                "spec.nodeSelector[a]: expected a string",
             ),
             (
                 json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Like"}]}]}}}}),
@@ -1355,11 +1229,11 @@ status:
             ),
             (
                 node(json!({}), json!({"allocatable": {"cpu": "-1"}})),
-                "status.allocatable.cpu: must be non-negative",
+                "status.allocatable[cpu]: must be non-negative",
             ),
             (
                 node(json!({}), json!({"allocatable": {"memory": "1Qi"}})),
-                r#"status.allocatable.memory: invalid quantity "1Qi""#,
+                r#"status.allocatable[memory]: invalid quantity "1Qi""#,
             ),
         ];
         for (value, expected) in node_cases {
@@ -1400,11 +1274,14 @@ status:
             {"kind": "Pod", "metadata": {"name": "c"}, "spec": {"containers": [{"resources": {"requests": {"cpu": "12x"}}}]}},
         ]});
         let e = decode_list(&list).expect_err("bad item");
-        assert_eq!(e.path, "items[3].spec.containers[0].resources.requests.cpu");
+        assert_eq!(
+            e.path,
+            "items[3].spec.containers[0].resources.requests[cpu]"
+        );
         assert_eq!(e.message, r#"invalid quantity "12x""#);
         assert_eq!(
             e.to_string(),
-            r#"items[3].spec.containers[0].resources.requests.cpu: invalid quantity "12x""#
+            r#"items[3].spec.containers[0].resources.requests[cpu]: invalid quantity "12x""#
         );
         let e =
             decode_list(&json!({"kind": "List", "items": [{"kind": "Secret"}]})).expect_err("kind");
@@ -1669,26 +1546,6 @@ status:
         assert!(is_label_value(""));
         assert!(is_label_value("a_b.c-d"));
         assert!(!is_label_value("_a"));
-    }
-
-    #[test]
-    fn huge_exponents_do_not_overflow() {
-        assert!(build::quantity("1e2147483647").is_err());
-        assert_eq!(build::quantity("0e2147483647"), Ok(Quantity::ZERO));
-        assert_eq!(
-            build::quantity("1.5e-2147483648").map(|q| q.to_string()),
-            Ok("1n".to_string())
-        );
-        assert!(
-            build::quantity("1e9223372036854775808").is_err(),
-            "beyond int64"
-        );
-        assert_eq!(
-            Quantity::parse("-1e-99999999").map(Quantity::is_negative),
-            Ok(true)
-        );
-        assert!(build::quantity(&"1".repeat(300)).is_err());
-        assert_eq!(build::quantity("12e3").map(Quantity::value), Ok(12_000));
     }
 
     #[test]

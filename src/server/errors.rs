@@ -8,13 +8,15 @@
 use tonic::{Code, Status};
 
 use crate::cache::{CacheError, CommitConflict};
+use crate::model::build::BuildError;
 use crate::model::decode::DecodeError;
 use crate::nominations::{End, SubscribeError};
 
 /// Every way a request can fail.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiError {
-    /// A malformed request: `path` names the field (e.g. `upsert.allocatable[cpu]`).
+    /// A malformed request: `path` names the field (e.g.
+    /// `upsert.status.allocatable[cpu]`).
     #[error("{path}: {message}")]
     InvalidArgument { path: String, message: String },
     #[error("{0}")]
@@ -67,6 +69,20 @@ impl ApiError {
             field.to_string()
         } else {
             format!("{field}: {}", err.path)
+        };
+        ApiError::InvalidArgument {
+            path,
+            message: err.message,
+        }
+    }
+
+    /// The builder's refusal of the typed object in request field `field` (`upsert`,
+    /// `pod`): the path is the request field, then the field inside the object.
+    pub fn from_build(field: &str, err: BuildError) -> Self {
+        let path = if err.path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{field}.{}", err.path)
         };
         ApiError::InvalidArgument {
             path,
@@ -271,13 +287,25 @@ mod tests {
         let status = Status::from(ApiError::from_decode(
             "upsert_json",
             DecodeError {
-                path: "status.allocatable.cpu".into(),
+                path: "status.allocatable[cpu]".into(),
                 message: "invalid quantity \"x\"".into(),
             },
         ));
         assert_eq!(
             status.message(),
-            "upsert_json: status.allocatable.cpu: invalid quantity \"x\""
+            "upsert_json: status.allocatable[cpu]: invalid quantity \"x\""
+        );
+        // A typed object's field comes after the request field, in the same words.
+        let status = Status::from(ApiError::from_build(
+            "upsert",
+            BuildError {
+                path: "status.allocatable[cpu]".into(),
+                message: "invalid quantity \"x\"".into(),
+            },
+        ));
+        assert_eq!(
+            status.message(),
+            "upsert.status.allocatable[cpu]: invalid quantity \"x\""
         );
     }
 }

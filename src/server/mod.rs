@@ -7,7 +7,8 @@
 pub mod convert;
 pub mod errors;
 pub mod json;
-pub mod memo;
+#[cfg(any(test, feature = "generate"))]
+pub mod messages;
 mod middleware;
 mod probe;
 mod routes;

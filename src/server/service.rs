@@ -18,6 +18,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use crate::cache::{ClusterCache, Commit, CommitChange, Nomination, PodUpsert};
 use crate::engine::{self, DecideOptions, Outcome};
+use crate::model::build::Memo;
 use crate::model::decode::{self, DecodeError};
 use crate::model::{Pod, Str};
 use crate::nominations::{Event, EventKind, NominationLog};
@@ -25,7 +26,6 @@ use crate::nominations::{Event, EventKind, NominationLog};
 use super::ServeConfig;
 use super::convert;
 use super::errors::ApiError;
-use super::memo::ConvertMemo;
 use super::pb;
 use super::wire;
 
@@ -46,8 +46,8 @@ const OPTIMISTIC_ATTEMPTS: u32 = 4;
 const UNARY_MEMO_CAPACITY: usize = 1 << 13;
 
 thread_local! {
-    static UNARY_MEMO: std::cell::RefCell<ConvertMemo> =
-        std::cell::RefCell::new(ConvertMemo::new(UNARY_MEMO_CAPACITY));
+    static UNARY_MEMO: std::cell::RefCell<Memo> =
+        std::cell::RefCell::new(Memo::new(UNARY_MEMO_CAPACITY));
 }
 
 pub(crate) struct State {

@@ -8,26 +8,27 @@
 //! node items left as bytes, the same on the wire; `UpdatePod` receives its whole request
 //! as bytes (`UpdatePodRequestWire`). The fields most pods set (identity, labels, node,
 //! priority, containers with their requests, limits and ports, tolerations, node
-//! selector, times, phase) are read from those bytes into borrowed [`PodFields`]; a pod
-//! with any other field, or anything out of the ordinary (a field of an unexpected wire
-//! type, invalid UTF-8, an unknown field) goes through prost and the usual conversion.
-//! Both paths end in the same conversion, so they give the same pod or the same error.
+//! selector, times, phase) are read from those bytes into the builder's [`PodInput`]; a
+//! pod with any other field, or anything out of the ordinary (a field of an unexpected
+//! wire type, invalid UTF-8, an unknown field) goes through prost and the typed reader.
+//! Both paths end in the same builder, so they give the same pod or the same error.
 //! Malformed protobuf is rejected as prost rejects it; only the cause a decode error names can
 //! differ, when a field of a `Sync` pod item claims to run past the item's end (prost,
 //! decoding the item in place, read on into what followed it).
+
+use std::borrow::Cow;
 
 use bytes::{Buf, BufMut, Bytes};
 use prost::Message as _;
 use prost::encoding::{DecodeContext, WireType};
 use smallvec::SmallVec;
 
-use super::convert::{
-    self, ContainerFields, Pairs, PodFields, PortFields, Source, TolerationFields,
-};
 use super::errors::ApiError;
-use super::memo::ConvertMemo;
 use super::pb;
 use crate::model::Pod;
+use crate::model::build::{
+    self, ContainerInput, Memo, PodInput, PortInput, Source, TolerationInput,
+};
 
 mod node;
 
@@ -203,10 +204,7 @@ pub type ReceivedPod = Received<Pod, pb::UpdatePodRequest>;
 /// Receives a pod item: converted straight from its encoding when it can be, else decoded
 /// by prost with the errors it would have given inside `SyncRequest` (under the same
 /// field path).
-pub fn receive_pod(
-    encoding: Bytes,
-    memo: &mut ConvertMemo,
-) -> Result<ReceivedPod, prost::DecodeError> {
+pub fn receive_pod(encoding: Bytes, memo: &mut Memo) -> Result<ReceivedPod, prost::DecodeError> {
     read_update_pod(encoding, memo).map_err(within_item)
 }
 
@@ -214,16 +212,16 @@ pub fn receive_pod(
 /// can be, anything else decoded by prost (with the errors prost gives).
 pub fn read_update_pod(
     encoding: Bytes,
-    memo: &mut ConvertMemo,
+    memo: &mut Memo,
 ) -> Result<ReceivedPod, prost::DecodeError> {
-    // Filled in place: the fields are over a kilobyte, and returned by value they were
-    // copied twice a pod.
+    // Filled in place: the input is over a kilobyte, and returned by value it was copied
+    // twice a pod.
     {
-        let mut fields = PodFields::default();
-        if pod_upsert_fields(&encoding, memo, &mut fields).is_some() {
-            return Ok(ReceivedPod::Upserted(convert::pod_from_fields(
-                "upsert", &fields, memo,
-            )));
+        let mut input = PodInput::default();
+        if pod_upsert_fields(&encoding, memo, &mut input).is_some() {
+            return Ok(ReceivedPod::Upserted(
+                build::pod(&input, memo).map_err(|e| ApiError::from_build("upsert", e)),
+            ));
         }
     }
     pb::UpdatePodRequest::decode(encoding).map(|request| ReceivedPod::Decoded(Box::new(request)))
@@ -272,11 +270,7 @@ fn within_item(mut error: prost::DecodeError) -> prost::DecodeError {
 /// when the request does anything else or the pod has a field left to prost, and `f` is
 /// then to be dropped. Details `memo` made before from the same encoding are taken as
 /// they are.
-fn pod_upsert_fields<'a>(
-    request: &'a [u8],
-    memo: &mut ConvertMemo,
-    f: &mut PodFields<'a>,
-) -> Option<()> {
+fn pod_upsert_fields<'a>(request: &'a [u8], memo: &mut Memo, f: &mut PodInput<'a>) -> Option<()> {
     pod_fields(lone_upsert(request)?, memo, f)
 }
 
@@ -291,7 +285,7 @@ fn lone_upsert(request: &[u8]) -> Option<&[u8]> {
     reader.0.is_empty().then_some(object)
 }
 
-fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo, f: &mut PodFields<'a>) -> Option<()> {
+fn pod_fields<'a>(encoding: &'a [u8], memo: &mut Memo, f: &mut PodInput<'a>) -> Option<()> {
     use WireType::{LengthDelimited as Len, Varint};
     // The fields the details are made of: whole, to ask the memo by, and their payloads,
     // read only when it has no answer.
@@ -344,7 +338,6 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo, f: &mut PodFields<
             for encoding in label_entries {
                 f.labels.push(map_entry(encoding)?);
             }
-            as_map(&mut f.labels);
             Source::Encoded(label_fields)
         }
     };
@@ -364,7 +357,6 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut ConvertMemo, f: &mut PodFields<
     for encoding in node_selector {
         f.node_selector.push(map_entry(encoding)?);
     }
-    as_map(&mut f.node_selector);
     f.details = Source::Encoded(detail_fields);
     Some(())
 }
@@ -393,34 +385,26 @@ impl<'a> Adjacent<'a> {
     }
 }
 
-fn container(encoding: &[u8]) -> Option<ContainerFields<'_>> {
+fn container(encoding: &[u8]) -> Option<ContainerInput<'_>> {
     use WireType::LengthDelimited as Len;
-    let mut c = ContainerFields {
-        name: "",
-        requests: SmallVec::new(),
-        limits: SmallVec::new(),
-        ports: SmallVec::new(),
-        restart_policy: "",
-    };
+    let mut c = ContainerInput::default();
     let mut reader = Reader(encoding);
     while !reader.0.is_empty() {
         match reader.key()? {
             (1, Len) => c.name = reader.str()?,
-            (2, Len) => c.requests.push(map_entry(reader.bytes()?)?),
-            (3, Len) => c.limits.push(map_entry(reader.bytes()?)?),
+            (2, Len) => c.resources.requests.push(quantity_entry(reader.bytes()?)?),
+            (3, Len) => c.resources.limits.push(quantity_entry(reader.bytes()?)?),
             (4, Len) => c.ports.push(port(reader.bytes()?)?),
             (5, Len) => c.restart_policy = reader.str()?,
             _ => return None,
         }
     }
-    as_map(&mut c.requests);
-    as_map(&mut c.limits);
     Some(c)
 }
 
-fn port(encoding: &[u8]) -> Option<PortFields<'_>> {
+fn port(encoding: &[u8]) -> Option<PortInput<'_>> {
     use WireType::{LengthDelimited as Len, Varint};
-    let mut p = PortFields::default();
+    let mut p = PortInput::default();
     let mut reader = Reader(encoding);
     while !reader.0.is_empty() {
         match reader.key()? {
@@ -428,18 +412,16 @@ fn port(encoding: &[u8]) -> Option<PortFields<'_>> {
             (1, Varint) => p.host_port = reader.varint()? as i32,
             (2, Len) => p.protocol = reader.str()?,
             (3, Len) => p.host_ip = reader.str()?,
-            (4, Varint) => {
-                reader.varint()?;
-            }
+            (4, Varint) => p.container_port = reader.varint()? as i32,
             _ => return None,
         }
     }
     Some(p)
 }
 
-fn toleration(encoding: &[u8]) -> Option<TolerationFields<'_>> {
+fn toleration(encoding: &[u8]) -> Option<TolerationInput<'_>> {
     use WireType::{LengthDelimited as Len, Varint};
-    let mut t = TolerationFields::default();
+    let mut t = TolerationInput::default();
     let mut reader = Reader(encoding);
     while !reader.0.is_empty() {
         match reader.key()? {
@@ -472,23 +454,11 @@ fn map_entry(encoding: &[u8]) -> Option<(&str, &str)> {
     Some((key, value))
 }
 
-/// Entries in the order, and with the last value of a repeated key, that a map holds.
-fn as_map<const N: usize>(entries: &mut Pairs<'_, N>) {
-    if entries.windows(2).all(|w| w[0].0 < w[1].0) {
-        return;
-    }
-    // Stable: the entries of one key stay in stream order, the last one is kept.
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    let mut kept = 0;
-    for i in 0..entries.len() {
-        if kept > 0 && entries[kept - 1].0 == entries[i].0 {
-            entries[kept - 1] = entries[i];
-        } else {
-            entries[kept] = entries[i];
-            kept += 1;
-        }
-    }
-    entries.truncate(kept);
+/// A resource list's entry (`map<string, string>` of quantities).
+#[inline]
+fn quantity_entry(encoding: &[u8]) -> Option<(&str, Cow<'_, str>)> {
+    let (name, quantity) = map_entry(encoding)?;
+    Some((name, Cow::Borrowed(quantity)))
 }
 
 /// Reads protobuf wire format, answering `None` on anything prost would reject.
@@ -554,6 +524,7 @@ mod tests {
 
     use triomphe::Arc;
 
+    use super::super::{convert, messages};
     use super::*;
     use crate::generate;
 
@@ -637,7 +608,7 @@ mod tests {
     }
 
     /// A pod as the cache holds it: pods read from their encoding come without the specs
-    /// `finish` has folded into their requests (see `convert::Source`).
+    /// `finish` has folded into their requests (see `build::Source`).
     fn held(mut pod: Pod) -> Pod {
         if pod.details.holds_specs() {
             pod.details_mut().drop_specs();
@@ -647,7 +618,7 @@ mod tests {
 
     /// As the server receives: the wire request, then `receive_pod`. Also says whether
     /// the pod was read from its encoding.
-    fn with_wire(sync_request: &[u8], memo: &mut ConvertMemo) -> (Outcome, bool) {
+    fn with_wire(sync_request: &[u8], memo: &mut Memo) -> (Outcome, bool) {
         let encoding = match SyncRequestWire::decode(sync_request) {
             Err(error) => return (Outcome::Undecodable(error.to_string()), false),
             Ok(SyncRequestWire {
@@ -655,12 +626,8 @@ mod tests {
             }) => encoding,
             Ok(other) => panic!("not a pod item: {other:?}"),
         };
-        let read = pod_upsert_fields(
-            &encoding,
-            &mut ConvertMemo::disabled(),
-            &mut PodFields::default(),
-        )
-        .is_some();
+        let read =
+            pod_upsert_fields(&encoding, &mut Memo::disabled(), &mut PodInput::default()).is_some();
         let outcome = match receive_pod(encoding, memo) {
             Err(error) => Outcome::Undecodable(error.to_string()),
             Ok(ReceivedPod::Upserted(pod)) => Outcome::Upsert(pod.map(held)),
@@ -688,7 +655,7 @@ mod tests {
     fn pods() -> Vec<pb::Pod> {
         generate::mixed_pods(40, 10, 11)
             .iter()
-            .map(convert::pod_message)
+            .map(messages::pod_message)
             .collect()
     }
 
@@ -718,7 +685,7 @@ mod tests {
     #[test]
     fn pods_read_from_their_encoding_are_the_ones_prost_and_the_conversion_make() {
         let pods = pods();
-        let mut memo = ConvertMemo::new(64);
+        let mut memo = Memo::new(64);
         let (mut read, mut read_with_ports_or_tolerations) = (0, 0);
         for pod in &pods {
             let request = sync_request(&upsert(pod.clone()));
@@ -743,17 +710,17 @@ mod tests {
 
     #[test]
     fn pods_of_one_template_share_the_details_converted_once() {
-        let mut memo = ConvertMemo::new(64);
+        let mut memo = Memo::new(64);
         let pods: Vec<pb::Pod> = pods()
             .into_iter()
             .filter(|p| {
                 let request = sync_request(&upsert(p.clone()));
-                with_wire(&request, &mut ConvertMemo::disabled()).1
+                with_wire(&request, &mut Memo::disabled()).1
             })
             .take(20)
             .collect();
         for pod in &pods {
-            let receive = |pod: pb::Pod, memo: &mut ConvertMemo| {
+            let receive = |pod: pb::Pod, memo: &mut Memo| {
                 let request = sync_request(&upsert(pod));
                 let (outcome, _) = with_wire(&request, memo);
                 assert_eq!(outcome, with_prost(&request));
@@ -947,7 +914,7 @@ mod tests {
                 ..pod.clone()
             }));
         }
-        let mut memo = ConvertMemo::new(64);
+        let mut memo = Memo::new(64);
         for (i, case) in cases.iter().enumerate() {
             let request = sync_request(case);
             assert_eq!(
@@ -977,7 +944,7 @@ mod tests {
         .encode_to_vec();
         for (a, b) in [(&first[..], &second[..]), (head, tail)] {
             let request = [sync_request(a), sync_request(b)].concat();
-            let mut memo = ConvertMemo::new(64);
+            let mut memo = Memo::new(64);
             assert_eq!(
                 kind(with_wire(&request, &mut memo).0),
                 kind(with_prost(&request))
@@ -1008,7 +975,7 @@ mod tests {
                 sync_request(&reencoded_upsert(&pod.encode_to_vec(), extra, order, corrupt));
             // The memo has seen the pod as it was: what it made then must not stand in
             // for what changed.
-            let mut memo = ConvertMemo::new(64);
+            let mut memo = Memo::new(64);
             with_wire(&sync_request(&upsert(pod.clone())), &mut memo);
             prop_assert_eq!(kind(with_wire(&request, &mut memo).0), kind(with_prost(&request)));
         }

@@ -61,7 +61,7 @@ def test_invalid_input_is_invalid_argument_naming_the_field(client: Client) -> N
     with pytest.raises(grpc.RpcError) as error:
         client.upsert(bad)
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "upsert.allocatable[cpu]" in error.value.details()
+    assert "upsert.status.allocatable[cpu]" in error.value.details()
     assert pdb_from_kube({"metadata": {"name": "x"}}).HasField("selector") is False
 
 

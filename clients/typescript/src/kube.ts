@@ -68,7 +68,7 @@ function quantities(parent: KubeObject, key: string): { [key: string]: string } 
     if (v === null || v === undefined) continue;
     // Kubernetes accepts quantities as strings or JSON numbers.
     if (typeof v !== "string" && typeof v !== "number") {
-      throw new Error(`${key}.${name}: expected a quantity, got ${JSON.stringify(v)}`);
+      throw new Error(`${key}[${name}]: expected a quantity, got ${JSON.stringify(v)}`);
     }
     out[name] = String(v);
   }

@@ -78,7 +78,7 @@ test("unary updates as JSON and typed report staleness", async () => {
   await assert.rejects(client.deleteNode("node-a"), (e: any) => e.code === 5 /* NOT_FOUND */);
   await assert.rejects(
     client.upsertNode(nodeFromKube({ metadata: { name: "bad" }, status: { allocatable: { cpu: "lots" } } })),
-    (e: any) => e.code === 3 /* INVALID_ARGUMENT */ && e.details.includes("upsert.allocatable[cpu]"),
+    (e: any) => e.code === 3 /* INVALID_ARGUMENT */ && e.details.includes("upsert.status.allocatable[cpu]"),
   );
 });
 

@@ -26,13 +26,13 @@ use tokio_stream::Stream;
 use tonic::Streaming;
 
 use crate::cache::UpdateOutcome;
+use crate::model::build::Memo;
 use crate::model::decode;
 use crate::model::{Node, Pod, PodDisruptionBudget};
 use crate::nominations::Event;
 
 use super::super::convert;
 use super::super::errors::ApiError;
-use super::super::memo::ConvertMemo;
 use super::super::pb;
 use super::super::wire::{self, Received, SyncRequestWire, WireItem};
 use super::State;
@@ -182,7 +182,7 @@ fn convert_queue(
     mut received: mpsc::Receiver<Vec<SyncRequestWire>>,
     converted: mpsc::Sender<Vec<Prepared>>,
 ) -> Result<(), ApiError> {
-    let mut memo = ConvertMemo::for_stream();
+    let mut memo = Memo::for_stream();
     let result = (|| {
         while let Some(chunk) = received.blocking_recv() {
             // Sized up front: collected through `Result`, the vector would regrow.
@@ -320,10 +320,7 @@ fn upsert_pod(pod: Pod) -> Change<PodArc> {
 /// Converts a received item. A pod is read straight from its encoding when it can be
 /// (see `wire`); an encoding prost rejects fails the stream, as it did when prost decoded
 /// the whole request.
-fn prepare_on_receive(
-    request: SyncRequestWire,
-    memo: &mut ConvertMemo,
-) -> Result<Prepared, ApiError> {
+fn prepare_on_receive(request: SyncRequestWire, memo: &mut Memo) -> Result<Prepared, ApiError> {
     use pb::sync_request::Item;
     let item = match request.item {
         None => None,
@@ -350,7 +347,7 @@ fn undecodable(error: prost::DecodeError) -> ApiError {
 }
 
 /// Converts one item exactly as the unary update of its kind does (JSON decoded inline).
-fn prepare(request: pb::SyncRequest, memo: &mut ConvertMemo) -> Prepared {
+fn prepare(request: pb::SyncRequest, memo: &mut Memo) -> Prepared {
     use pb::sync_request::Item;
     match request.item {
         None => Prepared::Rejected(

@@ -6,11 +6,11 @@ use bytes::Bytes;
 use prost::Message as _;
 use prost::encoding::WireType;
 
-use super::super::convert::{self, NodeFields, TaintFields};
-use super::super::memo::ConvertMemo;
+use super::super::errors::ApiError;
 use super::super::pb;
-use super::{Reader, Received, as_map, lone_upsert, map_entry, within_item};
+use super::{Reader, Received, lone_upsert, map_entry, quantity_entry, within_item};
 use crate::model::Node;
+use crate::model::build::{self, Memo, NodeInput, TaintInput};
 
 /// A `Sync` node item as received.
 pub type ReceivedNode = Received<Node, pb::UpdateNodeRequest>;
@@ -18,18 +18,15 @@ pub type ReceivedNode = Received<Node, pb::UpdateNodeRequest>;
 /// Receives a node item (an `UpdateNodeRequest`'s encoding): an upsert straight into a
 /// node when it can be, anything else decoded by prost, with the errors it would have
 /// given inside `SyncRequest`.
-pub fn receive_node(
-    encoding: Bytes,
-    memo: &mut ConvertMemo,
-) -> Result<ReceivedNode, prost::DecodeError> {
+pub fn receive_node(encoding: Bytes, memo: &mut Memo) -> Result<ReceivedNode, prost::DecodeError> {
     {
-        let mut fields = NodeFields::default();
+        let mut input = NodeInput::default();
         if let Some(node) = lone_upsert(&encoding)
-            && node_fields(node, &mut fields).is_some()
+            && node_fields(node, &mut input).is_some()
         {
-            return Ok(Received::Upserted(convert::node_from_fields(
-                "upsert", &fields, memo,
-            )));
+            return Ok(Received::Upserted(
+                build::node(&input, memo).map_err(|e| ApiError::from_build("upsert", e)),
+            ));
         }
     }
     pb::UpdateNodeRequest::decode(encoding)
@@ -40,7 +37,7 @@ pub fn receive_node(
 /// Reads a `Node`'s encoding into `f` (empty); `None` when it has a field of an unexpected
 /// wire type, an unknown field or anything prost would reject, and `f` is then to be
 /// dropped.
-fn node_fields<'a>(encoding: &'a [u8], f: &mut NodeFields<'a>) -> Option<()> {
+fn node_fields<'a>(encoding: &'a [u8], f: &mut NodeInput<'a>) -> Option<()> {
     use WireType::{LengthDelimited as Len, Varint};
     let mut reader = Reader(encoding);
     while !reader.0.is_empty() {
@@ -52,18 +49,16 @@ fn node_fields<'a>(encoding: &'a [u8], f: &mut NodeFields<'a>) -> Option<()> {
             (5, Len) => f.taints.push(taint(reader.bytes()?)?),
             // As prost reads a bool: any value but zero is true.
             (6, Varint) => f.unschedulable = reader.varint()? != 0,
-            (7, Len) => f.allocatable.push(map_entry(reader.bytes()?)?),
+            (7, Len) => f.allocatable.push(quantity_entry(reader.bytes()?)?),
             _ => return None,
         }
     }
-    as_map(&mut f.labels);
-    as_map(&mut f.allocatable);
     Some(())
 }
 
-fn taint(encoding: &[u8]) -> Option<TaintFields<'_>> {
+fn taint(encoding: &[u8]) -> Option<TaintInput<'_>> {
     use WireType::LengthDelimited as Len;
-    let mut t = TaintFields::default();
+    let mut t = TaintInput::default();
     let mut reader = Reader(encoding);
     while !reader.0.is_empty() {
         match reader.key()? {
@@ -84,7 +79,7 @@ mod tests {
     use super::super::{NODE, SyncRequestWire, WireItem};
     use super::*;
     use crate::generate::{self, ClusterSpec};
-    use crate::server::errors::ApiError;
+    use crate::server::{convert, messages};
 
     /// What became of a node item: a decode error, an upsert's conversion, or another
     /// change.
@@ -115,7 +110,7 @@ mod tests {
         })
         .nodes
         .iter()
-        .map(convert::node_message)
+        .map(messages::node_message)
         .collect()
     }
 
@@ -141,7 +136,7 @@ mod tests {
 
     /// As the server receives: the wire request, then `receive_node`. Also says whether
     /// the node was read from its encoding.
-    fn with_wire(sync_request: &[u8], memo: &mut ConvertMemo) -> (Outcome, bool) {
+    fn with_wire(sync_request: &[u8], memo: &mut Memo) -> (Outcome, bool) {
         let encoding = match SyncRequestWire::decode_encoding(Bytes::copy_from_slice(sync_request))
         {
             Err(error) => return (Outcome::Undecodable(error.to_string()), false),
@@ -151,7 +146,7 @@ mod tests {
             Ok(other) => panic!("not a node item: {other:?}"),
         };
         let read = lone_upsert(&encoding)
-            .is_some_and(|node| node_fields(node, &mut NodeFields::default()).is_some());
+            .is_some_and(|node| node_fields(node, &mut NodeInput::default()).is_some());
         let outcome = match receive_node(encoding, memo) {
             Err(error) => Outcome::Undecodable(error.to_string()),
             Ok(Received::Upserted(node)) => Outcome::Upsert(node),
@@ -177,7 +172,7 @@ mod tests {
             "some nodes tainted"
         );
         assert!(nodes.iter().any(|n| n.labels.len() > 3), "labelled nodes");
-        let mut memo = ConvertMemo::new(64);
+        let mut memo = Memo::new(64);
         for node in &nodes {
             let request = sync_request(&upsert(node.clone()));
             let (outcome, was_read) = with_wire(&request, &mut memo);
@@ -260,7 +255,7 @@ mod tests {
         ] {
             cases.push(upsert(bad));
         }
-        let mut memo = ConvertMemo::new(64);
+        let mut memo = Memo::new(64);
         for (i, case) in cases.iter().enumerate() {
             let request = sync_request(case);
             assert_eq!(
@@ -293,7 +288,7 @@ mod tests {
         });
         for (a, b) in [(&first[..], &second[..]), (head, tail)] {
             let request = [sync_request(a), sync_request(b)].concat();
-            let mut memo = ConvertMemo::new(64);
+            let mut memo = Memo::new(64);
             assert_eq!(
                 kind(with_wire(&request, &mut memo).0),
                 kind(with_prost(&request))
@@ -327,7 +322,7 @@ mod tests {
             }
             let request =
                 sync_request(&reencoded_upsert(&node.encode_to_vec(), extra, order, corrupt));
-            let mut memo = ConvertMemo::new(64);
+            let mut memo = Memo::new(64);
             with_wire(&sync_request(&upsert(node.clone())), &mut memo);
             prop_assert_eq!(kind(with_wire(&request, &mut memo).0), kind(with_prost(&request)));
         }

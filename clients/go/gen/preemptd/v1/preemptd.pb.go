@@ -13,8 +13,8 @@
 //   rejected.
 // - Timestamps are RFC 3339 strings ("2024-05-01T10:00:00Z"), as Kubernetes JSON
 //   prints them; empty means unset.
-// - Error details name the offending field path, with map keys in brackets:
-//   "upsert.allocatable[cpu]", "upsert.containers[0].requests[memory]".
+// - Error details name the offending field as Kubernetes JSON paths it, map keys in
+//   brackets, after the request field: "upsert.spec.containers[0].resources.requests[cpu]".
 // - Every response carries `epoch`, an id the server picks at start: when it changes the
 //   server restarted with an empty cache and clients must push their state again.
 
@@ -3330,7 +3330,7 @@ type SyncRejection struct {
 	// "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS".
 	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
 	// The offending field path from the SyncRequest, e.g.
-	// "pod.upsert.containers[0].requests[cpu]"; for conflicts, the item ("pod").
+	// "pod.upsert.spec.containers[0].resources.requests[cpu]"; for conflicts, the item ("pod").
 	Field string `protobuf:"bytes,3,opt,name=field,proto3" json:"field,omitempty"`
 	// What is wrong, lowercase.
 	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`

@@ -43,8 +43,8 @@ export const protobufFileName = "preemptd/v1/preemptd.proto";
  *   rejected.
  * - Timestamps are RFC 3339 strings ("2024-05-01T10:00:00Z"), as Kubernetes JSON
  *   prints them; empty means unset.
- * - Error details name the offending field path, with map keys in brackets:
- *   "upsert.allocatable[cpu]", "upsert.containers[0].requests[memory]".
+ * - Error details name the offending field as Kubernetes JSON paths it, map keys in
+ *   brackets, after the request field: "upsert.spec.containers[0].resources.requests[cpu]".
  * - Every response carries `epoch`, an id the server picks at start: when it changes the
  *   server restarted with an empty cache and clients must push their state again.
  */
@@ -848,7 +848,7 @@ export interface SyncRejection {
   code: string;
   /**
    * The offending field path from the SyncRequest, e.g.
-   * "pod.upsert.containers[0].requests[cpu]"; for conflicts, the item ("pod").
+   * "pod.upsert.spec.containers[0].resources.requests[cpu]"; for conflicts, the item ("pod").
    */
   field: string;
   /** What is wrong, lowercase. */

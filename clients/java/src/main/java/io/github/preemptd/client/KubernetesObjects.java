@@ -292,7 +292,7 @@ public final class KubernetesObjects {
           e -> {
             if (!e.getValue().isTextual()) {
               throw new IllegalArgumentException(
-                  path(key) + "." + e.getKey() + ": expected a string");
+                  path(key) + "[" + e.getKey() + "]: expected a string");
             }
             return e.getValue().textValue();
           });
@@ -314,7 +314,7 @@ public final class KubernetesObjects {
               return q.decimalValue().toPlainString();
             }
             throw new IllegalArgumentException(
-                path(key) + "." + e.getKey() + ": expected a quantity (a string or a number)");
+                path(key) + "[" + e.getKey() + "]: expected a quantity (a string or a number)");
           });
     }
 

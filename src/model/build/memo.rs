@@ -1,5 +1,5 @@
-//! Strings, label sets and pod details a stream of conversions has already made, handed
-//! out again.
+//! Strings, label sets and pod details a stream of builds has already made, handed out
+//! again.
 //!
 //! A bulk load converts hundreds of thousands of pods whose namespaces, node names, label
 //! sets, resource names and templates repeat. Without a memo, each conversion allocates its
@@ -28,8 +28,8 @@ const MAX_KEY_BYTES: usize = 8 << 20;
 /// sets and the node names of a stretch of pods fit).
 const STREAM_VALUES: usize = 1 << 13;
 /// Pod templates (details and label sets, by their encoding) a stream's conversions
-/// remember: more than a large cluster's, which arrive interleaved. A 1M-pod load of
-/// `preemptd bench` has ~15k; with room for 8k, 40% of its pods were converted in full.
+/// remember: more than a large cluster's (a 1M-pod load of `preemptd bench` has ~15k),
+/// which arrive interleaved, so a template is still held when its next pod comes.
 pub const STREAM_TEMPLATES: usize = 1 << 16;
 
 /// Values kept by the encoding of the fields they were converted from (each whole, in
@@ -71,7 +71,7 @@ impl<V: Clone> ByEncoding<V> {
 /// holds `capacity` values, it drops its oldest for each new one (see [`RecentTable`]), so
 /// a stream of ever-new values costs a bounded amount of memory and no call drops a whole
 /// table. A memo of capacity 0 remembers nothing (every call allocates).
-pub struct ConvertMemo {
+pub struct Memo {
     /// foldhash (hashbrown's default), seeded at random per memo, so a client cannot
     /// choose colliding keys.
     hasher: hashbrown::DefaultHashBuilder,
@@ -90,7 +90,7 @@ pub struct ConvertMemo {
     capacity: usize,
 }
 
-impl ConvertMemo {
+impl Memo {
     /// A memo of at most `capacity` values of each kind.
     pub fn new(capacity: usize) -> Self {
         Self {
@@ -288,7 +288,7 @@ mod tests {
 
     #[test]
     fn repeated_values_share_one_allocation() {
-        let mut memo = ConvertMemo::new(16);
+        let mut memo = Memo::new(16);
         let a = memo.str("web");
         let b = memo.str("web");
         assert!(Str::ptr_eq(&a, &b));
@@ -313,7 +313,7 @@ mod tests {
 
     #[test]
     fn a_full_memo_forgets_its_oldest_and_a_disabled_one_remembers_nothing() {
-        let mut memo = ConvertMemo::new(2);
+        let mut memo = Memo::new(2);
         let a = memo.str("a");
         let b = memo.str("b");
         let c = memo.str("c");
@@ -325,7 +325,7 @@ mod tests {
         assert!(Str::ptr_eq(&c, &memo.str("c")));
         assert!(!Str::ptr_eq(&b, &memo.str("b")));
 
-        let mut disabled = ConvertMemo::disabled();
+        let mut disabled = Memo::disabled();
         assert!(!Str::ptr_eq(&disabled.str("x"), &disabled.str("x")));
         let labels = [("k", "v")];
         assert!(!disabled.labels(&labels).ptr_eq(&disabled.labels(&labels)));
@@ -334,7 +334,7 @@ mod tests {
 
     #[test]
     fn quantities_are_parsed_once_and_errors_never_remembered() {
-        let mut memo = ConvertMemo::new(4);
+        let mut memo = Memo::new(4);
         let mut parses = 0;
         let mut parse = |text: &str| {
             parses += 1;
@@ -346,7 +346,7 @@ mod tests {
         assert!(memo.quantity("1x", &mut parse).is_err());
         assert_eq!(parses, 3);
 
-        let mut disabled = ConvertMemo::disabled();
+        let mut disabled = Memo::disabled();
         let mut parses = 0;
         for _ in 0..2 {
             let q = disabled.quantity("2Gi", |text| {
@@ -360,7 +360,7 @@ mod tests {
 
     #[test]
     fn fields_are_keyed_by_their_bytes_however_they_are_split() {
-        let mut memo = ConvertMemo::new(4);
+        let mut memo = Memo::new(4);
         let details = Arc::new(PodDetails::default());
         let whole: &[u8] = b"\x52\x02ab\x72\x01c";
         memo.remember_details(&[whole], &details);
@@ -374,7 +374,7 @@ mod tests {
 
     #[test]
     fn values_kept_by_encoding_come_back_for_the_same_bytes_only() {
-        let mut memo = ConvertMemo::new(2);
+        let mut memo = Memo::new(2);
         let labels = memo.labels(&[("app", "web")]);
         let details = Arc::new(PodDetails::default());
         let fields: [&[u8]; 2] = [b"\x2a\x02ab", b"\x2a\x01c"];
@@ -400,7 +400,7 @@ mod tests {
         assert!(memo.encoded_labels(&[b"1"]).is_some());
         assert!(memo.encoded_labels(&[b"2"]).is_some());
 
-        let mut disabled = ConvertMemo::disabled();
+        let mut disabled = Memo::disabled();
         disabled.remember_details(&fields, &details);
         assert!(disabled.details(&fields).is_none());
     }

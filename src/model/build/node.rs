@@ -1,0 +1,61 @@
+//! Nodes.
+
+use super::super::{ContainerResources, Node, Taint};
+use super::input::{NodeInput, Quantities};
+use super::path::{OBJECT, Path};
+use super::{BuildError, Memo, in_key_order, rules};
+use crate::model::Str;
+use crate::model::quantity::Quantity;
+
+/// The node `n` describes. Its strings and quantities come from `memo`: a load's nodes
+/// repeat label keys, zones, taints and capacities, and a node's hostname label is its
+/// name.
+pub fn node(n: &NodeInput<'_>, memo: &mut Memo) -> Result<Node, BuildError> {
+    OBJECT
+        .field("metadata.name")
+        .check(rules::required(n.name))?;
+    let taints_path = OBJECT.field("spec.taints");
+    let mut taints = Vec::with_capacity(n.taints.len());
+    for (i, t) in n.taints.iter().enumerate() {
+        let path = taints_path.index(i);
+        path.field("key").check(rules::required(t.key))?;
+        taints.push(Taint {
+            key: memo.str(t.key),
+            value: memo.str(t.value),
+            effect: path.field("effect").check(rules::taint_effect(t.effect))?,
+        });
+    }
+    let allocatable = resource_list(OBJECT.field("status.allocatable"), &n.allocatable, memo)?;
+    let name = memo.str(n.name);
+    Ok(Node {
+        uid: if n.uid.is_empty() {
+            name.clone()
+        } else {
+            n.uid.into()
+        },
+        name,
+        resource_version: n.resource_version,
+        labels: memo.labels_of_strings(&in_key_order(&n.labels)),
+        taints,
+        unschedulable: n.unschedulable,
+        allocatable: ContainerResources::new(allocatable).to_resources(),
+    })
+}
+
+/// A resource list (`status.allocatable`, a container's requests, ...), in key order, so
+/// the first bad entry reported is always the same one.
+pub(super) fn resource_list<const N: usize>(
+    path: Path<'_>,
+    list: &Quantities<'_, N>,
+    memo: &mut Memo,
+) -> Result<Vec<(Str, Quantity)>, BuildError> {
+    in_key_order(list)
+        .iter()
+        .map(|(name, text)| {
+            let entry = path.key(name);
+            entry.check(rules::resource_name(name))?;
+            let quantity = memo.quantity(text, |text| entry.check(rules::quantity(text)))?;
+            Ok((memo.str(name), quantity))
+        })
+        .collect()
+}
