@@ -28,7 +28,7 @@ pub use input::{
     ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput, TolerationInput,
     UncommonPodFields,
 };
-pub use memo::{Memo, STREAM_TEMPLATES};
+pub use memo::Memo;
 pub use node::node;
 pub use pdb::pdb;
 pub use pod::pod;

@@ -28,8 +28,8 @@ const MAX_KEY_BYTES: usize = 8 << 20;
 /// sets and the node names of a stretch of pods fit).
 const STREAM_VALUES: usize = 1 << 13;
 /// Pod templates (details and label sets, by their encoding) a stream's conversions
-/// remember: more than a large cluster's, which arrive interleaved. A 1M-pod load of
-/// `preemptd bench` has ~15k; with room for 8k, 40% of its pods were converted in full.
+/// remember: more than a large cluster's (a 1M-pod load of `preemptd bench` has ~15k),
+/// which arrive interleaved, so a template is still held when its next pod comes.
 pub const STREAM_TEMPLATES: usize = 1 << 16;
 
 /// Values kept by the encoding of the fields they were converted from (each whole, in
