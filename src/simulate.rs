@@ -193,9 +193,7 @@ fn document_objects(
         // Not an array, or absent from a `...List`: the decoder names the field.
         return decode::decode_list(document).map(|_| ());
     };
-    let item_kind = kind
-        .strip_suffix("List")
-        .filter(|k| KINDS.contains(k));
+    let item_kind = kind.strip_suffix("List").filter(|k| KINDS.contains(k));
     for (index, item) in items.iter().enumerate() {
         object(item, item_kind, strict, objects, skipped).map_err(|error| DecodeError {
             path: if error.path.is_empty() {

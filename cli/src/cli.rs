@@ -287,6 +287,7 @@ impl ServeArgs {
             max_sync_streams: self.max_sync_streams,
             metrics_listen: self.metrics_listen.0,
             shutdown_grace: self.shutdown_grace.0,
+            cluster: self.cluster.source(),
             ..ServeConfig::default()
         }
     }

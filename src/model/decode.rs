@@ -804,6 +804,7 @@ mod tests {
                         pdbs += 1;
                         assert!(p.selector.as_ref().is_some_and(LabelSelector::is_valid));
                     }
+                    Object::PriorityClass(_) | Object::Namespace(_) => {}
                 }
             }
         }
@@ -869,6 +870,7 @@ mod tests {
                         conditions += usize::from(p.terminating_by_preemption());
                     }
                     Object::Pdb(p) => disrupted += p.disrupted_pods.len(),
+                    Object::PriorityClass(_) | Object::Namespace(_) => {}
                 }
             }
         }

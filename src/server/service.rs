@@ -158,9 +158,7 @@ impl State {
             .get_pod_by_name(namespace, &r.name)
             .filter(|held| r.uid.is_empty() || held.uid() == r.uid)
             .map(|held| (*held).clone())
-            .ok_or_else(|| {
-                ApiError::NotFound(format!("pod {namespace}/{} is not held", r.name))
-            })
+            .ok_or_else(|| ApiError::NotFound(format!("pod {namespace}/{} is not held", r.name)))
     }
 
     /// Every watched kind has finished its first list.
@@ -525,9 +523,9 @@ impl pb::preemption_server::Preemption for PreemptionService {
         let change = match request.into_inner().change {
             None => return Err(missing_change().into()),
             Some(Requested::Upsert(n)) => Change::Upsert(convert::namespace("upsert", &n)?),
-            Some(Requested::UpsertJson(text)) => Change::Upsert(
-                decode_json("upsert_json", text, decode::decode_namespace).await?,
-            ),
+            Some(Requested::UpsertJson(text)) => {
+                Change::Upsert(decode_json("upsert_json", text, decode::decode_namespace).await?)
+            }
             Some(Requested::Delete(r)) => Change::Delete(r),
         };
         let incoming = sent_version(&change, |n| n.resource_version);
