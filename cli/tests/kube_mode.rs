@@ -260,6 +260,21 @@ fn node(name: &str, cpu: &str) -> Node {
     }))
 }
 
+/// Creates a node and takes off the not-ready taint the API server puts on a new one (a
+/// kubelet's node becomes ready; these have no kubelet).
+async fn create_node(client: &kube::Client, name: &str, cpu: &str) {
+    create_cluster(client, &node(name, cpu)).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"taints": null}})),
+        )
+        .await
+        .expect("untaint node");
+}
+
 fn pod(namespace: &str, name: &str, node: Option<&str>, class: &str, cpu: &str) -> Pod {
     let mut spec = json!({
         "priorityClassName": class,
@@ -412,8 +427,8 @@ async fn mirrors_the_cluster_through_lists_watches_and_relists() {
     wipe(&kube).await;
     create_cluster(&kube, &priority_class("low", 10)).await;
     create_cluster(&kube, &priority_class("high", 1000)).await;
-    create_cluster(&kube, &node("n1", "2")).await;
-    create_cluster(&kube, &node("n2", "2")).await;
+    create_node(&kube, "n1", "2").await;
+    create_node(&kube, "n2", "2").await;
     create(
         &kube,
         None,
@@ -469,7 +484,7 @@ async fn mirrors_the_cluster_through_lists_watches_and_relists() {
     assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
 
     // Live add: an empty node makes the pod fit.
-    create_cluster(&kube, &node("n3", "2")).await;
+    create_node(&kube, "n3", "2").await;
     eventually(&mut client, hi.clone(), "add node n3", |r| {
         r.outcome == pb::Outcome::Fits as i32
     })
@@ -556,8 +571,8 @@ async fn decides_for_watched_pods_with_classes_and_namespace_labels() {
     let team: Namespace =
         from(json!({"metadata": {"name": "team-a", "labels": {"team": "a", "e2e": "true"}}}));
     create_cluster(&kube, &team).await;
-    create_cluster(&kube, &node("n1", "2")).await;
-    create_cluster(&kube, &node("n2", "4")).await;
+    create_node(&kube, "n1", "2").await;
+    create_node(&kube, "n2", "4").await;
     create(
         &kube,
         None,
@@ -703,7 +718,7 @@ async fn the_deploy_rbac_lists_and_watches_the_five_kinds_and_nothing_more() {
         .token;
 
     create_cluster(&kube, &priority_class("low", 10)).await;
-    create_cluster(&kube, &node("n1", "2")).await;
+    create_node(&kube, "n1", "2").await;
     create(
         &kube,
         None,
