@@ -103,7 +103,7 @@ async fn load(client: &kube::Client, path: &PathBuf) -> anyhow::Result<()> {
     while let Some(result) = creates.next().await {
         result?;
         done += 1;
-        if done % 10_000 == 0 || done == total {
+        if done.is_multiple_of(10_000) || done == total {
             let elapsed = started.elapsed().as_secs_f64();
             eprintln!(
                 "loaded {done}/{total} objects ({:.0}/s)",

@@ -619,6 +619,33 @@ async fn decides_for_watched_pods_with_classes_and_namespace_labels() {
         .expect_err("absent pod");
     assert_eq!(missing.code(), Code::NotFound, "{missing:?}");
 
+    // The same question offline: `simulate --kubeconfig` lists the cluster once.
+    let manifest = tempfile::NamedTempFile::new().expect("temp pod");
+    std::fs::write(
+        manifest.path(),
+        preemptor("pending-hi", "high", "3").to_string(),
+    )
+    .expect("write pod");
+    let admin_config = kubeconfig(&env.server, &env.ca, &env.token);
+    let simulated = Command::new(env!("CARGO_BIN_EXE_preemptd"))
+        .env_clear()
+        .arg("simulate")
+        .arg("--kubeconfig")
+        .arg(admin_config.path())
+        .arg("--pod")
+        .arg(manifest.path())
+        .output()
+        .expect("run simulate");
+    assert!(
+        simulated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&simulated.stderr)
+    );
+    let decision: Value = serde_json::from_slice(&simulated.stdout).expect("decision JSON");
+    assert_eq!(decision["outcome"], "OUTCOME_PREEMPT", "{decision}");
+    assert_eq!(decision["nominatedNodeName"], "n2", "{decision}");
+    assert_eq!(decision["victims"][0]["name"], "db", "{decision}");
+
     // A class that does not exist: admission would refuse the manifest.
     let unknown = client
         .preempt(preempt_json(preemptor("x", "nope", "1")))

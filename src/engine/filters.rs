@@ -79,9 +79,6 @@ pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
 
 pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
 
-/// The labels a namespace is known by. preemptd holds no Namespace objects, so namespace
-/// selectors see the label every namespace carries automatically.
-
 // ---------------------------------------------------------------------------------------
 // Node-level matching helpers (no pods involved).
 

@@ -1304,7 +1304,7 @@ status:
             err_of(decode_object(
                 &json!({"kind": "Service", "metadata": {"name": "s"}})
             )),
-            r#"kind: unsupported kind "Service": supported kinds are "Node", "Pod", "PodDisruptionBudget""#
+            r#"kind: unsupported kind "Service": supported kinds are "Node", "Pod", "PodDisruptionBudget", "PriorityClass", "Namespace""#
         );
         assert_eq!(
             err_of(decode_object(&json!({"metadata": {"name": "s"}}))),

@@ -378,7 +378,10 @@ fn prepare(request: pb::SyncRequest, memo: &mut Memo) -> Prepared {
     match request.item {
         None => Prepared::Rejected(
             None,
-            ApiError::invalid("item", "one of node, pod or pdb is required"),
+            ApiError::invalid(
+                "item",
+                "one of node, pod, pdb, priority_class or namespace is required",
+            ),
         ),
         Some(Item::Node(r)) => Prepared::node(match r.change {
             None => Err(missing_change()),
