@@ -621,11 +621,10 @@ async fn decides_for_watched_pods_with_classes_and_namespace_labels() {
 
     // The same question offline: `simulate --kubeconfig` lists the cluster once.
     let manifest = tempfile::NamedTempFile::new().expect("temp pod");
-    std::fs::write(
-        manifest.path(),
-        preemptor("pending-hi", "high", "3").to_string(),
-    )
-    .expect("write pod");
+    let mut file = preemptor("pending-hi", "high", "3");
+    file["apiVersion"] = json!("v1");
+    file["kind"] = json!("Pod");
+    std::fs::write(manifest.path(), file.to_string()).expect("write pod");
     let admin_config = kubeconfig(&env.server, &env.ca, &env.token);
     let simulated = Command::new(env!("CARGO_BIN_EXE_preemptd"))
         .env_clear()
