@@ -8,6 +8,7 @@ pub mod cache;
 pub mod engine;
 #[cfg(any(test, feature = "generate"))]
 pub mod generate;
+pub mod kubernetes;
 pub mod model;
 pub mod nominations;
 pub mod ops;

@@ -33,6 +33,9 @@ pub enum SimulateError {
         document: Option<usize>,
         error: DecodeError,
     },
+    /// The live cluster could not be listed.
+    #[error("cluster: {0}")]
+    Cluster(String),
 }
 
 fn document_label(document: &Option<usize>) -> String {
@@ -45,6 +48,8 @@ impl SimulateError {
         match self {
             SimulateError::Unreadable { .. } => 66,
             SimulateError::Invalid { .. } => 65,
+            // EX_UNAVAILABLE: the cluster could not be reached or listed.
+            SimulateError::Cluster(_) => 69,
         }
     }
 
@@ -164,9 +169,9 @@ fn yaml_error(error: &serde_yaml_ng::Error) -> DecodeError {
     }
 }
 
-const KIND_NODE: &str = "Node";
-const KIND_POD: &str = "Pod";
-const KIND_PDB: &str = "PodDisruptionBudget";
+use crate::model::decode::{
+    KIND_NAMESPACE, KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS, KINDS,
+};
 
 /// A document's objects: a list's items (`kind: List`, `NodeList`, ..., or any object with
 /// `items`; items without a `kind` take a typed list's) or the document itself.
@@ -188,9 +193,7 @@ fn document_objects(
         // Not an array, or absent from a `...List`: the decoder names the field.
         return decode::decode_list(document).map(|_| ());
     };
-    let item_kind = kind
-        .strip_suffix("List")
-        .filter(|k| matches!(*k, KIND_NODE | KIND_POD | KIND_PDB));
+    let item_kind = kind.strip_suffix("List").filter(|k| KINDS.contains(k));
     for (index, item) in items.iter().enumerate() {
         object(item, item_kind, strict, objects, skipped).map_err(|error| DecodeError {
             path: if error.path.is_empty() {
@@ -220,6 +223,8 @@ fn object(
         Some(KIND_NODE) => Object::Node(decode::decode_node(value)?),
         Some(KIND_POD) => Object::Pod(decode::decode_pod(value)?),
         Some(KIND_PDB) => Object::Pdb(decode::decode_pdb(value)?),
+        Some(KIND_PRIORITY_CLASS) => Object::PriorityClass(decode::decode_priority_class(value)?),
+        Some(KIND_NAMESPACE) => Object::Namespace(decode::decode_namespace(value)?),
         Some(other) if !strict => {
             skipped.add(other);
             return Ok(());
@@ -244,14 +249,33 @@ fn read_file(path: &Path, strict: bool) -> Result<(Vec<Object>, Option<String>),
 }
 
 /// Loads objects into a new cache. Errors carry `items[N]`, N counting the objects.
+/// PriorityClasses and Namespaces are loaded first, wherever they stand, so every pod is
+/// admitted against all the classes (a pod naming none that exists gets priority 0, as
+/// the server keeps such a pod).
 pub fn load_cluster(objects: Vec<Object>) -> Result<ClusterCache, DecodeError> {
     let cache = ClusterCache::new();
+    let mut rest = Vec::with_capacity(objects.len());
     for (index, object) in objects.into_iter().enumerate() {
+        match object {
+            Object::PriorityClass(class) => {
+                cache.upsert_priority_class(class);
+            }
+            Object::Namespace(namespace) => {
+                cache.upsert_namespace(namespace);
+            }
+            other => rest.push((index, other)),
+        }
+    }
+    let classes = cache.priority_classes();
+    for (index, object) in rest {
         match object {
             Object::Node(node) => {
                 cache.upsert_node(node);
             }
-            Object::Pod(pod) => {
+            Object::Pod(mut pod) => {
+                if pod.admit(&classes).is_err() {
+                    pod.priority = 0;
+                }
                 cache.upsert_pod(pod).map_err(|e| DecodeError {
                     path: format!("items[{index}]"),
                     message: e.to_string(),
@@ -260,6 +284,7 @@ pub fn load_cluster(objects: Vec<Object>) -> Result<ClusterCache, DecodeError> {
             Object::Pdb(pdb) => {
                 cache.upsert_pdb(pdb);
             }
+            Object::PriorityClass(_) | Object::Namespace(_) => {}
         }
     }
     Ok(cache)
@@ -291,6 +316,8 @@ fn single_pod(path: &Path, objects: Vec<Object>) -> Result<Pod, SimulateError> {
                     Object::Node(_) => KIND_NODE,
                     Object::Pod(_) => KIND_POD,
                     Object::Pdb(_) => KIND_PDB,
+                    Object::PriorityClass(_) => KIND_PRIORITY_CLASS,
+                    Object::Namespace(_) => KIND_NAMESPACE,
                 });
             }
             let found = kinds
@@ -325,8 +352,41 @@ pub fn simulate(
     let (objects, cluster_note) = read_file(cluster, options.strict)?;
     let cache =
         load_cluster(objects).map_err(|error| SimulateError::invalid(cluster, None, error))?;
+    decide_for(cache, cluster_note, pod, options)
+}
+
+/// As [`simulate`], the cluster's objects already read (from a live cluster).
+pub fn simulate_objects(
+    objects: Vec<Object>,
+    pod: &Path,
+    options: SimulateOptions,
+) -> Result<Simulation, SimulateError> {
+    let cache = load_cluster(objects).map_err(|error| SimulateError::Cluster(error.to_string()))?;
+    decide_for(cache, None, pod, options)
+}
+
+fn decide_for(
+    cache: ClusterCache,
+    cluster_note: Option<String>,
+    pod: &Path,
+    options: SimulateOptions,
+) -> Result<Simulation, SimulateError> {
     let (objects, pod_note) = read_file(pod, options.strict)?;
-    let preemptor = resolve_preemptor(&cache, single_pod(pod, objects)?);
+    let mut preemptor = single_pod(pod, objects)?;
+    // Admission would refuse a pod naming a class that does not exist.
+    preemptor
+        .admit(&cache.priority_classes())
+        .map_err(|unknown| {
+            SimulateError::invalid(
+                pod,
+                None,
+                DecodeError {
+                    path: "spec.priorityClassName".to_string(),
+                    message: unknown.to_string(),
+                },
+            )
+        })?;
+    let preemptor = resolve_preemptor(&cache, preemptor);
     let snapshot = cache.snapshot();
     let decision = engine::decide(
         &snapshot,

@@ -24,6 +24,8 @@ const RPCS: &[&str] = &[
     "UpdateNode",
     "UpdatePod",
     "UpdatePodDisruptionBudget",
+    "UpdatePriorityClass",
+    "UpdateNamespace",
     "Preempt",
     "ListNominations",
     "WatchNominations",

@@ -46,7 +46,12 @@ async fn sync(client: &mut Client, items: Vec<pb::SyncRequest>) -> pb::SyncRespo
 }
 
 fn counts(nodes: u64, pods: u64, pdbs: u64) -> Option<pb::SyncCounts> {
-    Some(pb::SyncCounts { nodes, pods, pdbs })
+    Some(pb::SyncCounts {
+        nodes,
+        pods,
+        pdbs,
+        ..Default::default()
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

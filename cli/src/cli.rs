@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
+use preemptd::kubernetes;
 use preemptd::ops::telemetry::{self, LogFormat, TelemetryConfig};
 use preemptd::server::{self, ServeConfig};
 use preemptd::simulate::{self, SimulateOptions};
@@ -42,8 +43,17 @@ pub enum Command {
         /// Nodes, Pods and PodDisruptionBudgets (JSON or YAML): a v1 List as `kubectl get
         /// nodes,pods,pdb -A -o json` prints it, single objects, or several YAML documents.
         /// Objects of other kinds are skipped and named on stderr.
-        #[arg(long, value_name = "CLUSTER.json")]
-        cluster: PathBuf,
+        #[arg(
+            long,
+            value_name = "CLUSTER.json",
+            required_unless_present = "kubeconfig",
+            conflicts_with = "kubeconfig"
+        )]
+        cluster: Option<PathBuf>,
+        /// Instead of --cluster: list the live cluster of this kubeconfig once ("what would
+        /// this pod evict?"); without a path, KUBECONFIG or ~/.kube/config.
+        #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+        kubeconfig: Option<PathBuf>,
         /// The pending pod to decide for (v1 Pod, JSON or YAML).
         #[arg(long, value_name = "POD.json")]
         pod: PathBuf,
@@ -224,6 +234,34 @@ pub struct ServeArgs {
     /// service.name of exported traces.
     #[arg(long, env = "OTEL_SERVICE_NAME", default_value_t = TelemetryConfig::default().service_name)]
     pub otel_service_name: String,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// Kubernetes mode: where preemptd reads the cluster from, instead of clients pushing it.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ClusterArgs {
+    /// Kubernetes mode: watch the cluster of this kubeconfig (its current context) and
+    /// serve from it; without a path, KUBECONFIG or ~/.kube/config, as kubectl reads it.
+    /// Update calls and Sync are then refused: the watches are the one writer.
+    #[arg(long, env = "PREEMPTD_KUBECONFIG", value_name = "PATH", num_args = 0..=1, default_missing_value = "", conflicts_with = "in_cluster")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubernetes mode from inside a pod: the service account's token and the
+    /// KUBERNETES_SERVICE_HOST/PORT the kubelet sets.
+    #[arg(long, env = "PREEMPTD_IN_CLUSTER")]
+    pub in_cluster: bool,
+}
+
+impl ClusterArgs {
+    /// The cluster to mirror, if any.
+    pub fn source(&self) -> Option<kubernetes::Source> {
+        if self.in_cluster {
+            return Some(kubernetes::Source::InCluster);
+        }
+        self.kubeconfig.as_ref().map(|path| {
+            kubernetes::Source::Kubeconfig((!path.as_os_str().is_empty()).then(|| path.clone()))
+        })
+    }
 }
 
 /// The `--log-format` name of a format.
@@ -249,6 +287,7 @@ impl ServeArgs {
             max_sync_streams: self.max_sync_streams,
             metrics_listen: self.metrics_listen.0,
             shutdown_grace: self.shutdown_grace.0,
+            cluster: self.cluster.source(),
             ..ServeConfig::default()
         }
     }
@@ -437,8 +476,27 @@ fn env_source(arg: &str) -> Option<String> {
 /// sysexits.h EX_SOFTWARE: the decision could not be rendered (a build defect).
 const EXIT_SOFTWARE: u8 = 70;
 
-fn run_simulate(cluster: &Path, pod: &Path, options: SimulateOptions) -> ExitCode {
-    let simulation = match simulate::simulate(cluster, pod, options) {
+/// Lists the cluster of `source` once and decides for the pod in `pod`.
+fn simulate_live(
+    source: kubernetes::Source,
+    pod: &Path,
+    options: SimulateOptions,
+) -> Result<simulate::Simulation, simulate::SimulateError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| simulate::SimulateError::Cluster(error.to_string()))?;
+    let objects = runtime
+        .block_on(async {
+            let client = kubernetes::client(&source).await?;
+            kubernetes::list_once(client).await
+        })
+        .map_err(|error| simulate::SimulateError::Cluster(format!("{error:#}")))?;
+    simulate::simulate_objects(objects, pod, options)
+}
+
+fn run_simulate(simulation: Result<simulate::Simulation, simulate::SimulateError>) -> ExitCode {
+    let simulation = match simulation {
         Ok(simulation) => simulation,
         Err(error) => {
             eprintln!("preemptd: error: {error}");
@@ -471,10 +529,24 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Simulate {
             cluster,
+            kubeconfig,
             pod,
             explain,
             strict,
-        } => run_simulate(&cluster, &pod, SimulateOptions { explain, strict }),
+        } => {
+            let options = SimulateOptions { explain, strict };
+            match (cluster, kubeconfig) {
+                (Some(cluster), _) => run_simulate(simulate::simulate(&cluster, &pod, options)),
+                (None, kubeconfig) => {
+                    let path = kubeconfig.filter(|p| !p.as_os_str().is_empty());
+                    run_simulate(simulate_live(
+                        kubernetes::Source::Kubeconfig(path),
+                        &pod,
+                        options,
+                    ))
+                }
+            }
+        }
     }
 }
 

@@ -15,6 +15,8 @@ use dashmap::DashMap;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::model::labels::Labels;
+use crate::model::namespace::{Namespace, Namespaces};
+use crate::model::priority::{PriorityClass, PriorityClasses};
 use crate::model::{Interner, Node, Pod, PodDetails, PodDisruptionBudget, PodRef, Resources, Str};
 
 mod groups;
@@ -338,6 +340,8 @@ pub struct Snapshot {
     pub groups: imbl::Vector<Arc<NodeGroup>>,
     /// The hard-taint sets digests refer to: id `k` is `taint_sets[k - 1]`.
     pub taint_sets: imbl::Vector<Arc<HardTaints>>,
+    /// Namespace labels, for pod affinity's namespaceSelector.
+    pub namespaces: Arc<Namespaces>,
 }
 
 /// Asks the CPU to start loading the cache line at `address`.
@@ -793,6 +797,8 @@ pub struct CacheCounts {
     pub pods: usize,
     pub nominated_pods: usize,
     pub pdbs: usize,
+    pub priority_classes: usize,
+    pub namespaces: usize,
 }
 
 /// A nomination as listed or streamed: the pending pod and the node it is nominated to.
@@ -840,6 +846,9 @@ pub struct ClusterCache {
     /// itself ([`Place::of`]), so nothing else is stored with it.
     pods: pod_index::PodIndex,
     pdbs: DashMap<(Str, Str), Arc<PodDisruptionBudget>, ahash::RandomState>,
+    /// Few and rarely changed: replaced whole on a change, read as a cheap clone.
+    priority_classes: parking_lot::RwLock<Arc<PriorityClasses>>,
+    namespaces: parking_lot::RwLock<Arc<Namespaces>>,
     revision: AtomicU64,
 }
 
@@ -1175,6 +1184,129 @@ impl ClusterCache {
         })
     }
 
+    pub fn upsert_priority_class(&self, class: PriorityClass) -> UpdateOutcome {
+        let table = self.table.lock();
+        let mut classes = self.priority_classes.write();
+        if let Some(held) = classes.get(&class.name)
+            && is_stale(class.resource_version, held.resource_version)
+        {
+            return UpdateOutcome {
+                applied: false,
+                resource_version: held.resource_version,
+                revision: self.revision(),
+            };
+        }
+        let rv = class.resource_version;
+        Arc::make_mut(&mut classes).insert(class);
+        UpdateOutcome {
+            applied: true,
+            resource_version: rv,
+            revision: self.bump(&table),
+        }
+    }
+
+    /// Deletes a PriorityClass by name (and uid when given, which must then match).
+    pub fn delete_priority_class(
+        &self,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Result<UpdateOutcome, CacheError> {
+        let table = self.table.lock();
+        let mut classes = self.priority_classes.write();
+        let held_uid = classes.get(name).map(|c| c.uid.clone());
+        match held_uid {
+            Some(held) if uid.is_none_or(|u| u.is_empty() || *u == *held) => {
+                Arc::make_mut(&mut classes).remove(name);
+                Ok(UpdateOutcome {
+                    applied: true,
+                    resource_version: 0,
+                    revision: self.bump(&table),
+                })
+            }
+            _ => Err(CacheError::NotFound {
+                kind: "priorityclass",
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    /// Every PriorityClass held.
+    pub fn priority_classes(&self) -> Arc<PriorityClasses> {
+        self.priority_classes.read().clone()
+    }
+
+    pub fn upsert_namespace(&self, namespace: Namespace) -> UpdateOutcome {
+        let table = self.table.lock();
+        let mut namespaces = self.namespaces.write();
+        if let Some(held) = namespaces.get(&namespace.name)
+            && is_stale(namespace.resource_version, held.resource_version)
+        {
+            return UpdateOutcome {
+                applied: false,
+                resource_version: held.resource_version,
+                revision: self.revision(),
+            };
+        }
+        let rv = namespace.resource_version;
+        Arc::make_mut(&mut namespaces).insert(namespace);
+        UpdateOutcome {
+            applied: true,
+            resource_version: rv,
+            revision: self.bump(&table),
+        }
+    }
+
+    /// Deletes a Namespace by name (and uid when given, which must then match); its pods
+    /// stay until deleted.
+    pub fn delete_namespace(
+        &self,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Result<UpdateOutcome, CacheError> {
+        let table = self.table.lock();
+        let mut namespaces = self.namespaces.write();
+        let held_uid = namespaces.get(name).map(|n| n.uid.clone());
+        match held_uid {
+            Some(held) if uid.is_none_or(|u| u.is_empty() || *u == *held) => {
+                Arc::make_mut(&mut namespaces).remove(name);
+                Ok(UpdateOutcome {
+                    applied: true,
+                    resource_version: 0,
+                    revision: self.bump(&table),
+                })
+            }
+            _ => Err(CacheError::NotFound {
+                kind: "namespace",
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    /// Every Namespace held.
+    pub fn namespaces(&self) -> Arc<Namespaces> {
+        self.namespaces.read().clone()
+    }
+
+    /// Every held pod, in no particular order.
+    pub fn pods(&self) -> Vec<Arc<Pod>> {
+        self.pods.all()
+    }
+
+    /// The names of every node held.
+    pub fn node_names(&self) -> Vec<Str> {
+        let table = self.table.lock();
+        table
+            .all()
+            .filter(|info| info.node.is_some())
+            .map(|info| info.name.clone())
+            .collect()
+    }
+
+    /// The namespace and name of every PodDisruptionBudget held.
+    pub fn pdb_keys(&self) -> Vec<(Str, Str)> {
+        self.pdbs.iter().map(|entry| entry.key().clone()).collect()
+    }
+
     pub fn get_pod(&self, uid: &str) -> Option<Arc<Pod>> {
         self.pods.get(uid)
     }
@@ -1202,6 +1334,7 @@ impl ClusterCache {
             summaries: table.summaries.clone(),
             groups: table.groups.clone(),
             taint_sets: table.taint_sets.clone(),
+            namespaces: self.namespaces.read().clone(),
         }
     }
 
@@ -1230,6 +1363,8 @@ impl ClusterCache {
             pods: self.pods.len(),
             nominated_pods: table.all().map(|n| n.nominated.len()).sum(),
             pdbs: self.pdbs.len(),
+            priority_classes: self.priority_classes.read().len(),
+            namespaces: self.namespaces.read().len(),
         }
     }
 

@@ -65,6 +65,11 @@ impl PodIndex {
     pub fn len(&self) -> usize {
         self.by_uid.len()
     }
+
+    /// Every held pod, in no particular order.
+    pub fn all(&self) -> Vec<Arc<Pod>> {
+        self.by_uid.all()
+    }
 }
 
 /// A 32-bit key hash (or two) spread over the 64 bits hashbrown reads: the low bits pick
@@ -175,6 +180,13 @@ impl<K: Key> PodSet<K> {
 
     fn len(&self) -> usize {
         self.shards.iter().map(|shard| shard.read().len()).sum()
+    }
+
+    fn all(&self) -> Vec<Arc<Pod>> {
+        self.shards
+            .iter()
+            .flat_map(|shard| shard.read().iter().cloned().collect::<Vec<_>>())
+            .collect()
     }
 }
 

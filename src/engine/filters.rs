@@ -8,8 +8,9 @@ use ahash::AHashMap as HashMap;
 use rayon::prelude::*;
 
 use crate::cache::{HardTaints, LabelId, NodeInfo, NodeSummary, Snapshot};
+use crate::model::namespace::Namespaces;
 use crate::model::{
-    HostPort, InclusionPolicy, LabelSelector, Labels, Node, NodeSelector, NodeSelectorOperator,
+    HostPort, InclusionPolicy, LabelSelector, Node, NodeSelector, NodeSelectorOperator,
     NodeSelectorRequirement, Pod, PodAffinityTerm, Resources, Str, Taint, TaintEffect,
     WhenUnsatisfiable, labels::optional_matches,
 };
@@ -77,13 +78,6 @@ pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
 pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
 
 pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
-const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
-
-/// The labels a namespace is known by. preemptd holds no Namespace objects, so namespace
-/// selectors see the label every namespace carries automatically.
-fn namespace_labels(namespace: &Str) -> Labels {
-    Labels::new(vec![(NAMESPACE_NAME_LABEL.into(), namespace.clone())])
-}
 
 // ---------------------------------------------------------------------------------------
 // Node-level matching helpers (no pods involved).
@@ -261,9 +255,11 @@ pub fn static_failure<'n>(pod: &Pod, node: &'n Node) -> Option<StaticFailure<'n>
 #[derive(Clone, Debug)]
 pub struct AffinityTerm {
     selector: Option<LabelSelector>,
-    namespaces: Vec<Str>,
+    namespace_names: Vec<Str>,
     /// `Some` selects namespaces by their labels (an empty selector selects all).
     namespace_selector: Option<LabelSelector>,
+    /// The labels a non-empty `namespace_selector` is matched against.
+    namespaces: Option<Arc<Namespaces>>,
     pub topology_key: Str,
     /// For a one-label selector over listed namespaces: the label's id in each namespace
     /// where some pod carries it (see [`AffinityTerm::resolve_labels`]).
@@ -275,19 +271,29 @@ pub struct AffinityTerm {
 }
 
 impl AffinityTerm {
-    pub fn new(term: &PodAffinityTerm, owner_namespace: &Str) -> Self {
-        let mut namespaces = if term.namespaces.is_empty() && term.namespace_selector.is_none() {
-            vec![owner_namespace.clone()]
-        } else {
-            term.namespaces.clone()
-        };
+    pub fn new(
+        term: &PodAffinityTerm,
+        owner_namespace: &Str,
+        namespaces: &Arc<Namespaces>,
+    ) -> Self {
+        let mut namespaces_listed =
+            if term.namespaces.is_empty() && term.namespace_selector.is_none() {
+                vec![owner_namespace.clone()]
+            } else {
+                term.namespaces.clone()
+            };
         // A set upstream: a namespace listed twice still counts its pods once.
-        namespaces.sort_unstable();
-        namespaces.dedup();
+        namespaces_listed.sort_unstable();
+        namespaces_listed.dedup();
         AffinityTerm {
             selector: term.label_selector.clone(),
-            namespaces,
+            namespace_names: namespaces_listed,
             namespace_selector: term.namespace_selector.clone(),
+            namespaces: term
+                .namespace_selector
+                .as_ref()
+                .filter(|s| !s.is_empty())
+                .map(|_| namespaces.clone()),
             topology_key: term.topology_key.clone(),
             label_ids: None,
             node_local: false,
@@ -307,7 +313,7 @@ impl AffinityTerm {
             && let Some((key, value)) = self.selector.as_ref().and_then(single_label)
         {
             self.label_ids = Some(
-                self.namespaces
+                self.namespace_names
                     .iter()
                     .filter_map(|ns| snapshot.label_id(ns, key, value))
                     .collect(),
@@ -318,11 +324,14 @@ impl AffinityTerm {
 
     /// Upstream `AffinityTerm.Matches`.
     pub fn matches(&self, pod: &Pod) -> bool {
-        let in_namespace = self.namespaces.contains(&pod.namespace)
-            || self
-                .namespace_selector
-                .as_ref()
-                .is_some_and(|s| s.is_empty() || s.matches(&namespace_labels(&pod.namespace)));
+        let in_namespace = self.namespace_names.contains(&pod.namespace)
+            || self.namespace_selector.as_ref().is_some_and(|s| {
+                s.is_empty()
+                    || self
+                        .namespaces
+                        .as_ref()
+                        .is_some_and(|all| s.matches(&all.labels(&pod.namespace)))
+            });
         in_namespace && optional_matches(self.selector.as_ref(), &pod.labels)
     }
 }
@@ -554,6 +563,8 @@ pub struct PreFilter<'a> {
     /// InterPodAffinity has anything to check.
     inter_pod: bool,
     spread: Vec<SpreadConstraint>,
+    /// Namespace labels, for existing pods' terms with a namespaceSelector.
+    namespaces: Arc<Namespaces>,
 }
 
 impl<'a> PreFilter<'a> {
@@ -562,14 +573,16 @@ impl<'a> PreFilter<'a> {
             .details
             .pod_affinity
             .iter()
-            .map(|t| AffinityTerm::new(t, &pod.namespace).resolve_labels(snapshot))
+            .map(|t| {
+                AffinityTerm::new(t, &pod.namespace, &snapshot.namespaces).resolve_labels(snapshot)
+            })
             .collect();
         let anti_affinity: Vec<AffinityTerm> = pod
             .details
             .pod_anti_affinity
             .iter()
             .map(|t| {
-                AffinityTerm::new(t, &pod.namespace)
+                AffinityTerm::new(t, &pod.namespace, &snapshot.namespaces)
                     .resolve_labels(snapshot)
                     .with_locality(snapshot)
             })
@@ -585,6 +598,7 @@ impl<'a> PreFilter<'a> {
             existing_anti_affinity_counts: PairCounts::default(),
             inter_pod: false,
             spread: Vec::new(),
+            namespaces: snapshot.namespaces.clone(),
         };
         pre.scan_nodes(snapshot);
         pre
@@ -689,7 +703,7 @@ impl<'a> PreFilter<'a> {
         if info.anti_affinity_pods > 0 {
             for existing in info.pods.iter().filter(|p| p.has_required_anti_affinity()) {
                 for term in &existing.details.pod_anti_affinity {
-                    let term = AffinityTerm::new(term, &existing.namespace);
+                    let term = AffinityTerm::new(term, &existing.namespace, &self.namespaces);
                     if term.matches(self.pod) {
                         counts.existing_anti.add(&term.topology_key, node, 1);
                     }
@@ -823,7 +837,7 @@ impl<'a> PreFilter<'a> {
     ) {
         let pod = self.pod;
         for term in &other.details.pod_anti_affinity {
-            let term = AffinityTerm::new(term, &other.namespace);
+            let term = AffinityTerm::new(term, &other.namespace, &self.namespaces);
             if term.matches(pod) {
                 l.existing_anti.add(&term.topology_key, node, multiplier);
             }

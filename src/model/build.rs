@@ -10,6 +10,7 @@
 //! (`spec.containers[0].resources.requests[cpu]`); a reader puts its own prefix before it
 //! (the request field, a list item).
 
+mod cluster;
 pub mod input;
 mod memo;
 mod node;
@@ -20,6 +21,7 @@ mod rules;
 
 use std::borrow::Cow;
 
+pub use cluster::{NamespaceInput, PriorityClassInput, namespace, priority_class};
 pub use input::{
     AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, NodeInput,
     NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities, RequirementInput,

@@ -15,10 +15,12 @@ use smallvec::SmallVec;
 
 use super::build::{
     self, AffinityInput, AffinityTermInput, BuildError, ConditionInput, ContainerInput, Memo,
-    NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities,
-    RequirementInput, ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput,
-    TolerationInput, UncommonPodFields,
+    NamespaceInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput,
+    PriorityClassInput, Quantities, RequirementInput, ResourcesInput, SelectorInput, Source,
+    SpreadInput, TaintInput, TolerationInput, UncommonPodFields,
 };
+use super::namespace::Namespace;
+use super::priority::PriorityClass;
 use super::{Node, Pod, PodDisruptionBudget};
 
 /// A decoding failure: the field path relative to the decoded value (empty for the value
@@ -52,11 +54,23 @@ pub enum Object {
     Node(Node),
     Pod(Pod),
     Pdb(PodDisruptionBudget),
+    PriorityClass(PriorityClass),
+    Namespace(Namespace),
 }
 
-const KIND_NODE: &str = "Node";
-const KIND_POD: &str = "Pod";
-const KIND_PDB: &str = "PodDisruptionBudget";
+pub const KIND_NODE: &str = "Node";
+pub const KIND_POD: &str = "Pod";
+pub const KIND_PDB: &str = "PodDisruptionBudget";
+pub const KIND_PRIORITY_CLASS: &str = "PriorityClass";
+pub const KIND_NAMESPACE: &str = "Namespace";
+/// Every kind preemptd reads.
+pub const KINDS: [&str; 5] = [
+    KIND_NODE,
+    KIND_POD,
+    KIND_PDB,
+    KIND_PRIORITY_CLASS,
+    KIND_NAMESPACE,
+];
 
 /// Parses text that is JSON or YAML (a single document) into a JSON value. Text that looks
 /// like JSON (`[`, `{}` or `{"`) is parsed strictly as JSON, anything else (including YAML
@@ -130,9 +144,7 @@ pub fn decode_list(value: &Value) -> Result<Vec<Object>> {
     if !is_list {
         return Ok(vec![object_at(&cur, None)?]);
     }
-    let item_kind = kind
-        .strip_suffix("List")
-        .filter(|k| matches!(*k, KIND_NODE | KIND_POD | KIND_PDB));
+    let item_kind = kind.strip_suffix("List").filter(|k| KINDS.contains(k));
     let items = cur.get("items")?;
     items
         .elements()?
@@ -457,8 +469,10 @@ fn object_at(cur: &Cur<'_, '_>, default_kind: Option<&str>) -> Result<Object> {
         Some(KIND_NODE) => node_at(cur).map(Object::Node),
         Some(KIND_POD) => pod_at(cur).map(Object::Pod),
         Some(KIND_PDB) => pdb_at(cur).map(Object::Pdb),
+        Some(KIND_PRIORITY_CLASS) => priority_class_at(cur).map(Object::PriorityClass),
+        Some(KIND_NAMESPACE) => namespace_at(cur).map(Object::Namespace),
         Some(other) => Err(kind_cur.err(format!(
-            "unsupported kind {other:?}: supported kinds are \"Node\", \"Pod\", \"PodDisruptionBudget\""
+            "unsupported kind {other:?}: supported kinds are \"Node\", \"Pod\", \"PodDisruptionBudget\", \"PriorityClass\", \"Namespace\""
         ))),
         None => Err(kind_cur.err("must not be empty")),
     }
@@ -511,6 +525,44 @@ fn pdb_at(cur: &Cur<'_, '_>) -> Result<PodDisruptionBudget> {
     built(cur, build::pdb(&input, &mut Memo::disabled()))
 }
 
+fn priority_class_at(cur: &Cur<'_, '_>) -> Result<PriorityClass> {
+    cur.require_object()?;
+    check_type(cur, KIND_PRIORITY_CLASS, &["scheduling.k8s.io/v1"])?;
+    let meta = metadata::<0>(cur)?;
+    let input = PriorityClassInput {
+        name: meta.name,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        value: int32_or_zero(&cur.get("value")?)?,
+        global_default: cur.get("globalDefault")?.bool()?,
+        preemption_policy: cur.get("preemptionPolicy")?.string()?,
+    };
+    built(cur, build::priority_class(&input))
+}
+
+fn namespace_at(cur: &Cur<'_, '_>) -> Result<Namespace> {
+    cur.require_object()?;
+    check_type(cur, KIND_NAMESPACE, &["v1"])?;
+    let meta = metadata(cur)?;
+    let input = NamespaceInput {
+        name: meta.name,
+        uid: meta.uid,
+        resource_version: meta.resource_version,
+        labels: meta.labels,
+    };
+    built(cur, build::namespace(&input, &mut Memo::disabled()))
+}
+
+/// Decodes a PriorityClass (`kind`, when present, must be `PriorityClass`).
+pub fn decode_priority_class(value: &Value) -> Result<PriorityClass> {
+    priority_class_at(&Cur::root(value))
+}
+
+/// Decodes a Namespace (`kind`, when present, must be `Namespace`).
+pub fn decode_namespace(value: &Value) -> Result<Namespace> {
+    namespace_at(&Cur::root(value))
+}
+
 fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
     cur.require_object()?;
     check_type(cur, KIND_POD, &["v1"])?;
@@ -528,6 +580,7 @@ fn pod_at(cur: &Cur<'_, '_>) -> Result<Pod> {
         node_name: spec.get("nodeName")?.string()?,
         scheduler_name: spec.get("schedulerName")?.string()?,
         priority: spec.get("priority")?.int32()?,
+        priority_class_name: spec.get("priorityClassName")?.string()?,
         preemption_policy: spec.get("preemptionPolicy")?.string()?,
         host_network: spec.get("hostNetwork")?.bool()?,
         containers: containers(&spec.get("containers")?)?,
@@ -751,6 +804,7 @@ mod tests {
                         pdbs += 1;
                         assert!(p.selector.as_ref().is_some_and(LabelSelector::is_valid));
                     }
+                    Object::PriorityClass(_) | Object::Namespace(_) => {}
                 }
             }
         }
@@ -816,6 +870,7 @@ mod tests {
                         conditions += usize::from(p.terminating_by_preemption());
                     }
                     Object::Pdb(p) => disrupted += p.disrupted_pods.len(),
+                    Object::PriorityClass(_) | Object::Namespace(_) => {}
                 }
             }
         }
@@ -1249,7 +1304,7 @@ status:
             err_of(decode_object(
                 &json!({"kind": "Service", "metadata": {"name": "s"}})
             )),
-            r#"kind: unsupported kind "Service": supported kinds are "Node", "Pod", "PodDisruptionBudget""#
+            r#"kind: unsupported kind "Service": supported kinds are "Node", "Pod", "PodDisruptionBudget", "PriorityClass", "Namespace""#
         );
         assert_eq!(
             err_of(decode_object(&json!({"metadata": {"name": "s"}}))),

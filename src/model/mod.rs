@@ -7,6 +7,8 @@
 pub mod build;
 pub mod decode;
 pub mod labels;
+pub mod namespace;
+pub mod priority;
 pub mod quantity;
 pub mod resources;
 
@@ -393,8 +395,19 @@ pub struct Pod {
     /// `status.nominatedNodeName` (only meaningful without `node_name`).
     pub nominated_node_name: Option<Str>,
     pub phase: PodPhase,
+    /// What the Priority admission plugin has yet to set (a manifest never admitted).
+    pub unadmitted: Unadmitted,
     /// The rest of spec and status; change it through [`Pod::details_mut`].
     pub details: Arc<PodDetails>,
+}
+
+/// The fields of a pod that admission sets and its manifest left unset; see [`Pod::admit`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Unadmitted {
+    /// `spec.priority` was unset (`priority` is then 0 until admitted).
+    pub priority: bool,
+    /// `spec.preemptionPolicy` was unset.
+    pub preemption_policy: bool,
 }
 
 /// The parts of a pod that pods made from one template have in common, kept apart so
@@ -405,6 +418,8 @@ pub struct PodDetails {
     /// [`Pod::scheduler_name`]); kept here rather than in every pod, as pods of one
     /// template share it.
     pub scheduler_name: Option<Str>,
+    /// `spec.priorityClassName`: read only while the pod is [`Unadmitted`].
+    pub priority_class_name: Option<Str>,
     pub containers: Vec<Container>,
     pub init_containers: Vec<Container>,
     pub overhead: ContainerResources,
@@ -611,8 +626,38 @@ impl Pod {
             terminating: false,
             nominated_node_name: None,
             phase: PodPhase::Pending,
+            unadmitted: Unadmitted::default(),
             details: PodDetails::empty(),
         }
+    }
+
+    /// Whether [`Pod::admit`] has anything to set: the priority is unset, or a named class
+    /// has a preemption policy to give.
+    pub fn needs_admission(&self) -> bool {
+        self.unadmitted.priority
+            || (self.unadmitted.preemption_policy && self.details.priority_class_name.is_some())
+    }
+
+    /// Sets the priority and preemption policy as the Priority admission plugin does (see
+    /// [`priority`]). A pod naming a class that does not exist is left unchanged.
+    pub fn admit(
+        &mut self,
+        classes: &priority::PriorityClasses,
+    ) -> Result<(), priority::UnknownPriorityClass> {
+        if !self.needs_admission() {
+            return Ok(());
+        }
+        let request = priority::PriorityRequest {
+            priority: (!self.unadmitted.priority).then_some(self.priority),
+            class_name: self.details.priority_class_name.as_deref().unwrap_or(""),
+            preemption_policy: (!self.unadmitted.preemption_policy)
+                .then_some(self.preemption_policy),
+        };
+        let (priority, policy) = classes.resolve(request)?;
+        self.priority = priority;
+        self.preemption_policy = policy;
+        self.unadmitted = Unadmitted::default();
+        Ok(())
     }
 
     /// `metadata.name`.

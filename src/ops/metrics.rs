@@ -32,6 +32,12 @@ pub const CACHE_PDBS: &str = "preemptd_cache_pdbs";
 pub const NOMINATIONS_REVISION: &str = "preemptd_nominations_revision";
 pub const WATCH_SUBSCRIBERS: &str = "preemptd_watch_subscribers";
 pub const WATCH_CUT_OFF: &str = "preemptd_watch_subscribers_cut_off_total";
+pub const UNKNOWN_PRIORITY_CLASS: &str = "preemptd_pods_unknown_priority_class_total";
+pub const KUBE_EVENTS: &str = "preemptd_kube_events_total";
+pub const KUBE_RELISTS: &str = "preemptd_kube_relists_total";
+pub const KUBE_WATCH_ERRORS: &str = "preemptd_kube_watch_errors_total";
+pub const KUBE_REJECTED: &str = "preemptd_kube_rejected_objects_total";
+pub const KUBE_SECONDS_SINCE_EVENT: &str = "preemptd_kube_seconds_since_last_event";
 
 /// kube-scheduler's buckets for victims per preemption: exponential(1, 2, 7).
 const VICTIM_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
@@ -113,6 +119,32 @@ fn describe() {
         WATCH_CUT_OFF,
         "Watchers cut off with RESOURCE_EXHAUSTED for falling behind"
     );
+    describe_counter!(
+        UNKNOWN_PRIORITY_CLASS,
+        "Pods held with priority 0 because the PriorityClass they name does not exist"
+    );
+    describe_counter!(
+        KUBE_EVENTS,
+        "Objects received from the Kubernetes watches, by kind and type (apply, delete)"
+    );
+    describe_counter!(
+        KUBE_RELISTS,
+        "Relists after a watch was cut off or expired (410 Gone), by kind"
+    );
+    describe_counter!(KUBE_WATCH_ERRORS, "Kubernetes watch errors, by kind");
+    describe_counter!(
+        KUBE_REJECTED,
+        "Watched objects the builder refused (skipped), by kind"
+    );
+    describe_gauge!(
+        KUBE_SECONDS_SINCE_EVENT,
+        "Seconds since the last object arrived from a Kubernetes watch, by kind"
+    );
+}
+
+/// A pod was kept with priority 0: its PriorityClass does not exist.
+pub fn pod_with_unknown_priority_class() {
+    metrics::counter!(UNKNOWN_PRIORITY_CLASS).increment(1);
 }
 
 /// One Preempt call answered. `outcome` is the lowercase outcome name.

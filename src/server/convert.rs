@@ -14,6 +14,8 @@ use crate::model::build::{
     ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput, TolerationInput,
     UncommonPodFields,
 };
+use crate::model::namespace::Namespace;
+use crate::model::priority::PriorityClass;
 use crate::model::{Node, Pod, PodDisruptionBudget, PodRef};
 use crate::nominations::{Event, EventKind};
 
@@ -48,6 +50,30 @@ pub fn pod_with_memo(field: &str, p: &pb::Pod, memo: &mut Memo) -> Result<Pod> {
 /// A typed PodDisruptionBudget; `field` is the request field (`upsert`).
 pub fn pdb(field: &str, b: &pb::PodDisruptionBudget) -> Result<PodDisruptionBudget> {
     build::pdb(&pdb_input(b), &mut Memo::disabled()).map_err(|e| ApiError::from_build(field, e))
+}
+
+/// A typed PriorityClass.
+pub fn priority_class(field: &str, c: &pb::PriorityClass) -> Result<PriorityClass> {
+    let input = build::PriorityClassInput {
+        name: &c.name,
+        uid: &c.uid,
+        resource_version: c.resource_version,
+        value: c.value,
+        global_default: c.global_default,
+        preemption_policy: &c.preemption_policy,
+    };
+    build::priority_class(&input).map_err(|e| ApiError::from_build(field, e))
+}
+
+/// A typed Namespace.
+pub fn namespace(field: &str, n: &pb::Namespace) -> Result<Namespace> {
+    let input = build::NamespaceInput {
+        name: &n.name,
+        uid: &n.uid,
+        resource_version: n.resource_version,
+        labels: pairs(&n.labels),
+    };
+    build::namespace(&input, &mut Memo::disabled()).map_err(|e| ApiError::from_build(field, e))
 }
 
 /// A proto map's entries, borrowed, in key order.
@@ -108,6 +134,7 @@ fn pod_input(p: &pb::Pod) -> PodInput<'_> {
         node_name: &p.node_name,
         scheduler_name: &p.scheduler_name,
         priority: p.priority,
+        priority_class_name: &p.priority_class_name,
         preemption_policy: &p.preemption_policy,
         // Typed pods carry no hostNetwork: their host ports are given as they are.
         host_network: false,

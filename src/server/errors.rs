@@ -37,7 +37,11 @@ pub enum ApiError {
     /// Commits kept conflicting with concurrent changes.
     #[error("{0}")]
     Aborted(String),
-    /// The server is shutting down.
+    /// The call cannot be made in the server's mode (updates while Kubernetes watches
+    /// feed the cache).
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// The server is shutting down, or has not finished listing its cluster.
     #[error("{0}")]
     Unavailable(String),
     /// A bug: a decision task panicked.
@@ -94,6 +98,21 @@ impl ApiError {
         ApiError::Unavailable("server is shutting down".to_string())
     }
 
+    /// Kubernetes mode, before every watch has finished its initial list.
+    pub fn not_listed_yet() -> Self {
+        ApiError::Unavailable(
+            "the cluster is still being listed (kubernetes mode): retry when health is SERVING"
+                .to_string(),
+        )
+    }
+
+    /// An update call in Kubernetes mode, where the watches are the one writer.
+    pub fn watches_write() -> Self {
+        ApiError::FailedPrecondition(
+            "preemptd mirrors a kubernetes cluster (--kubeconfig or --in-cluster): its watches are the one writer, so updates and sync are refused".to_string(),
+        )
+    }
+
     /// Load shedding: more `Preempt` calls in flight than `--max-concurrent-preempts`.
     pub fn preempt_overloaded(limit: usize) -> Self {
         ApiError::ResourceExhausted(format!(
@@ -148,6 +167,7 @@ impl ApiError {
             Code::OutOfRange => "OUT_OF_RANGE",
             Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
             Code::Aborted => "ABORTED",
+            Code::FailedPrecondition => "FAILED_PRECONDITION",
             Code::Unavailable => "UNAVAILABLE",
             Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
             _ => "INTERNAL",
@@ -163,6 +183,7 @@ impl ApiError {
             ApiError::ResourceExhausted(_) => Code::ResourceExhausted,
             ApiError::DeadlineExceeded(_) => Code::DeadlineExceeded,
             ApiError::Aborted(_) => Code::Aborted,
+            ApiError::FailedPrecondition(_) => Code::FailedPrecondition,
             ApiError::Unavailable(_) => Code::Unavailable,
             ApiError::Internal(_) | ApiError::Undecodable(_) => Code::Internal,
             ApiError::Transport { code, .. } => *code,

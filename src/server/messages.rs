@@ -216,10 +216,17 @@ pub fn pod_message(p: &Pod) -> pb::Pod {
         labels: label_map(&p.labels),
         node_name: p.node_name.as_deref().unwrap_or_default().to_string(),
         scheduler_name: p.scheduler_name().to_string(),
-        priority: Some(p.priority),
-        preemption_policy: match p.preemption_policy {
-            PreemptionPolicy::PreemptLowerPriority => "PreemptLowerPriority",
-            PreemptionPolicy::Never => "Never",
+        priority: (!p.unadmitted.priority).then_some(p.priority),
+        priority_class_name: p
+            .details
+            .priority_class_name
+            .as_deref()
+            .unwrap_or_default()
+            .to_string(),
+        preemption_policy: match (p.unadmitted.preemption_policy, p.preemption_policy) {
+            (true, _) => "",
+            (false, PreemptionPolicy::PreemptLowerPriority) => "PreemptLowerPriority",
+            (false, PreemptionPolicy::Never) => "Never",
         }
         .to_string(),
         containers: p

@@ -10,6 +10,7 @@ pub mod json;
 #[cfg(any(test, feature = "generate"))]
 pub mod messages;
 mod middleware;
+mod mirror;
 mod probe;
 mod routes;
 mod service;
@@ -84,6 +85,8 @@ pub struct ServeConfig {
     /// How long a graceful shutdown waits for in-flight calls and streams (health
     /// watches never end by themselves) before closing connections.
     pub shutdown_grace: Duration,
+    /// Kubernetes mode: the cluster whose watches feed the cache. `None`: clients push.
+    pub cluster: Option<crate::kubernetes::Source>,
 }
 
 impl Default for ServeConfig {
@@ -102,6 +105,7 @@ impl Default for ServeConfig {
             max_sync_streams: DEFAULT_MAX_SYNC_STREAMS,
             metrics_listen: None,
             shutdown_grace: Duration::from_secs(10),
+            cluster: None,
         }
     }
 }
@@ -129,6 +133,8 @@ pub struct RunningServer {
     task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     grace: Duration,
     metrics: Option<crate::ops::metrics::MetricsEndpoint>,
+    /// Kubernetes mode's watches, stopped with the server.
+    watches: Option<JoinHandle<()>>,
 }
 
 impl RunningServer {
@@ -180,6 +186,9 @@ impl RunningServer {
 
     fn begin_shutdown(&self) {
         self.state.begin_shutdown();
+        if let Some(watches) = &self.watches {
+            watches.abort();
+        }
     }
 }
 
@@ -193,7 +202,8 @@ impl Drop for RunningServer {
     }
 }
 
-/// Binds `config.listen` and serves in the background; health is SERVING on return.
+/// Binds `config.listen` and serves in the background; health is SERVING on return, or
+/// in Kubernetes mode once every watched kind is listed.
 pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -262,10 +272,32 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         }),
     );
 
-    health.set_service_status("", ServingStatus::Serving).await;
-    health
-        .set_service_status(SERVICE_NAME, ServingStatus::Serving)
-        .await;
+    let watches = match &config.cluster {
+        // SERVING once every kind is listed (see `mirror`).
+        Some(source) => {
+            health
+                .set_service_status("", ServingStatus::NotServing)
+                .await;
+            health
+                .set_service_status(SERVICE_NAME, ServingStatus::NotServing)
+                .await;
+            let client = crate::kubernetes::client(source).await?;
+            tracing::info!(?source, "kubernetes mode: listing and watching the cluster");
+            let mirror = mirror::StateMirror {
+                state: state.clone(),
+                health: health.clone(),
+                runtime: tokio::runtime::Handle::current(),
+            };
+            Some(crate::kubernetes::start(client, Arc::new(mirror)))
+        }
+        None => {
+            health.set_service_status("", ServingStatus::Serving).await;
+            health
+                .set_service_status(SERVICE_NAME, ServingStatus::Serving)
+                .await;
+            None
+        }
+    };
     tracing::info!(addr = %local_addr, epoch = %state.epoch, "serving");
     Ok(RunningServer {
         local_addr,
@@ -275,6 +307,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         task: Some(task),
         grace: config.shutdown_grace,
         metrics,
+        watches,
     })
 }
 

@@ -29,7 +29,7 @@ use super::errors::ApiError;
 use super::pb;
 use super::wire;
 
-mod apply;
+pub(super) mod apply;
 pub(super) mod sync;
 
 use apply::{Change, PodArc};
@@ -59,6 +59,10 @@ pub(crate) struct State {
     /// Taken by late commit attempts (see `OPTIMISTIC_ATTEMPTS`).
     preempt_gate: Mutex<()>,
     shutting_down: AtomicBool,
+    /// Kubernetes watches feed the cache: update calls are refused (one writer).
+    mirrored: bool,
+    /// Every watched kind has finished its first list (always so without watches).
+    listed: AtomicBool,
     commit_attempts: u32,
     /// Load shedding for `Preempt` (`ServeConfig::max_concurrent_preempts`).
     preempt_permits: Arc<Semaphore>,
@@ -96,6 +100,8 @@ impl State {
             sync: Mutex::new(()),
             preempt_gate: Mutex::new(()),
             shutting_down: AtomicBool::new(false),
+            mirrored: config.cluster.is_some(),
+            listed: AtomicBool::new(config.cluster.is_none()),
             commit_attempts: config.commit_attempts.max(1),
             preempt_permits: Arc::new(Semaphore::new(config.max_concurrent_preempts.max(1))),
             watch_permits: Arc::new(Semaphore::new(config.max_watchers)),
@@ -118,6 +124,61 @@ impl State {
         } else {
             Ok(())
         }
+    }
+
+    /// Update calls and Sync: refused while Kubernetes watches are the writer.
+    fn check_writable(&self) -> Result<(), ApiError> {
+        self.check_running()?;
+        if self.mirrored {
+            return Err(ApiError::watches_write());
+        }
+        Ok(())
+    }
+
+    /// Decisions: only once the cluster is listed.
+    fn check_listed(&self) -> Result<(), ApiError> {
+        self.check_running()?;
+        if !self.listed.load(Ordering::Acquire) {
+            return Err(ApiError::not_listed_yet());
+        }
+        Ok(())
+    }
+
+    /// The pod `r` names, as the cache holds it.
+    fn held_pod(&self, r: &pb::PodRef) -> Result<Pod, ApiError> {
+        if r.name.is_empty() {
+            return Err(ApiError::invalid("pod_ref.name", "must not be empty"));
+        }
+        let namespace = if r.namespace.is_empty() {
+            "default"
+        } else {
+            &r.namespace
+        };
+        self.cache
+            .get_pod_by_name(namespace, &r.name)
+            .filter(|held| r.uid.is_empty() || held.uid() == r.uid)
+            .map(|held| (*held).clone())
+            .ok_or_else(|| ApiError::NotFound(format!("pod {namespace}/{} is not held", r.name)))
+    }
+
+    /// Every watched kind has finished its first list.
+    pub(crate) fn set_listed(&self) {
+        self.listed.store(true, Ordering::Release);
+    }
+
+    /// Pod changes from the watches, applied in order and published.
+    pub(crate) fn apply_watched_pods(&self, changes: Vec<Change<PodArc>>) {
+        if changes.is_empty() {
+            return;
+        }
+        let ordered = self.sync.lock();
+        let mut events = Vec::new();
+        self.apply_pods(&ordered, changes, &mut events, |result| {
+            if let Err(error) = result {
+                tracing::warn!(%error, "watched pod not applied");
+            }
+        });
+        self.log.publish(events);
     }
 
     /// Decides, and unless `dry_run` commits. Blocking: run on the blocking pool.
@@ -344,7 +405,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<pb::UpdateNodeRequest>,
     ) -> Result<Response<pb::UpdateNodeResponse>, Status> {
         let state = &self.state;
-        state.check_running()?;
+        state.check_writable()?;
         use pb::update_node_request::Change as Requested;
         let change = match request.into_inner().change {
             None => return Err(missing_change().into()),
@@ -370,7 +431,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<wire::UpdatePodRequestWire>,
     ) -> Result<Response<pb::UpdatePodResponse>, Status> {
         let state = &self.state;
-        state.check_running()?;
+        state.check_writable()?;
         let received = UNARY_MEMO
             .with_borrow_mut(|memo| wire::read_update_pod(request.into_inner().encoding, memo))
             // As tonic reports a request prost cannot decode.
@@ -405,7 +466,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<pb::UpdatePodDisruptionBudgetRequest>,
     ) -> Result<Response<pb::UpdatePodDisruptionBudgetResponse>, Status> {
         let state = &self.state;
-        state.check_running()?;
+        state.check_writable()?;
         use pb::update_pod_disruption_budget_request::Change as Requested;
         let change = match request.into_inner().change {
             None => return Err(missing_change().into()),
@@ -426,11 +487,63 @@ impl pb::preemption_server::Preemption for PreemptionService {
         }))
     }
 
+    async fn update_priority_class(
+        &self,
+        request: Request<pb::UpdatePriorityClassRequest>,
+    ) -> Result<Response<pb::UpdatePriorityClassResponse>, Status> {
+        let state = &self.state;
+        state.check_writable()?;
+        use pb::update_priority_class_request::Change as Requested;
+        let change = match request.into_inner().change {
+            None => return Err(missing_change().into()),
+            Some(Requested::Upsert(c)) => Change::Upsert(convert::priority_class("upsert", &c)?),
+            Some(Requested::UpsertJson(text)) => Change::Upsert(
+                decode_json("upsert_json", text, decode::decode_priority_class).await?,
+            ),
+            Some(Requested::Delete(r)) => Change::Delete(r),
+        };
+        let incoming = sent_version(&change, |c| c.resource_version);
+        let outcome = state.apply_priority_class(change)?;
+        Ok(Response::new(pb::UpdatePriorityClassResponse {
+            applied: outcome.applied,
+            resource_version: outcome.resource_version,
+            revision: outcome.revision,
+            epoch: state.epoch.clone(),
+            stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+        }))
+    }
+
+    async fn update_namespace(
+        &self,
+        request: Request<pb::UpdateNamespaceRequest>,
+    ) -> Result<Response<pb::UpdateNamespaceResponse>, Status> {
+        let state = &self.state;
+        state.check_writable()?;
+        use pb::update_namespace_request::Change as Requested;
+        let change = match request.into_inner().change {
+            None => return Err(missing_change().into()),
+            Some(Requested::Upsert(n)) => Change::Upsert(convert::namespace("upsert", &n)?),
+            Some(Requested::UpsertJson(text)) => {
+                Change::Upsert(decode_json("upsert_json", text, decode::decode_namespace).await?)
+            }
+            Some(Requested::Delete(r)) => Change::Delete(r),
+        };
+        let incoming = sent_version(&change, |n| n.resource_version);
+        let outcome = state.apply_namespace(change)?;
+        Ok(Response::new(pb::UpdateNamespaceResponse {
+            applied: outcome.applied,
+            resource_version: outcome.resource_version,
+            revision: outcome.revision,
+            epoch: state.epoch.clone(),
+            stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+        }))
+    }
+
     async fn preempt(
         &self,
         request: Request<pb::PreemptRequest>,
     ) -> Result<Response<pb::PreemptResponse>, Status> {
-        self.state.check_running()?;
+        self.state.check_listed()?;
         // Shed load at once rather than queue (a queued decision answers on stale state,
         // late); taken before decoding, which for large documents is the costly part.
         let permit = self
@@ -441,17 +554,31 @@ impl pb::preemption_server::Preemption for PreemptionService {
             .map_err(|_| ApiError::preempt_overloaded(self.state.max_concurrent_preempts()))?;
         let request = request.into_inner();
         use pb::preempt_request::Preemptor;
-        let pod = match request.preemptor {
+        let (field, mut pod) = match request.preemptor {
             None => {
-                return Err(
-                    ApiError::invalid("preemptor", "one of pod or pod_json is required").into(),
-                );
+                return Err(ApiError::invalid(
+                    "preemptor",
+                    "one of pod, pod_json or pod_ref is required",
+                )
+                .into());
             }
-            Some(Preemptor::Pod(p)) => convert::pod("pod", &p)?,
-            Some(Preemptor::PodJson(text)) => {
-                decode_json("pod_json", text, decode::decode_pod).await?
-            }
+            Some(Preemptor::Pod(p)) => ("pod", convert::pod("pod", &p)?),
+            Some(Preemptor::PodJson(text)) => (
+                "pod_json",
+                decode_json("pod_json", text, decode::decode_pod).await?,
+            ),
+            Some(Preemptor::PodRef(r)) => ("pod_ref", self.state.held_pod(&r)?),
         };
+        // As the Priority admission plugin: a manifest's priority from its class.
+        pod.admit(&self.state.cache.priority_classes())
+            .map_err(|unknown| {
+                let path = if field == "pod_json" {
+                    "pod_json: spec.priorityClassName"
+                } else {
+                    "pod.spec.priorityClassName"
+                };
+                ApiError::invalid(path, unknown.to_string())
+            })?;
         let state = self.state.clone();
         let (dry_run, explain) = (request.dry_run, request.explain);
         let span = tracing::Span::current();
@@ -562,6 +689,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<Streaming<wire::SyncRequestWire>>,
     ) -> Result<Response<pb::SyncResponse>, Status> {
         let state = self.state.clone();
+        state.check_writable()?;
         let _permit = state
             .sync_permits
             .clone()

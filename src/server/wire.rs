@@ -49,11 +49,15 @@ pub enum WireItem {
     Node(Bytes),
     Pod(Bytes),
     Pdb(Box<pb::UpdatePodDisruptionBudgetRequest>),
+    PriorityClass(Box<pb::UpdatePriorityClassRequest>),
+    Namespace(Box<pb::UpdateNamespaceRequest>),
 }
 
 const NODE: u32 = 1;
 const POD: u32 = 2;
 const PDB: u32 = 3;
+const PRIORITY_CLASS: u32 = 4;
+const NAMESPACE: u32 = 5;
 
 impl prost::Message for SyncRequestWire {
     fn encode_raw(&self, buf: &mut impl BufMut) {
@@ -62,6 +66,8 @@ impl prost::Message for SyncRequestWire {
             Some(WireItem::Node(b)) => bytes::encode(NODE, b, buf),
             Some(WireItem::Pod(b)) => bytes::encode(POD, b, buf),
             Some(WireItem::Pdb(r)) => message::encode(PDB, &**r, buf),
+            Some(WireItem::PriorityClass(r)) => message::encode(PRIORITY_CLASS, &**r, buf),
+            Some(WireItem::Namespace(r)) => message::encode(NAMESPACE, &**r, buf),
             None => {}
         }
     }
@@ -98,6 +104,22 @@ impl prost::Message for SyncRequestWire {
                 };
                 self.item = Some(WireItem::Pdb(Box::new(merged(held, wire_type, buf, ctx)?)));
             }
+            PRIORITY_CLASS => {
+                let held = match self.item.take() {
+                    Some(WireItem::PriorityClass(r)) => Some(*r),
+                    _ => None,
+                };
+                let merged = merged(held, wire_type, buf, ctx)?;
+                self.item = Some(WireItem::PriorityClass(Box::new(merged)));
+            }
+            NAMESPACE => {
+                let held = match self.item.take() {
+                    Some(WireItem::Namespace(r)) => Some(*r),
+                    _ => None,
+                };
+                let merged = merged(held, wire_type, buf, ctx)?;
+                self.item = Some(WireItem::Namespace(Box::new(merged)));
+            }
             _ => return skip_field(wire_type, tag, buf, ctx),
         }
         Ok(())
@@ -109,6 +131,8 @@ impl prost::Message for SyncRequestWire {
             Some(WireItem::Node(b)) => bytes::encoded_len(NODE, b),
             Some(WireItem::Pod(b)) => bytes::encoded_len(POD, b),
             Some(WireItem::Pdb(r)) => message::encoded_len(PDB, &**r),
+            Some(WireItem::PriorityClass(r)) => message::encoded_len(PRIORITY_CLASS, &**r),
+            Some(WireItem::Namespace(r)) => message::encoded_len(NAMESPACE, &**r),
             None => 0,
         }
     }

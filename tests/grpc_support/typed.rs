@@ -178,6 +178,7 @@ pub fn pod(o: &Value) -> pb::Pod {
         node_name: text(&spec["nodeName"]),
         scheduler_name: text(&spec["schedulerName"]),
         priority: int32(&spec["priority"]),
+        priority_class_name: text(&spec["priorityClassName"]),
         preemption_policy: text(&spec["preemptionPolicy"]),
         containers: items(&spec["containers"]).iter().map(container).collect(),
         init_containers: items(&spec["initContainers"])

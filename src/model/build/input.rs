@@ -63,6 +63,7 @@ pub struct PodInput<'a> {
     pub node_name: &'a str,
     pub scheduler_name: &'a str,
     pub priority: Option<i32>,
+    pub priority_class_name: &'a str,
     pub preemption_policy: &'a str,
     /// Only Kubernetes JSON carries it (typed pods give their host ports as they are).
     pub host_network: bool,

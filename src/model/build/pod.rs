@@ -8,7 +8,7 @@ use super::super::resources::{pod_level_requests_defaulted, requests_defaulted_f
 use super::super::{
     Container, ContainerResources, DEFAULT_SCHEDULER, InclusionPolicy, LabelSelector, NodeSelector,
     NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, PodCondition, PodDetails,
-    Requirement, Str, Toleration, TopologySpreadConstraint,
+    Requirement, Str, Toleration, TopologySpreadConstraint, Unadmitted,
 };
 use super::input::{
     AffinityTermInput, ContainerInput, PodInput, RequirementInput, SelectorInput, Source,
@@ -47,6 +47,10 @@ pub fn pod(p: &PodInput<'_>, memo: &mut Memo) -> Result<Pod> {
     };
     pod.node_name = (!p.node_name.is_empty()).then(|| memo.str(p.node_name));
     pod.priority = p.priority.unwrap_or(0);
+    pod.unadmitted = Unadmitted {
+        priority: p.priority.is_none(),
+        preemption_policy: p.preemption_policy.is_empty(),
+    };
     pod.preemption_policy = OBJECT
         .field("spec.preemptionPolicy")
         .check(rules::preemption_policy(p.preemption_policy))?;
@@ -84,6 +88,8 @@ fn details(p: &PodInput<'_>, memo: &mut Memo) -> Result<PodDetails> {
     let mut details = PodDetails {
         scheduler_name: (!p.scheduler_name.is_empty() && p.scheduler_name != DEFAULT_SCHEDULER)
             .then(|| memo.str(p.scheduler_name)),
+        priority_class_name: (!p.priority_class_name.is_empty())
+            .then(|| memo.str(p.priority_class_name)),
         containers: containers(
             spec.field("containers"),
             &p.containers,

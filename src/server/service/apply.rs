@@ -4,6 +4,8 @@
 use parking_lot::MutexGuard;
 
 use crate::cache::UpdateOutcome;
+use crate::model::namespace::Namespace;
+use crate::model::priority::{PriorityClass, PriorityClasses};
 use crate::model::{Node, Pod, PodDisruptionBudget};
 use crate::nominations::Event;
 
@@ -12,17 +14,17 @@ use super::super::pb;
 use super::{State, nomination_events, nomination_of, upsert_events};
 
 /// A converted change of one object.
-pub(super) enum Change<T> {
+pub(crate) enum Change<T> {
     Upsert(T),
     Delete(pb::ObjectRef),
 }
 
 /// The cache's handle of a pod.
-pub(super) type PodArc = triomphe::Arc<Pod>;
+pub(crate) type PodArc = triomphe::Arc<Pod>;
 
 /// Proof that the caller holds `State::sync`, the lock that orders nomination-moving
 /// changes with their events (see the parent module).
-pub(super) type Ordered<'a> = MutexGuard<'a, ()>;
+pub(crate) type Ordered<'a> = MutexGuard<'a, ()>;
 
 fn delete_name(r: &pb::ObjectRef) -> Result<(), ApiError> {
     if r.name.is_empty() {
@@ -43,9 +45,25 @@ fn uid_of(r: &pb::ObjectRef) -> Option<&str> {
     r.uid.as_deref().filter(|u| !u.is_empty())
 }
 
+/// Admits a pod the cache is to hold: one naming a class that does not exist is kept
+/// with priority 0 (admission would have refused it; the cluster has it anyway).
+fn admit_held(pod: &mut Pod, classes: &PriorityClasses) {
+    if let Err(unknown) = pod.admit(classes) {
+        pod.priority = 0;
+        pod.unadmitted = Default::default();
+        crate::ops::metrics::pod_with_unknown_priority_class();
+        tracing::warn!(
+            namespace = %pod.namespace,
+            pod = %pod.name(),
+            error = %unknown,
+            "pod names a priority class that does not exist, kept with priority 0"
+        );
+    }
+}
+
 impl State {
     /// Applies a node change (`UpdateNode`, a `Sync` node item).
-    pub(super) fn apply_node(&self, change: Change<Node>) -> Result<UpdateOutcome, ApiError> {
+    pub(crate) fn apply_node(&self, change: Change<Node>) -> Result<UpdateOutcome, ApiError> {
         match change {
             Change::Upsert(node) => Ok(self.cache.upsert_node(node)),
             Change::Delete(r) => {
@@ -64,7 +82,7 @@ impl State {
     }
 
     /// Applies a budget change (`UpdatePodDisruptionBudget`, a `Sync` budget item).
-    pub(super) fn apply_pdb(
+    pub(crate) fn apply_pdb(
         &self,
         change: Change<PodDisruptionBudget>,
     ) -> Result<UpdateOutcome, ApiError> {
@@ -79,12 +97,41 @@ impl State {
         }
     }
 
+    /// Applies a PriorityClass change (`UpdatePriorityClass`, a `Sync` item). Pods held
+    /// keep the priority they were admitted with, as admitted pods do.
+    pub(crate) fn apply_priority_class(
+        &self,
+        change: Change<PriorityClass>,
+    ) -> Result<UpdateOutcome, ApiError> {
+        match change {
+            Change::Upsert(class) => Ok(self.cache.upsert_priority_class(class)),
+            Change::Delete(r) => {
+                delete_name(&r)?;
+                Ok(self.cache.delete_priority_class(&r.name, uid_of(&r))?)
+            }
+        }
+    }
+
+    /// Applies a Namespace change (`UpdateNamespace`, a `Sync` item).
+    pub(crate) fn apply_namespace(
+        &self,
+        change: Change<Namespace>,
+    ) -> Result<UpdateOutcome, ApiError> {
+        match change {
+            Change::Upsert(namespace) => Ok(self.cache.upsert_namespace(namespace)),
+            Change::Delete(r) => {
+                delete_name(&r)?;
+                Ok(self.cache.delete_namespace(&r.name, uid_of(&r))?)
+            }
+        }
+    }
+
     /// Applies pod changes in order (`UpdatePod`'s one, a run of `Sync` pod items), each
     /// result handed to `each` in turn, their nomination events appended to `events` for
     /// the caller to publish under the same lock. Upserts that follow each other go to
     /// the cache as one batch, which copies each node entry they touch once rather than
     /// once per pod (see `ClusterCache::upsert_pods`).
-    pub(super) fn apply_pods(
+    pub(crate) fn apply_pods(
         &self,
         _ordered: &Ordered<'_>,
         changes: impl IntoIterator<Item = Change<PodArc>>,
@@ -93,9 +140,16 @@ impl State {
     ) {
         let changes = changes.into_iter();
         let mut upserts = Vec::with_capacity(changes.size_hint().0);
+        let mut classes = None;
         for change in changes {
             match change {
-                Change::Upsert(pod) => upserts.push(pod),
+                Change::Upsert(mut pod) => {
+                    if pod.needs_admission() {
+                        let classes = classes.get_or_insert_with(|| self.cache.priority_classes());
+                        admit_held(PodArc::make_mut(&mut pod), classes);
+                    }
+                    upserts.push(pod)
+                }
                 Change::Delete(r) => {
                     self.upsert_pods(&mut upserts, events, &mut each);
                     each(self.delete_pod(&r, events));
@@ -106,7 +160,7 @@ impl State {
     }
 
     /// A lone pod change (`UpdatePod`), ordered and published by itself.
-    pub(super) fn apply_pod(&self, change: Change<PodArc>) -> Result<UpdateOutcome, ApiError> {
+    pub(crate) fn apply_pod(&self, change: Change<PodArc>) -> Result<UpdateOutcome, ApiError> {
         let ordered = self.sync.lock();
         let mut events = Vec::new();
         let mut outcome = None;

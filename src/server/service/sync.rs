@@ -28,6 +28,8 @@ use tonic::Streaming;
 use crate::cache::UpdateOutcome;
 use crate::model::build::Memo;
 use crate::model::decode;
+use crate::model::namespace::Namespace;
+use crate::model::priority::PriorityClass;
 use crate::model::{Node, Pod, PodDisruptionBudget};
 use crate::nominations::Event;
 
@@ -76,6 +78,8 @@ enum Kind {
     Node,
     Pod,
     Pdb,
+    PriorityClass,
+    Namespace,
 }
 
 impl Kind {
@@ -84,6 +88,8 @@ impl Kind {
             Kind::Node => "node",
             Kind::Pod => "pod",
             Kind::Pdb => "pdb",
+            Kind::PriorityClass => "priority_class",
+            Kind::Namespace => "namespace",
         }
     }
 
@@ -92,6 +98,8 @@ impl Kind {
             Kind::Node => &mut counts.nodes,
             Kind::Pod => &mut counts.pods,
             Kind::Pdb => &mut counts.pdbs,
+            Kind::PriorityClass => &mut counts.priority_classes,
+            Kind::Namespace => &mut counts.namespaces,
         }
     }
 }
@@ -288,6 +296,8 @@ enum Prepared {
     /// only links it in.
     Pod(Change<PodArc>),
     Pdb(Box<Change<PodDisruptionBudget>>),
+    PriorityClass(Box<Change<PriorityClass>>),
+    Namespace(Box<Change<Namespace>>),
 }
 
 impl Prepared {
@@ -311,6 +321,20 @@ impl Prepared {
             Err(error) => Prepared::Rejected(Some(Kind::Pdb), error),
         }
     }
+
+    fn priority_class(change: Result<Change<PriorityClass>, ApiError>) -> Self {
+        match change {
+            Ok(change) => Prepared::PriorityClass(Box::new(change)),
+            Err(error) => Prepared::Rejected(Some(Kind::PriorityClass), error),
+        }
+    }
+
+    fn namespace(change: Result<Change<Namespace>, ApiError>) -> Self {
+        match change {
+            Ok(change) => Prepared::Namespace(Box::new(change)),
+            Err(error) => Prepared::Rejected(Some(Kind::Namespace), error),
+        }
+    }
 }
 
 fn upsert_pod(pod: Pod) -> Change<PodArc> {
@@ -332,6 +356,8 @@ fn prepare_on_receive(request: SyncRequestWire, memo: &mut Memo) -> Result<Prepa
             Err(error) => return Err(undecodable(error)),
         },
         Some(WireItem::Pdb(r)) => Some(Item::Pdb(*r)),
+        Some(WireItem::PriorityClass(r)) => Some(Item::PriorityClass(*r)),
+        Some(WireItem::Namespace(r)) => Some(Item::Namespace(*r)),
         Some(WireItem::Pod(encoding)) => match wire::receive_pod(encoding, memo) {
             Ok(Received::Upserted(pod)) => return Ok(Prepared::pod(pod.map(upsert_pod))),
             Ok(Received::Decoded(request)) => Some(Item::Pod(*request)),
@@ -352,7 +378,10 @@ fn prepare(request: pb::SyncRequest, memo: &mut Memo) -> Prepared {
     match request.item {
         None => Prepared::Rejected(
             None,
-            ApiError::invalid("item", "one of node, pod or pdb is required"),
+            ApiError::invalid(
+                "item",
+                "one of node, pod, pdb, priority_class or namespace is required",
+            ),
         ),
         Some(Item::Node(r)) => Prepared::node(match r.change {
             None => Err(missing_change()),
@@ -385,6 +414,27 @@ fn prepare(request: pb::SyncRequest, memo: &mut Memo) -> Prepared {
             Some(pb::update_pod_disruption_budget_request::Change::Delete(r)) => {
                 Ok(Change::Delete(r))
             }
+        }),
+        Some(Item::PriorityClass(r)) => Prepared::priority_class(match r.change {
+            None => Err(missing_change()),
+            Some(pb::update_priority_class_request::Change::Upsert(c)) => {
+                convert::priority_class("upsert", &c).map(Change::Upsert)
+            }
+            Some(pb::update_priority_class_request::Change::UpsertJson(text)) => {
+                decode_inline("upsert_json", &text, decode::decode_priority_class)
+                    .map(Change::Upsert)
+            }
+            Some(pb::update_priority_class_request::Change::Delete(r)) => Ok(Change::Delete(r)),
+        }),
+        Some(Item::Namespace(r)) => Prepared::namespace(match r.change {
+            None => Err(missing_change()),
+            Some(pb::update_namespace_request::Change::Upsert(n)) => {
+                convert::namespace("upsert", &n).map(Change::Upsert)
+            }
+            Some(pb::update_namespace_request::Change::UpsertJson(text)) => {
+                decode_inline("upsert_json", &text, decode::decode_namespace).map(Change::Upsert)
+            }
+            Some(pb::update_namespace_request::Change::Delete(r)) => Ok(Change::Delete(r)),
         }),
     }
 }
@@ -441,6 +491,13 @@ impl State {
                 Prepared::Rejected(kind, error) => tally.record(kind, Err(error)),
                 Prepared::Node(change) => tally.record(Some(Kind::Node), self.apply_node(*change)),
                 Prepared::Pdb(change) => tally.record(Some(Kind::Pdb), self.apply_pdb(*change)),
+                Prepared::PriorityClass(change) => tally.record(
+                    Some(Kind::PriorityClass),
+                    self.apply_priority_class(*change),
+                ),
+                Prepared::Namespace(change) => {
+                    tally.record(Some(Kind::Namespace), self.apply_namespace(*change))
+                }
             }
         }
         apply_pods(&mut pods, tally, &mut events);

@@ -13,8 +13,8 @@
 //   rejected.
 // - Timestamps are RFC 3339 strings ("2024-05-01T10:00:00Z"), as Kubernetes JSON
 //   prints them; empty means unset.
-// - Error details name the offending field as Kubernetes JSON paths it, map keys in
-//   brackets, after the request field: "upsert.spec.containers[0].resources.requests[cpu]".
+// - Error details name the offending field path, with map keys in brackets:
+//   "upsert.allocatable[cpu]", "upsert.containers[0].requests[memory]".
 // - Every response carries `epoch`, an id the server picks at start: when it changes the
 //   server restarted with an empty cache and clients must push their state again.
 
@@ -221,7 +221,8 @@ func (NominationEventType) EnumDescriptor() ([]byte, []int) {
 // ObjectRef names an object to delete.
 type ObjectRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Namespace of a pod or PodDisruptionBudget; ignored for nodes. Empty means "default".
+	// Namespace of a pod or PodDisruptionBudget; ignored for cluster-scoped kinds (nodes,
+	// PriorityClasses, Namespaces). Empty means "default".
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Name of the object; required.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
@@ -865,9 +866,13 @@ type Pod struct {
 	NominatedNodeName string `protobuf:"bytes,21,opt,name=nominated_node_name,json=nominatedNodeName,proto3" json:"nominated_node_name,omitempty"`
 	// status.phase: "Pending" (also when empty), "Running", "Succeeded", "Failed",
 	// "Unknown".
-	Phase         string `protobuf:"bytes,22,opt,name=phase,proto3" json:"phase,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Phase string `protobuf:"bytes,22,opt,name=phase,proto3" json:"phase,omitempty"`
+	// spec.priorityClassName: when priority is unset, the pod's priority (and, when
+	// preemption_policy is empty, its policy) come from this PriorityClass, as the Priority
+	// admission plugin sets them. Empty means the global default class, if any.
+	PriorityClassName string `protobuf:"bytes,23,opt,name=priority_class_name,json=priorityClassName,proto3" json:"priority_class_name,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Pod) Reset() {
@@ -1050,6 +1055,13 @@ func (x *Pod) GetNominatedNodeName() string {
 func (x *Pod) GetPhase() string {
 	if x != nil {
 		return x.Phase
+	}
+	return ""
+}
+
+func (x *Pod) GetPriorityClassName() string {
+	if x != nil {
+		return x.PriorityClassName
 	}
 	return ""
 }
@@ -2434,6 +2446,545 @@ func (x *UpdatePodDisruptionBudgetResponse) GetStale() string {
 	return ""
 }
 
+// PriorityClass is a scheduling.k8s.io/v1 PriorityClass.
+type PriorityClass struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// metadata.name; required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// metadata.uid.
+	Uid string `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
+	// metadata.resourceVersion as a number; 0 means unversioned (always applied).
+	ResourceVersion uint64 `protobuf:"varint,3,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// value: the priority of pods that name the class.
+	Value int32 `protobuf:"varint,4,opt,name=value,proto3" json:"value,omitempty"`
+	// globalDefault: pods that name no class take this one's value (when several classes
+	// are marked, the lowest value).
+	GlobalDefault bool `protobuf:"varint,5,opt,name=global_default,json=globalDefault,proto3" json:"global_default,omitempty"`
+	// preemptionPolicy: "PreemptLowerPriority" (also when empty) or "Never"; pods that set
+	// none take it.
+	PreemptionPolicy string `protobuf:"bytes,6,opt,name=preemption_policy,json=preemptionPolicy,proto3" json:"preemption_policy,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PriorityClass) Reset() {
+	*x = PriorityClass{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PriorityClass) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PriorityClass) ProtoMessage() {}
+
+func (x *PriorityClass) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PriorityClass.ProtoReflect.Descriptor instead.
+func (*PriorityClass) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PriorityClass) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PriorityClass) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *PriorityClass) GetResourceVersion() uint64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *PriorityClass) GetValue() int32 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *PriorityClass) GetGlobalDefault() bool {
+	if x != nil {
+		return x.GlobalDefault
+	}
+	return false
+}
+
+func (x *PriorityClass) GetPreemptionPolicy() string {
+	if x != nil {
+		return x.PreemptionPolicy
+	}
+	return ""
+}
+
+// UpdatePriorityClassRequest upserts or deletes one PriorityClass.
+type UpdatePriorityClassRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change to apply; exactly one is required.
+	//
+	// Types that are valid to be assigned to Change:
+	//
+	//	*UpdatePriorityClassRequest_Upsert
+	//	*UpdatePriorityClassRequest_UpsertJson
+	//	*UpdatePriorityClassRequest_Delete
+	Change        isUpdatePriorityClassRequest_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePriorityClassRequest) Reset() {
+	*x = UpdatePriorityClassRequest{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePriorityClassRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePriorityClassRequest) ProtoMessage() {}
+
+func (x *UpdatePriorityClassRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePriorityClassRequest.ProtoReflect.Descriptor instead.
+func (*UpdatePriorityClassRequest) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *UpdatePriorityClassRequest) GetChange() isUpdatePriorityClassRequest_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *UpdatePriorityClassRequest) GetUpsert() *PriorityClass {
+	if x != nil {
+		if x, ok := x.Change.(*UpdatePriorityClassRequest_Upsert); ok {
+			return x.Upsert
+		}
+	}
+	return nil
+}
+
+func (x *UpdatePriorityClassRequest) GetUpsertJson() string {
+	if x != nil {
+		if x, ok := x.Change.(*UpdatePriorityClassRequest_UpsertJson); ok {
+			return x.UpsertJson
+		}
+	}
+	return ""
+}
+
+func (x *UpdatePriorityClassRequest) GetDelete() *ObjectRef {
+	if x != nil {
+		if x, ok := x.Change.(*UpdatePriorityClassRequest_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+type isUpdatePriorityClassRequest_Change interface {
+	isUpdatePriorityClassRequest_Change()
+}
+
+type UpdatePriorityClassRequest_Upsert struct {
+	// The class, typed.
+	Upsert *PriorityClass `protobuf:"bytes,1,opt,name=upsert,proto3,oneof"`
+}
+
+type UpdatePriorityClassRequest_UpsertJson struct {
+	// The class as Kubernetes JSON (or YAML).
+	UpsertJson string `protobuf:"bytes,2,opt,name=upsert_json,json=upsertJson,proto3,oneof"`
+}
+
+type UpdatePriorityClassRequest_Delete struct {
+	// The class to delete (name; uid optional).
+	Delete *ObjectRef `protobuf:"bytes,3,opt,name=delete,proto3,oneof"`
+}
+
+func (*UpdatePriorityClassRequest_Upsert) isUpdatePriorityClassRequest_Change() {}
+
+func (*UpdatePriorityClassRequest_UpsertJson) isUpdatePriorityClassRequest_Change() {}
+
+func (*UpdatePriorityClassRequest_Delete) isUpdatePriorityClassRequest_Change() {}
+
+// UpdatePriorityClassResponse reports what an update did.
+type UpdatePriorityClassResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the update was older than the object held (see stale).
+	Applied bool `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
+	// The resource_version the cache holds for the object afterwards (0 once deleted).
+	ResourceVersion uint64 `protobuf:"varint,2,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// The cache revision after the update.
+	Revision uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The server's epoch.
+	Epoch string `protobuf:"bytes,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Why the update was not applied; empty when applied.
+	Stale         string `protobuf:"bytes,5,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePriorityClassResponse) Reset() {
+	*x = UpdatePriorityClassResponse{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePriorityClassResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePriorityClassResponse) ProtoMessage() {}
+
+func (x *UpdatePriorityClassResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePriorityClassResponse.ProtoReflect.Descriptor instead.
+func (*UpdatePriorityClassResponse) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *UpdatePriorityClassResponse) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+func (x *UpdatePriorityClassResponse) GetResourceVersion() uint64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *UpdatePriorityClassResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *UpdatePriorityClassResponse) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *UpdatePriorityClassResponse) GetStale() string {
+	if x != nil {
+		return x.Stale
+	}
+	return ""
+}
+
+// Namespace is a v1 Namespace: its labels, for pod affinity's namespaceSelector.
+type Namespace struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// metadata.name; required.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// metadata.uid.
+	Uid string `protobuf:"bytes,2,opt,name=uid,proto3" json:"uid,omitempty"`
+	// metadata.resourceVersion as a number; 0 means unversioned (always applied).
+	ResourceVersion uint64 `protobuf:"varint,3,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// metadata.labels; kubernetes.io/metadata.name is always the namespace's name, as the
+	// API server sets it.
+	Labels        map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Namespace) Reset() {
+	*x = Namespace{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Namespace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Namespace) ProtoMessage() {}
+
+func (x *Namespace) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
+func (*Namespace) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *Namespace) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Namespace) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *Namespace) GetResourceVersion() uint64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *Namespace) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// UpdateNamespaceRequest upserts or deletes one Namespace.
+type UpdateNamespaceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change to apply; exactly one is required.
+	//
+	// Types that are valid to be assigned to Change:
+	//
+	//	*UpdateNamespaceRequest_Upsert
+	//	*UpdateNamespaceRequest_UpsertJson
+	//	*UpdateNamespaceRequest_Delete
+	Change        isUpdateNamespaceRequest_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateNamespaceRequest) Reset() {
+	*x = UpdateNamespaceRequest{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateNamespaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateNamespaceRequest) ProtoMessage() {}
+
+func (x *UpdateNamespaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateNamespaceRequest.ProtoReflect.Descriptor instead.
+func (*UpdateNamespaceRequest) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *UpdateNamespaceRequest) GetChange() isUpdateNamespaceRequest_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *UpdateNamespaceRequest) GetUpsert() *Namespace {
+	if x != nil {
+		if x, ok := x.Change.(*UpdateNamespaceRequest_Upsert); ok {
+			return x.Upsert
+		}
+	}
+	return nil
+}
+
+func (x *UpdateNamespaceRequest) GetUpsertJson() string {
+	if x != nil {
+		if x, ok := x.Change.(*UpdateNamespaceRequest_UpsertJson); ok {
+			return x.UpsertJson
+		}
+	}
+	return ""
+}
+
+func (x *UpdateNamespaceRequest) GetDelete() *ObjectRef {
+	if x != nil {
+		if x, ok := x.Change.(*UpdateNamespaceRequest_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+type isUpdateNamespaceRequest_Change interface {
+	isUpdateNamespaceRequest_Change()
+}
+
+type UpdateNamespaceRequest_Upsert struct {
+	// The namespace, typed.
+	Upsert *Namespace `protobuf:"bytes,1,opt,name=upsert,proto3,oneof"`
+}
+
+type UpdateNamespaceRequest_UpsertJson struct {
+	// The namespace as Kubernetes JSON (or YAML).
+	UpsertJson string `protobuf:"bytes,2,opt,name=upsert_json,json=upsertJson,proto3,oneof"`
+}
+
+type UpdateNamespaceRequest_Delete struct {
+	// The namespace to delete (name; uid optional). Its pods stay until deleted.
+	Delete *ObjectRef `protobuf:"bytes,3,opt,name=delete,proto3,oneof"`
+}
+
+func (*UpdateNamespaceRequest_Upsert) isUpdateNamespaceRequest_Change() {}
+
+func (*UpdateNamespaceRequest_UpsertJson) isUpdateNamespaceRequest_Change() {}
+
+func (*UpdateNamespaceRequest_Delete) isUpdateNamespaceRequest_Change() {}
+
+// UpdateNamespaceResponse reports what an update did.
+type UpdateNamespaceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the update was older than the object held (see stale).
+	Applied bool `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
+	// The resource_version the cache holds for the object afterwards (0 once deleted).
+	ResourceVersion uint64 `protobuf:"varint,2,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// The cache revision after the update.
+	Revision uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The server's epoch.
+	Epoch string `protobuf:"bytes,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Why the update was not applied; empty when applied.
+	Stale         string `protobuf:"bytes,5,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateNamespaceResponse) Reset() {
+	*x = UpdateNamespaceResponse{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateNamespaceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateNamespaceResponse) ProtoMessage() {}
+
+func (x *UpdateNamespaceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateNamespaceResponse.ProtoReflect.Descriptor instead.
+func (*UpdateNamespaceResponse) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *UpdateNamespaceResponse) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+func (x *UpdateNamespaceResponse) GetResourceVersion() uint64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *UpdateNamespaceResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *UpdateNamespaceResponse) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *UpdateNamespaceResponse) GetStale() string {
+	if x != nil {
+		return x.Stale
+	}
+	return ""
+}
+
 // PreemptRequest asks for a preemption decision for a pod that failed scheduling.
 //
 // The request's pod is what is decided on. When it carries no nominated_node_name, the
@@ -2446,6 +2997,7 @@ type PreemptRequest struct {
 	//
 	//	*PreemptRequest_Pod
 	//	*PreemptRequest_PodJson
+	//	*PreemptRequest_PodRef
 	Preemptor isPreemptRequest_Preemptor `protobuf_oneof:"preemptor"`
 	// Decide only: record nothing. Otherwise OUTCOME_PREEMPT commits atomically (the pod
 	// is nominated to the node, victims are marked terminating by preemption, lower-priority
@@ -2460,7 +3012,7 @@ type PreemptRequest struct {
 
 func (x *PreemptRequest) Reset() {
 	*x = PreemptRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2472,7 +3024,7 @@ func (x *PreemptRequest) String() string {
 func (*PreemptRequest) ProtoMessage() {}
 
 func (x *PreemptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2485,7 +3037,7 @@ func (x *PreemptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptRequest.ProtoReflect.Descriptor instead.
 func (*PreemptRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{28}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PreemptRequest) GetPreemptor() isPreemptRequest_Preemptor {
@@ -2511,6 +3063,15 @@ func (x *PreemptRequest) GetPodJson() string {
 		}
 	}
 	return ""
+}
+
+func (x *PreemptRequest) GetPodRef() *PodRef {
+	if x != nil {
+		if x, ok := x.Preemptor.(*PreemptRequest_PodRef); ok {
+			return x.PodRef
+		}
+	}
+	return nil
 }
 
 func (x *PreemptRequest) GetDryRun() bool {
@@ -2541,9 +3102,17 @@ type PreemptRequest_PodJson struct {
 	PodJson string `protobuf:"bytes,2,opt,name=pod_json,json=podJson,proto3,oneof"`
 }
 
+type PreemptRequest_PodRef struct {
+	// A pending pod the cache already holds (namespace and name; uid, when set, must
+	// match): the natural call in Kubernetes mode. NOT_FOUND when it is not held.
+	PodRef *PodRef `protobuf:"bytes,5,opt,name=pod_ref,json=podRef,proto3,oneof"`
+}
+
 func (*PreemptRequest_Pod) isPreemptRequest_Preemptor() {}
 
 func (*PreemptRequest_PodJson) isPreemptRequest_Preemptor() {}
+
+func (*PreemptRequest_PodRef) isPreemptRequest_Preemptor() {}
 
 // FilterStatus is the result of the filter plugins on one node.
 type FilterStatus struct {
@@ -2560,7 +3129,7 @@ type FilterStatus struct {
 
 func (x *FilterStatus) Reset() {
 	*x = FilterStatus{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +3141,7 @@ func (x *FilterStatus) String() string {
 func (*FilterStatus) ProtoMessage() {}
 
 func (x *FilterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +3154,7 @@ func (x *FilterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterStatus.ProtoReflect.Descriptor instead.
 func (*FilterStatus) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{29}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FilterStatus) GetCode() StatusCode {
@@ -2630,7 +3199,7 @@ type NodeDiagnostic struct {
 
 func (x *NodeDiagnostic) Reset() {
 	*x = NodeDiagnostic{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +3211,7 @@ func (x *NodeDiagnostic) String() string {
 func (*NodeDiagnostic) ProtoMessage() {}
 
 func (x *NodeDiagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +3224,7 @@ func (x *NodeDiagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDiagnostic.ProtoReflect.Descriptor instead.
 func (*NodeDiagnostic) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{30}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *NodeDiagnostic) GetNode() string {
@@ -2735,7 +3304,7 @@ type PreemptResponse struct {
 
 func (x *PreemptResponse) Reset() {
 	*x = PreemptResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2747,7 +3316,7 @@ func (x *PreemptResponse) String() string {
 func (*PreemptResponse) ProtoMessage() {}
 
 func (x *PreemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2760,7 +3329,7 @@ func (x *PreemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptResponse.ProtoReflect.Descriptor instead.
 func (*PreemptResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{31}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PreemptResponse) GetOutcome() Outcome {
@@ -2855,7 +3424,7 @@ type Nomination struct {
 
 func (x *Nomination) Reset() {
 	*x = Nomination{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2867,7 +3436,7 @@ func (x *Nomination) String() string {
 func (*Nomination) ProtoMessage() {}
 
 func (x *Nomination) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2880,7 +3449,7 @@ func (x *Nomination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nomination.ProtoReflect.Descriptor instead.
 func (*Nomination) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{32}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Nomination) GetPod() *PodRef {
@@ -2913,7 +3482,7 @@ type ListNominationsRequest struct {
 
 func (x *ListNominationsRequest) Reset() {
 	*x = ListNominationsRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3494,7 @@ func (x *ListNominationsRequest) String() string {
 func (*ListNominationsRequest) ProtoMessage() {}
 
 func (x *ListNominationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3507,7 @@ func (x *ListNominationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNominationsRequest.ProtoReflect.Descriptor instead.
 func (*ListNominationsRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{33}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{39}
 }
 
 // ListNominationsResponse is every current nomination, sorted by node then pod.
@@ -2957,7 +3526,7 @@ type ListNominationsResponse struct {
 
 func (x *ListNominationsResponse) Reset() {
 	*x = ListNominationsResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3538,7 @@ func (x *ListNominationsResponse) String() string {
 func (*ListNominationsResponse) ProtoMessage() {}
 
 func (x *ListNominationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3551,7 @@ func (x *ListNominationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNominationsResponse.ProtoReflect.Descriptor instead.
 func (*ListNominationsResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{34}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListNominationsResponse) GetNominations() []*Nomination {
@@ -3017,7 +3586,7 @@ type WatchNominationsRequest struct {
 
 func (x *WatchNominationsRequest) Reset() {
 	*x = WatchNominationsRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3029,7 +3598,7 @@ func (x *WatchNominationsRequest) String() string {
 func (*WatchNominationsRequest) ProtoMessage() {}
 
 func (x *WatchNominationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3042,7 +3611,7 @@ func (x *WatchNominationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchNominationsRequest.ProtoReflect.Descriptor instead.
 func (*WatchNominationsRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{35}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WatchNominationsRequest) GetAfterRevision() uint64 {
@@ -3076,7 +3645,7 @@ type WatchNominationsResponse struct {
 
 func (x *WatchNominationsResponse) Reset() {
 	*x = WatchNominationsResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3088,7 +3657,7 @@ func (x *WatchNominationsResponse) String() string {
 func (*WatchNominationsResponse) ProtoMessage() {}
 
 func (x *WatchNominationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3101,7 +3670,7 @@ func (x *WatchNominationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchNominationsResponse.ProtoReflect.Descriptor instead.
 func (*WatchNominationsResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{36}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WatchNominationsResponse) GetRevision() uint64 {
@@ -3163,6 +3732,8 @@ type SyncRequest struct {
 	//	*SyncRequest_Node
 	//	*SyncRequest_Pod
 	//	*SyncRequest_Pdb
+	//	*SyncRequest_PriorityClass
+	//	*SyncRequest_Namespace
 	Item          isSyncRequest_Item `protobuf_oneof:"item"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3170,7 +3741,7 @@ type SyncRequest struct {
 
 func (x *SyncRequest) Reset() {
 	*x = SyncRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3753,7 @@ func (x *SyncRequest) String() string {
 func (*SyncRequest) ProtoMessage() {}
 
 func (x *SyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3766,7 @@ func (x *SyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
 func (*SyncRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{37}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SyncRequest) GetItem() isSyncRequest_Item {
@@ -3232,6 +3803,24 @@ func (x *SyncRequest) GetPdb() *UpdatePodDisruptionBudgetRequest {
 	return nil
 }
 
+func (x *SyncRequest) GetPriorityClass() *UpdatePriorityClassRequest {
+	if x != nil {
+		if x, ok := x.Item.(*SyncRequest_PriorityClass); ok {
+			return x.PriorityClass
+		}
+	}
+	return nil
+}
+
+func (x *SyncRequest) GetNamespace() *UpdateNamespaceRequest {
+	if x != nil {
+		if x, ok := x.Item.(*SyncRequest_Namespace); ok {
+			return x.Namespace
+		}
+	}
+	return nil
+}
+
 type isSyncRequest_Item interface {
 	isSyncRequest_Item()
 }
@@ -3251,11 +3840,25 @@ type SyncRequest_Pdb struct {
 	Pdb *UpdatePodDisruptionBudgetRequest `protobuf:"bytes,3,opt,name=pdb,proto3,oneof"`
 }
 
+type SyncRequest_PriorityClass struct {
+	// As UpdatePriorityClass.
+	PriorityClass *UpdatePriorityClassRequest `protobuf:"bytes,4,opt,name=priority_class,json=priorityClass,proto3,oneof"`
+}
+
+type SyncRequest_Namespace struct {
+	// As UpdateNamespace.
+	Namespace *UpdateNamespaceRequest `protobuf:"bytes,5,opt,name=namespace,proto3,oneof"`
+}
+
 func (*SyncRequest_Node) isSyncRequest_Item() {}
 
 func (*SyncRequest_Pod) isSyncRequest_Item() {}
 
 func (*SyncRequest_Pdb) isSyncRequest_Item() {}
+
+func (*SyncRequest_PriorityClass) isSyncRequest_Item() {}
+
+func (*SyncRequest_Namespace) isSyncRequest_Item() {}
 
 // SyncCounts counts items per kind.
 type SyncCounts struct {
@@ -3265,14 +3868,18 @@ type SyncCounts struct {
 	// Pod items.
 	Pods uint64 `protobuf:"varint,2,opt,name=pods,proto3" json:"pods,omitempty"`
 	// PodDisruptionBudget items.
-	Pdbs          uint64 `protobuf:"varint,3,opt,name=pdbs,proto3" json:"pdbs,omitempty"`
+	Pdbs uint64 `protobuf:"varint,3,opt,name=pdbs,proto3" json:"pdbs,omitempty"`
+	// PriorityClass items.
+	PriorityClasses uint64 `protobuf:"varint,4,opt,name=priority_classes,json=priorityClasses,proto3" json:"priority_classes,omitempty"`
+	// Namespace items.
+	Namespaces    uint64 `protobuf:"varint,5,opt,name=namespaces,proto3" json:"namespaces,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SyncCounts) Reset() {
 	*x = SyncCounts{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3284,7 +3891,7 @@ func (x *SyncCounts) String() string {
 func (*SyncCounts) ProtoMessage() {}
 
 func (x *SyncCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3297,7 +3904,7 @@ func (x *SyncCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncCounts.ProtoReflect.Descriptor instead.
 func (*SyncCounts) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{38}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SyncCounts) GetNodes() uint64 {
@@ -3321,6 +3928,20 @@ func (x *SyncCounts) GetPdbs() uint64 {
 	return 0
 }
 
+func (x *SyncCounts) GetPriorityClasses() uint64 {
+	if x != nil {
+		return x.PriorityClasses
+	}
+	return 0
+}
+
+func (x *SyncCounts) GetNamespaces() uint64 {
+	if x != nil {
+		return x.Namespaces
+	}
+	return 0
+}
+
 // SyncRejection is one item that was not applied because it is invalid or conflicts.
 type SyncRejection struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3330,7 +3951,7 @@ type SyncRejection struct {
 	// "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS".
 	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
 	// The offending field path from the SyncRequest, e.g.
-	// "pod.upsert.spec.containers[0].resources.requests[cpu]"; for conflicts, the item ("pod").
+	// "pod.upsert.containers[0].requests[cpu]"; for conflicts, the item ("pod").
 	Field string `protobuf:"bytes,3,opt,name=field,proto3" json:"field,omitempty"`
 	// What is wrong, lowercase.
 	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
@@ -3340,7 +3961,7 @@ type SyncRejection struct {
 
 func (x *SyncRejection) Reset() {
 	*x = SyncRejection{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3352,7 +3973,7 @@ func (x *SyncRejection) String() string {
 func (*SyncRejection) ProtoMessage() {}
 
 func (x *SyncRejection) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3365,7 +3986,7 @@ func (x *SyncRejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRejection.ProtoReflect.Descriptor instead.
 func (*SyncRejection) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{39}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SyncRejection) GetIndex() uint64 {
@@ -3420,7 +4041,7 @@ type SyncResponse struct {
 
 func (x *SyncResponse) Reset() {
 	*x = SyncResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +4053,7 @@ func (x *SyncResponse) String() string {
 func (*SyncResponse) ProtoMessage() {}
 
 func (x *SyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +4066,7 @@ func (x *SyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncResponse.ProtoReflect.Descriptor instead.
 func (*SyncResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{40}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SyncResponse) GetApplied() *SyncCounts {
@@ -3550,7 +4171,8 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x10resource_version\x18\x02 \x01(\x04R\x0fresourceVersion\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x14\n" +
-	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xe5\t\n" +
+	"\x05stale\x18\x05 \x01(\tR\x05stale\"\x95\n" +
+	"\n" +
 	"\x03Pod\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
@@ -3579,7 +4201,8 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"conditions\x18\x14 \x03(\v2\x19.preemptd.v1.PodConditionR\n" +
 	"conditions\x12.\n" +
 	"\x13nominated_node_name\x18\x15 \x01(\tR\x11nominatedNodeName\x12\x14\n" +
-	"\x05phase\x18\x16 \x01(\tR\x05phase\x1a9\n" +
+	"\x05phase\x18\x16 \x01(\tR\x05phase\x12.\n" +
+	"\x13priority_class_name\x18\x17 \x01(\tR\x11priorityClassName\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
@@ -3696,10 +4319,50 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x10resource_version\x18\x02 \x01(\x04R\x0fresourceVersion\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x14\n" +
-	"\x05stale\x18\x05 \x01(\tR\x05stale\"\x93\x01\n" +
+	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xca\x01\n" +
+	"\rPriorityClass\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x02 \x01(\tR\x03uid\x12)\n" +
+	"\x10resource_version\x18\x03 \x01(\x04R\x0fresourceVersion\x12\x14\n" +
+	"\x05value\x18\x04 \x01(\x05R\x05value\x12%\n" +
+	"\x0eglobal_default\x18\x05 \x01(\bR\rglobalDefault\x12+\n" +
+	"\x11preemption_policy\x18\x06 \x01(\tR\x10preemptionPolicy\"\xb1\x01\n" +
+	"\x1aUpdatePriorityClassRequest\x124\n" +
+	"\x06upsert\x18\x01 \x01(\v2\x1a.preemptd.v1.PriorityClassH\x00R\x06upsert\x12!\n" +
+	"\vupsert_json\x18\x02 \x01(\tH\x00R\n" +
+	"upsertJson\x120\n" +
+	"\x06delete\x18\x03 \x01(\v2\x16.preemptd.v1.ObjectRefH\x00R\x06deleteB\b\n" +
+	"\x06change\"\xaa\x01\n" +
+	"\x1bUpdatePriorityClassResponse\x12\x18\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied\x12)\n" +
+	"\x10resource_version\x18\x02 \x01(\x04R\x0fresourceVersion\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x14\n" +
+	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xd3\x01\n" +
+	"\tNamespace\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x02 \x01(\tR\x03uid\x12)\n" +
+	"\x10resource_version\x18\x03 \x01(\x04R\x0fresourceVersion\x12:\n" +
+	"\x06labels\x18\x04 \x03(\v2\".preemptd.v1.Namespace.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa9\x01\n" +
+	"\x16UpdateNamespaceRequest\x120\n" +
+	"\x06upsert\x18\x01 \x01(\v2\x16.preemptd.v1.NamespaceH\x00R\x06upsert\x12!\n" +
+	"\vupsert_json\x18\x02 \x01(\tH\x00R\n" +
+	"upsertJson\x120\n" +
+	"\x06delete\x18\x03 \x01(\v2\x16.preemptd.v1.ObjectRefH\x00R\x06deleteB\b\n" +
+	"\x06change\"\xa6\x01\n" +
+	"\x17UpdateNamespaceResponse\x12\x18\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied\x12)\n" +
+	"\x10resource_version\x18\x02 \x01(\x04R\x0fresourceVersion\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x14\n" +
+	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xc3\x01\n" +
 	"\x0ePreemptRequest\x12$\n" +
 	"\x03pod\x18\x01 \x01(\v2\x10.preemptd.v1.PodH\x00R\x03pod\x12\x1b\n" +
-	"\bpod_json\x18\x02 \x01(\tH\x00R\apodJson\x12\x17\n" +
+	"\bpod_json\x18\x02 \x01(\tH\x00R\apodJson\x12.\n" +
+	"\apod_ref\x18\x05 \x01(\v2\x13.preemptd.v1.PodRefH\x00R\x06podRef\x12\x17\n" +
 	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12\x18\n" +
 	"\aexplain\x18\x04 \x01(\bR\aexplainB\v\n" +
 	"\tpreemptor\"m\n" +
@@ -3748,17 +4411,23 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x04node\x18\x04 \x01(\tR\x04node\x12\x1a\n" +
 	"\bpriority\x18\x05 \x01(\x05R\bpriority\x12\x18\n" +
 	"\ainitial\x18\x06 \x01(\bR\ainitial\x12\x14\n" +
-	"\x05epoch\x18\a \x01(\tR\x05epoch\"\xc1\x01\n" +
+	"\x05epoch\x18\a \x01(\tR\x05epoch\"\xd8\x02\n" +
 	"\vSyncRequest\x124\n" +
 	"\x04node\x18\x01 \x01(\v2\x1e.preemptd.v1.UpdateNodeRequestH\x00R\x04node\x121\n" +
 	"\x03pod\x18\x02 \x01(\v2\x1d.preemptd.v1.UpdatePodRequestH\x00R\x03pod\x12A\n" +
-	"\x03pdb\x18\x03 \x01(\v2-.preemptd.v1.UpdatePodDisruptionBudgetRequestH\x00R\x03pdbB\x06\n" +
-	"\x04item\"J\n" +
+	"\x03pdb\x18\x03 \x01(\v2-.preemptd.v1.UpdatePodDisruptionBudgetRequestH\x00R\x03pdb\x12P\n" +
+	"\x0epriority_class\x18\x04 \x01(\v2'.preemptd.v1.UpdatePriorityClassRequestH\x00R\rpriorityClass\x12C\n" +
+	"\tnamespace\x18\x05 \x01(\v2#.preemptd.v1.UpdateNamespaceRequestH\x00R\tnamespaceB\x06\n" +
+	"\x04item\"\x95\x01\n" +
 	"\n" +
 	"SyncCounts\x12\x14\n" +
 	"\x05nodes\x18\x01 \x01(\x04R\x05nodes\x12\x12\n" +
 	"\x04pods\x18\x02 \x01(\x04R\x04pods\x12\x12\n" +
-	"\x04pdbs\x18\x03 \x01(\x04R\x04pdbs\"i\n" +
+	"\x04pdbs\x18\x03 \x01(\x04R\x04pdbs\x12)\n" +
+	"\x10priority_classes\x18\x04 \x01(\x04R\x0fpriorityClasses\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x05 \x01(\x04R\n" +
+	"namespaces\"i\n" +
 	"\rSyncRejection\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x14\n" +
@@ -3790,13 +4459,15 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"!NOMINATION_EVENT_TYPE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fNOMINATION_EVENT_TYPE_NOMINATED\x10\x01\x12!\n" +
 	"\x1dNOMINATION_EVENT_TYPE_CLEARED\x10\x02\x12'\n" +
-	"#NOMINATION_EVENT_TYPE_VICTIM_MARKED\x10\x032\xe9\x04\n" +
+	"#NOMINATION_EVENT_TYPE_VICTIM_MARKED\x10\x032\xb1\x06\n" +
 	"\n" +
 	"Preemption\x12M\n" +
 	"\n" +
 	"UpdateNode\x12\x1e.preemptd.v1.UpdateNodeRequest\x1a\x1f.preemptd.v1.UpdateNodeResponse\x12J\n" +
 	"\tUpdatePod\x12\x1d.preemptd.v1.UpdatePodRequest\x1a\x1e.preemptd.v1.UpdatePodResponse\x12z\n" +
-	"\x19UpdatePodDisruptionBudget\x12-.preemptd.v1.UpdatePodDisruptionBudgetRequest\x1a..preemptd.v1.UpdatePodDisruptionBudgetResponse\x12D\n" +
+	"\x19UpdatePodDisruptionBudget\x12-.preemptd.v1.UpdatePodDisruptionBudgetRequest\x1a..preemptd.v1.UpdatePodDisruptionBudgetResponse\x12h\n" +
+	"\x13UpdatePriorityClass\x12'.preemptd.v1.UpdatePriorityClassRequest\x1a(.preemptd.v1.UpdatePriorityClassResponse\x12\\\n" +
+	"\x0fUpdateNamespace\x12#.preemptd.v1.UpdateNamespaceRequest\x1a$.preemptd.v1.UpdateNamespaceResponse\x12D\n" +
 	"\aPreempt\x12\x1b.preemptd.v1.PreemptRequest\x1a\x1c.preemptd.v1.PreemptResponse\x12\\\n" +
 	"\x0fListNominations\x12#.preemptd.v1.ListNominationsRequest\x1a$.preemptd.v1.ListNominationsResponse\x12a\n" +
 	"\x10WatchNominations\x12$.preemptd.v1.WatchNominationsRequest\x1a%.preemptd.v1.WatchNominationsResponse0\x01\x12=\n" +
@@ -3815,7 +4486,7 @@ func file_preemptd_v1_preemptd_proto_rawDescGZIP() []byte {
 }
 
 var file_preemptd_v1_preemptd_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_preemptd_v1_preemptd_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_preemptd_v1_preemptd_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_preemptd_v1_preemptd_proto_goTypes = []any{
 	(Outcome)(0),                              // 0: preemptd.v1.Outcome
 	(StatusCode)(0),                           // 1: preemptd.v1.StatusCode
@@ -3848,53 +4519,60 @@ var file_preemptd_v1_preemptd_proto_goTypes = []any{
 	(*PodDisruptionBudget)(nil),               // 28: preemptd.v1.PodDisruptionBudget
 	(*UpdatePodDisruptionBudgetRequest)(nil),  // 29: preemptd.v1.UpdatePodDisruptionBudgetRequest
 	(*UpdatePodDisruptionBudgetResponse)(nil), // 30: preemptd.v1.UpdatePodDisruptionBudgetResponse
-	(*PreemptRequest)(nil),                    // 31: preemptd.v1.PreemptRequest
-	(*FilterStatus)(nil),                      // 32: preemptd.v1.FilterStatus
-	(*NodeDiagnostic)(nil),                    // 33: preemptd.v1.NodeDiagnostic
-	(*PreemptResponse)(nil),                   // 34: preemptd.v1.PreemptResponse
-	(*Nomination)(nil),                        // 35: preemptd.v1.Nomination
-	(*ListNominationsRequest)(nil),            // 36: preemptd.v1.ListNominationsRequest
-	(*ListNominationsResponse)(nil),           // 37: preemptd.v1.ListNominationsResponse
-	(*WatchNominationsRequest)(nil),           // 38: preemptd.v1.WatchNominationsRequest
-	(*WatchNominationsResponse)(nil),          // 39: preemptd.v1.WatchNominationsResponse
-	(*SyncRequest)(nil),                       // 40: preemptd.v1.SyncRequest
-	(*SyncCounts)(nil),                        // 41: preemptd.v1.SyncCounts
-	(*SyncRejection)(nil),                     // 42: preemptd.v1.SyncRejection
-	(*SyncResponse)(nil),                      // 43: preemptd.v1.SyncResponse
-	nil,                                       // 44: preemptd.v1.LabelSelector.MatchLabelsEntry
-	nil,                                       // 45: preemptd.v1.Node.LabelsEntry
-	nil,                                       // 46: preemptd.v1.Node.AllocatableEntry
-	nil,                                       // 47: preemptd.v1.Pod.LabelsEntry
-	nil,                                       // 48: preemptd.v1.Pod.OverheadEntry
-	nil,                                       // 49: preemptd.v1.Pod.NodeSelectorEntry
-	nil,                                       // 50: preemptd.v1.Container.RequestsEntry
-	nil,                                       // 51: preemptd.v1.Container.LimitsEntry
-	nil,                                       // 52: preemptd.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 53: preemptd.v1.ResourceRequirements.LimitsEntry
+	(*PriorityClass)(nil),                     // 31: preemptd.v1.PriorityClass
+	(*UpdatePriorityClassRequest)(nil),        // 32: preemptd.v1.UpdatePriorityClassRequest
+	(*UpdatePriorityClassResponse)(nil),       // 33: preemptd.v1.UpdatePriorityClassResponse
+	(*Namespace)(nil),                         // 34: preemptd.v1.Namespace
+	(*UpdateNamespaceRequest)(nil),            // 35: preemptd.v1.UpdateNamespaceRequest
+	(*UpdateNamespaceResponse)(nil),           // 36: preemptd.v1.UpdateNamespaceResponse
+	(*PreemptRequest)(nil),                    // 37: preemptd.v1.PreemptRequest
+	(*FilterStatus)(nil),                      // 38: preemptd.v1.FilterStatus
+	(*NodeDiagnostic)(nil),                    // 39: preemptd.v1.NodeDiagnostic
+	(*PreemptResponse)(nil),                   // 40: preemptd.v1.PreemptResponse
+	(*Nomination)(nil),                        // 41: preemptd.v1.Nomination
+	(*ListNominationsRequest)(nil),            // 42: preemptd.v1.ListNominationsRequest
+	(*ListNominationsResponse)(nil),           // 43: preemptd.v1.ListNominationsResponse
+	(*WatchNominationsRequest)(nil),           // 44: preemptd.v1.WatchNominationsRequest
+	(*WatchNominationsResponse)(nil),          // 45: preemptd.v1.WatchNominationsResponse
+	(*SyncRequest)(nil),                       // 46: preemptd.v1.SyncRequest
+	(*SyncCounts)(nil),                        // 47: preemptd.v1.SyncCounts
+	(*SyncRejection)(nil),                     // 48: preemptd.v1.SyncRejection
+	(*SyncResponse)(nil),                      // 49: preemptd.v1.SyncResponse
+	nil,                                       // 50: preemptd.v1.LabelSelector.MatchLabelsEntry
+	nil,                                       // 51: preemptd.v1.Node.LabelsEntry
+	nil,                                       // 52: preemptd.v1.Node.AllocatableEntry
+	nil,                                       // 53: preemptd.v1.Pod.LabelsEntry
+	nil,                                       // 54: preemptd.v1.Pod.OverheadEntry
+	nil,                                       // 55: preemptd.v1.Pod.NodeSelectorEntry
+	nil,                                       // 56: preemptd.v1.Container.RequestsEntry
+	nil,                                       // 57: preemptd.v1.Container.LimitsEntry
+	nil,                                       // 58: preemptd.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 59: preemptd.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 60: preemptd.v1.Namespace.LabelsEntry
 }
 var file_preemptd_v1_preemptd_proto_depIdxs = []int32{
-	44, // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
+	50, // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
 	6,  // 1: preemptd.v1.LabelSelector.match_expressions:type_name -> preemptd.v1.LabelSelectorRequirement
-	45, // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
+	51, // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
 	8,  // 3: preemptd.v1.Node.taints:type_name -> preemptd.v1.Taint
-	46, // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
+	52, // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
 	7,  // 5: preemptd.v1.UpdateNodeRequest.upsert:type_name -> preemptd.v1.Node
 	3,  // 6: preemptd.v1.UpdateNodeRequest.delete:type_name -> preemptd.v1.ObjectRef
-	47, // 7: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
+	53, // 7: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
 	12, // 8: preemptd.v1.Pod.containers:type_name -> preemptd.v1.Container
 	12, // 9: preemptd.v1.Pod.init_containers:type_name -> preemptd.v1.Container
-	48, // 10: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
+	54, // 10: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
 	14, // 11: preemptd.v1.Pod.resources:type_name -> preemptd.v1.ResourceRequirements
 	15, // 12: preemptd.v1.Pod.tolerations:type_name -> preemptd.v1.Toleration
-	49, // 13: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
+	55, // 13: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
 	16, // 14: preemptd.v1.Pod.affinity:type_name -> preemptd.v1.Affinity
 	24, // 15: preemptd.v1.Pod.topology_spread_constraints:type_name -> preemptd.v1.TopologySpreadConstraint
 	25, // 16: preemptd.v1.Pod.conditions:type_name -> preemptd.v1.PodCondition
-	50, // 17: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
-	51, // 18: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
+	56, // 17: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
+	57, // 18: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
 	13, // 19: preemptd.v1.Container.ports:type_name -> preemptd.v1.ContainerPort
-	52, // 20: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
-	53, // 21: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
+	58, // 20: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
+	59, // 21: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
 	17, // 22: preemptd.v1.Affinity.node_affinity:type_name -> preemptd.v1.NodeAffinity
 	21, // 23: preemptd.v1.Affinity.pod_affinity:type_name -> preemptd.v1.PodAffinity
 	22, // 24: preemptd.v1.Affinity.pod_anti_affinity:type_name -> preemptd.v1.PodAntiAffinity
@@ -3912,44 +4590,56 @@ var file_preemptd_v1_preemptd_proto_depIdxs = []int32{
 	5,  // 36: preemptd.v1.PodDisruptionBudget.selector:type_name -> preemptd.v1.LabelSelector
 	28, // 37: preemptd.v1.UpdatePodDisruptionBudgetRequest.upsert:type_name -> preemptd.v1.PodDisruptionBudget
 	3,  // 38: preemptd.v1.UpdatePodDisruptionBudgetRequest.delete:type_name -> preemptd.v1.ObjectRef
-	11, // 39: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
-	1,  // 40: preemptd.v1.FilterStatus.code:type_name -> preemptd.v1.StatusCode
-	32, // 41: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
-	32, // 42: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
-	4,  // 43: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
-	0,  // 44: preemptd.v1.PreemptResponse.outcome:type_name -> preemptd.v1.Outcome
-	4,  // 45: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
-	4,  // 46: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
-	33, // 47: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
-	4,  // 48: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
-	35, // 49: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
-	2,  // 50: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
-	4,  // 51: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
-	9,  // 52: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
-	26, // 53: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
-	29, // 54: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	41, // 55: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
-	41, // 56: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
-	42, // 57: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
-	9,  // 58: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
-	26, // 59: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
-	29, // 60: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	31, // 61: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
-	36, // 62: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
-	38, // 63: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
-	40, // 64: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
-	10, // 65: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
-	27, // 66: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
-	30, // 67: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
-	34, // 68: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
-	37, // 69: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
-	39, // 70: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
-	43, // 71: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
-	65, // [65:72] is the sub-list for method output_type
-	58, // [58:65] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	31, // 39: preemptd.v1.UpdatePriorityClassRequest.upsert:type_name -> preemptd.v1.PriorityClass
+	3,  // 40: preemptd.v1.UpdatePriorityClassRequest.delete:type_name -> preemptd.v1.ObjectRef
+	60, // 41: preemptd.v1.Namespace.labels:type_name -> preemptd.v1.Namespace.LabelsEntry
+	34, // 42: preemptd.v1.UpdateNamespaceRequest.upsert:type_name -> preemptd.v1.Namespace
+	3,  // 43: preemptd.v1.UpdateNamespaceRequest.delete:type_name -> preemptd.v1.ObjectRef
+	11, // 44: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
+	4,  // 45: preemptd.v1.PreemptRequest.pod_ref:type_name -> preemptd.v1.PodRef
+	1,  // 46: preemptd.v1.FilterStatus.code:type_name -> preemptd.v1.StatusCode
+	38, // 47: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
+	38, // 48: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
+	4,  // 49: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
+	0,  // 50: preemptd.v1.PreemptResponse.outcome:type_name -> preemptd.v1.Outcome
+	4,  // 51: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
+	4,  // 52: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
+	39, // 53: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
+	4,  // 54: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
+	41, // 55: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
+	2,  // 56: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
+	4,  // 57: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
+	9,  // 58: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
+	26, // 59: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
+	29, // 60: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	32, // 61: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
+	35, // 62: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
+	47, // 63: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
+	47, // 64: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
+	48, // 65: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
+	9,  // 66: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
+	26, // 67: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
+	29, // 68: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	32, // 69: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
+	35, // 70: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
+	37, // 71: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
+	42, // 72: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
+	44, // 73: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
+	46, // 74: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
+	10, // 75: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
+	27, // 76: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
+	30, // 77: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
+	33, // 78: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
+	36, // 79: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
+	40, // 80: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
+	43, // 81: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
+	45, // 82: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
+	49, // 83: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
+	75, // [75:84] is the sub-list for method output_type
+	66, // [66:75] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_preemptd_v1_preemptd_proto_init() }
@@ -3976,14 +4666,27 @@ func file_preemptd_v1_preemptd_proto_init() {
 		(*UpdatePodDisruptionBudgetRequest_UpsertJson)(nil),
 		(*UpdatePodDisruptionBudgetRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[28].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[29].OneofWrappers = []any{
+		(*UpdatePriorityClassRequest_Upsert)(nil),
+		(*UpdatePriorityClassRequest_UpsertJson)(nil),
+		(*UpdatePriorityClassRequest_Delete)(nil),
+	}
+	file_preemptd_v1_preemptd_proto_msgTypes[32].OneofWrappers = []any{
+		(*UpdateNamespaceRequest_Upsert)(nil),
+		(*UpdateNamespaceRequest_UpsertJson)(nil),
+		(*UpdateNamespaceRequest_Delete)(nil),
+	}
+	file_preemptd_v1_preemptd_proto_msgTypes[34].OneofWrappers = []any{
 		(*PreemptRequest_Pod)(nil),
 		(*PreemptRequest_PodJson)(nil),
+		(*PreemptRequest_PodRef)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[37].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[43].OneofWrappers = []any{
 		(*SyncRequest_Node)(nil),
 		(*SyncRequest_Pod)(nil),
 		(*SyncRequest_Pdb)(nil),
+		(*SyncRequest_PriorityClass)(nil),
+		(*SyncRequest_Namespace)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3991,7 +4694,7 @@ func file_preemptd_v1_preemptd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_preemptd_v1_preemptd_proto_rawDesc), len(file_preemptd_v1_preemptd_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   51,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -13,8 +13,8 @@
 //   rejected.
 // - Timestamps are RFC 3339 strings ("2024-05-01T10:00:00Z"), as Kubernetes JSON
 //   prints them; empty means unset.
-// - Error details name the offending field as Kubernetes JSON paths it, map keys in
-//   brackets, after the request field: "upsert.spec.containers[0].resources.requests[cpu]".
+// - Error details name the offending field path, with map keys in brackets:
+//   "upsert.allocatable[cpu]", "upsert.containers[0].requests[memory]".
 // - Every response carries `epoch`, an id the server picks at start: when it changes the
 //   server restarted with an empty cache and clients must push their state again.
 
@@ -42,6 +42,8 @@ const (
 	Preemption_UpdateNode_FullMethodName                = "/preemptd.v1.Preemption/UpdateNode"
 	Preemption_UpdatePod_FullMethodName                 = "/preemptd.v1.Preemption/UpdatePod"
 	Preemption_UpdatePodDisruptionBudget_FullMethodName = "/preemptd.v1.Preemption/UpdatePodDisruptionBudget"
+	Preemption_UpdatePriorityClass_FullMethodName       = "/preemptd.v1.Preemption/UpdatePriorityClass"
+	Preemption_UpdateNamespace_FullMethodName           = "/preemptd.v1.Preemption/UpdateNamespace"
 	Preemption_Preempt_FullMethodName                   = "/preemptd.v1.Preemption/Preempt"
 	Preemption_ListNominations_FullMethodName           = "/preemptd.v1.Preemption/ListNominations"
 	Preemption_WatchNominations_FullMethodName          = "/preemptd.v1.Preemption/WatchNominations"
@@ -62,6 +64,11 @@ type PreemptionClient interface {
 	UpdatePod(ctx context.Context, in *UpdatePodRequest, opts ...grpc.CallOption) (*UpdatePodResponse, error)
 	// UpdatePodDisruptionBudget upserts or deletes a PodDisruptionBudget.
 	UpdatePodDisruptionBudget(ctx context.Context, in *UpdatePodDisruptionBudgetRequest, opts ...grpc.CallOption) (*UpdatePodDisruptionBudgetResponse, error)
+	// Upserts or deletes one PriorityClass (scheduling.k8s.io/v1): pods that carry no
+	// priority take theirs from the class they name, or from the global default.
+	UpdatePriorityClass(ctx context.Context, in *UpdatePriorityClassRequest, opts ...grpc.CallOption) (*UpdatePriorityClassResponse, error)
+	// Upserts or deletes one Namespace: pod affinity's namespaceSelector matches its labels.
+	UpdateNamespace(ctx context.Context, in *UpdateNamespaceRequest, opts ...grpc.CallOption) (*UpdateNamespaceResponse, error)
 	// Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
 	// commits the decision to the cache (see PreemptRequest).
 	Preempt(ctx context.Context, in *PreemptRequest, opts ...grpc.CallOption) (*PreemptResponse, error)
@@ -116,6 +123,26 @@ func (c *preemptionClient) UpdatePodDisruptionBudget(ctx context.Context, in *Up
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpdatePodDisruptionBudgetResponse)
 	err := c.cc.Invoke(ctx, Preemption_UpdatePodDisruptionBudget_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *preemptionClient) UpdatePriorityClass(ctx context.Context, in *UpdatePriorityClassRequest, opts ...grpc.CallOption) (*UpdatePriorityClassResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdatePriorityClassResponse)
+	err := c.cc.Invoke(ctx, Preemption_UpdatePriorityClass_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *preemptionClient) UpdateNamespace(ctx context.Context, in *UpdateNamespaceRequest, opts ...grpc.CallOption) (*UpdateNamespaceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateNamespaceResponse)
+	err := c.cc.Invoke(ctx, Preemption_UpdateNamespace_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +215,11 @@ type PreemptionServer interface {
 	UpdatePod(context.Context, *UpdatePodRequest) (*UpdatePodResponse, error)
 	// UpdatePodDisruptionBudget upserts or deletes a PodDisruptionBudget.
 	UpdatePodDisruptionBudget(context.Context, *UpdatePodDisruptionBudgetRequest) (*UpdatePodDisruptionBudgetResponse, error)
+	// Upserts or deletes one PriorityClass (scheduling.k8s.io/v1): pods that carry no
+	// priority take theirs from the class they name, or from the global default.
+	UpdatePriorityClass(context.Context, *UpdatePriorityClassRequest) (*UpdatePriorityClassResponse, error)
+	// Upserts or deletes one Namespace: pod affinity's namespaceSelector matches its labels.
+	UpdateNamespace(context.Context, *UpdateNamespaceRequest) (*UpdateNamespaceResponse, error)
 	// Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
 	// commits the decision to the cache (see PreemptRequest).
 	Preempt(context.Context, *PreemptRequest) (*PreemptResponse, error)
@@ -226,6 +258,12 @@ func (UnimplementedPreemptionServer) UpdatePod(context.Context, *UpdatePodReques
 }
 func (UnimplementedPreemptionServer) UpdatePodDisruptionBudget(context.Context, *UpdatePodDisruptionBudgetRequest) (*UpdatePodDisruptionBudgetResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdatePodDisruptionBudget not implemented")
+}
+func (UnimplementedPreemptionServer) UpdatePriorityClass(context.Context, *UpdatePriorityClassRequest) (*UpdatePriorityClassResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdatePriorityClass not implemented")
+}
+func (UnimplementedPreemptionServer) UpdateNamespace(context.Context, *UpdateNamespaceRequest) (*UpdateNamespaceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateNamespace not implemented")
 }
 func (UnimplementedPreemptionServer) Preempt(context.Context, *PreemptRequest) (*PreemptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Preempt not implemented")
@@ -314,6 +352,42 @@ func _Preemption_UpdatePodDisruptionBudget_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Preemption_UpdatePriorityClass_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdatePriorityClassRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PreemptionServer).UpdatePriorityClass(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Preemption_UpdatePriorityClass_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PreemptionServer).UpdatePriorityClass(ctx, req.(*UpdatePriorityClassRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Preemption_UpdateNamespace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateNamespaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PreemptionServer).UpdateNamespace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Preemption_UpdateNamespace_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PreemptionServer).UpdateNamespace(ctx, req.(*UpdateNamespaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Preemption_Preempt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PreemptRequest)
 	if err := dec(in); err != nil {
@@ -386,6 +460,14 @@ var Preemption_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdatePodDisruptionBudget",
 			Handler:    _Preemption_UpdatePodDisruptionBudget_Handler,
+		},
+		{
+			MethodName: "UpdatePriorityClass",
+			Handler:    _Preemption_UpdatePriorityClass_Handler,
+		},
+		{
+			MethodName: "UpdateNamespace",
+			Handler:    _Preemption_UpdateNamespace_Handler,
 		},
 		{
 			MethodName: "Preempt",

@@ -154,7 +154,7 @@ class UpdateNodeResponse(_message.Message):
     def __init__(self, applied: _Optional[bool] = ..., resource_version: _Optional[int] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., stale: _Optional[str] = ...) -> None: ...
 
 class Pod(_message.Message):
-    __slots__ = ("namespace", "name", "uid", "resource_version", "labels", "node_name", "scheduler_name", "priority", "preemption_policy", "containers", "init_containers", "overhead", "resources", "tolerations", "node_selector", "affinity", "topology_spread_constraints", "start_time", "deletion_timestamp", "conditions", "nominated_node_name", "phase")
+    __slots__ = ("namespace", "name", "uid", "resource_version", "labels", "node_name", "scheduler_name", "priority", "preemption_policy", "containers", "init_containers", "overhead", "resources", "tolerations", "node_selector", "affinity", "topology_spread_constraints", "start_time", "deletion_timestamp", "conditions", "nominated_node_name", "phase", "priority_class_name")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -198,6 +198,7 @@ class Pod(_message.Message):
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     NOMINATED_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     uid: str
@@ -220,7 +221,8 @@ class Pod(_message.Message):
     conditions: _containers.RepeatedCompositeFieldContainer[PodCondition]
     nominated_node_name: str
     phase: str
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., start_time: _Optional[str] = ..., deletion_timestamp: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., nominated_node_name: _Optional[str] = ..., phase: _Optional[str] = ...) -> None: ...
+    priority_class_name: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., start_time: _Optional[str] = ..., deletion_timestamp: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., nominated_node_name: _Optional[str] = ..., phase: _Optional[str] = ..., priority_class_name: _Optional[str] = ...) -> None: ...
 
 class Container(_message.Message):
     __slots__ = ("name", "requests", "limits", "ports", "restart_policy")
@@ -458,17 +460,102 @@ class UpdatePodDisruptionBudgetResponse(_message.Message):
     stale: str
     def __init__(self, applied: _Optional[bool] = ..., resource_version: _Optional[int] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., stale: _Optional[str] = ...) -> None: ...
 
+class PriorityClass(_message.Message):
+    __slots__ = ("name", "uid", "resource_version", "value", "global_default", "preemption_policy")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    GLOBAL_DEFAULT_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    uid: str
+    resource_version: int
+    value: int
+    global_default: bool
+    preemption_policy: str
+    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., value: _Optional[int] = ..., global_default: _Optional[bool] = ..., preemption_policy: _Optional[str] = ...) -> None: ...
+
+class UpdatePriorityClassRequest(_message.Message):
+    __slots__ = ("upsert", "upsert_json", "delete")
+    UPSERT_FIELD_NUMBER: _ClassVar[int]
+    UPSERT_JSON_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FIELD_NUMBER: _ClassVar[int]
+    upsert: PriorityClass
+    upsert_json: str
+    delete: ObjectRef
+    def __init__(self, upsert: _Optional[_Union[PriorityClass, _Mapping]] = ..., upsert_json: _Optional[str] = ..., delete: _Optional[_Union[ObjectRef, _Mapping]] = ...) -> None: ...
+
+class UpdatePriorityClassResponse(_message.Message):
+    __slots__ = ("applied", "resource_version", "revision", "epoch", "stale")
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    applied: bool
+    resource_version: int
+    revision: int
+    epoch: str
+    stale: str
+    def __init__(self, applied: _Optional[bool] = ..., resource_version: _Optional[int] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., stale: _Optional[str] = ...) -> None: ...
+
+class Namespace(_message.Message):
+    __slots__ = ("name", "uid", "resource_version", "labels")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    uid: str
+    resource_version: int
+    labels: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class UpdateNamespaceRequest(_message.Message):
+    __slots__ = ("upsert", "upsert_json", "delete")
+    UPSERT_FIELD_NUMBER: _ClassVar[int]
+    UPSERT_JSON_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FIELD_NUMBER: _ClassVar[int]
+    upsert: Namespace
+    upsert_json: str
+    delete: ObjectRef
+    def __init__(self, upsert: _Optional[_Union[Namespace, _Mapping]] = ..., upsert_json: _Optional[str] = ..., delete: _Optional[_Union[ObjectRef, _Mapping]] = ...) -> None: ...
+
+class UpdateNamespaceResponse(_message.Message):
+    __slots__ = ("applied", "resource_version", "revision", "epoch", "stale")
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    applied: bool
+    resource_version: int
+    revision: int
+    epoch: str
+    stale: str
+    def __init__(self, applied: _Optional[bool] = ..., resource_version: _Optional[int] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., stale: _Optional[str] = ...) -> None: ...
+
 class PreemptRequest(_message.Message):
-    __slots__ = ("pod", "pod_json", "dry_run", "explain")
+    __slots__ = ("pod", "pod_json", "pod_ref", "dry_run", "explain")
     POD_FIELD_NUMBER: _ClassVar[int]
     POD_JSON_FIELD_NUMBER: _ClassVar[int]
+    POD_REF_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     EXPLAIN_FIELD_NUMBER: _ClassVar[int]
     pod: Pod
     pod_json: str
+    pod_ref: PodRef
     dry_run: bool
     explain: bool
-    def __init__(self, pod: _Optional[_Union[Pod, _Mapping]] = ..., pod_json: _Optional[str] = ..., dry_run: _Optional[bool] = ..., explain: _Optional[bool] = ...) -> None: ...
+    def __init__(self, pod: _Optional[_Union[Pod, _Mapping]] = ..., pod_json: _Optional[str] = ..., pod_ref: _Optional[_Union[PodRef, _Mapping]] = ..., dry_run: _Optional[bool] = ..., explain: _Optional[bool] = ...) -> None: ...
 
 class FilterStatus(_message.Message):
     __slots__ = ("code", "plugin", "reasons")
@@ -571,24 +658,32 @@ class WatchNominationsResponse(_message.Message):
     def __init__(self, revision: _Optional[int] = ..., type: _Optional[_Union[NominationEventType, str]] = ..., pod: _Optional[_Union[PodRef, _Mapping]] = ..., node: _Optional[str] = ..., priority: _Optional[int] = ..., initial: _Optional[bool] = ..., epoch: _Optional[str] = ...) -> None: ...
 
 class SyncRequest(_message.Message):
-    __slots__ = ("node", "pod", "pdb")
+    __slots__ = ("node", "pod", "pdb", "priority_class", "namespace")
     NODE_FIELD_NUMBER: _ClassVar[int]
     POD_FIELD_NUMBER: _ClassVar[int]
     PDB_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     node: UpdateNodeRequest
     pod: UpdatePodRequest
     pdb: UpdatePodDisruptionBudgetRequest
-    def __init__(self, node: _Optional[_Union[UpdateNodeRequest, _Mapping]] = ..., pod: _Optional[_Union[UpdatePodRequest, _Mapping]] = ..., pdb: _Optional[_Union[UpdatePodDisruptionBudgetRequest, _Mapping]] = ...) -> None: ...
+    priority_class: UpdatePriorityClassRequest
+    namespace: UpdateNamespaceRequest
+    def __init__(self, node: _Optional[_Union[UpdateNodeRequest, _Mapping]] = ..., pod: _Optional[_Union[UpdatePodRequest, _Mapping]] = ..., pdb: _Optional[_Union[UpdatePodDisruptionBudgetRequest, _Mapping]] = ..., priority_class: _Optional[_Union[UpdatePriorityClassRequest, _Mapping]] = ..., namespace: _Optional[_Union[UpdateNamespaceRequest, _Mapping]] = ...) -> None: ...
 
 class SyncCounts(_message.Message):
-    __slots__ = ("nodes", "pods", "pdbs")
+    __slots__ = ("nodes", "pods", "pdbs", "priority_classes", "namespaces")
     NODES_FIELD_NUMBER: _ClassVar[int]
     PODS_FIELD_NUMBER: _ClassVar[int]
     PDBS_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASSES_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     nodes: int
     pods: int
     pdbs: int
-    def __init__(self, nodes: _Optional[int] = ..., pods: _Optional[int] = ..., pdbs: _Optional[int] = ...) -> None: ...
+    priority_classes: int
+    namespaces: int
+    def __init__(self, nodes: _Optional[int] = ..., pods: _Optional[int] = ..., pdbs: _Optional[int] = ..., priority_classes: _Optional[int] = ..., namespaces: _Optional[int] = ...) -> None: ...
 
 class SyncRejection(_message.Message):
     __slots__ = ("index", "code", "field", "message")

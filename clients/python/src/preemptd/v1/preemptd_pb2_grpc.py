@@ -50,6 +50,16 @@ class PreemptionStub:
                 request_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePodDisruptionBudgetRequest.SerializeToString,
                 response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePodDisruptionBudgetResponse.FromString,
                 _registered_method=True)
+        self.UpdatePriorityClass = channel.unary_unary(
+                '/preemptd.v1.Preemption/UpdatePriorityClass',
+                request_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePriorityClassRequest.SerializeToString,
+                response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePriorityClassResponse.FromString,
+                _registered_method=True)
+        self.UpdateNamespace = channel.unary_unary(
+                '/preemptd.v1.Preemption/UpdateNamespace',
+                request_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceRequest.SerializeToString,
+                response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceResponse.FromString,
+                _registered_method=True)
         self.Preempt = channel.unary_unary(
                 '/preemptd.v1.Preemption/Preempt',
                 request_serializer=preemptd_dot_v1_dot_preemptd__pb2.PreemptRequest.SerializeToString,
@@ -94,6 +104,21 @@ class PreemptionServicer:
 
     def UpdatePodDisruptionBudget(self, request, context):
         """UpdatePodDisruptionBudget upserts or deletes a PodDisruptionBudget.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdatePriorityClass(self, request, context):
+        """Upserts or deletes one PriorityClass (scheduling.k8s.io/v1): pods that carry no
+        priority take theirs from the class they name, or from the global default.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateNamespace(self, request, context):
+        """Upserts or deletes one Namespace: pod affinity's namespaceSelector matches its labels.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -156,6 +181,16 @@ def add_PreemptionServicer_to_server(servicer, server):
                     servicer.UpdatePodDisruptionBudget,
                     request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePodDisruptionBudgetRequest.FromString,
                     response_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePodDisruptionBudgetResponse.SerializeToString,
+            ),
+            'UpdatePriorityClass': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdatePriorityClass,
+                    request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePriorityClassRequest.FromString,
+                    response_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePriorityClassResponse.SerializeToString,
+            ),
+            'UpdateNamespace': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateNamespace,
+                    request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceRequest.FromString,
+                    response_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceResponse.SerializeToString,
             ),
             'Preempt': grpc.unary_unary_rpc_method_handler(
                     servicer.Preempt,
@@ -260,6 +295,60 @@ class Preemption:
             '/preemptd.v1.Preemption/UpdatePodDisruptionBudget',
             preemptd_dot_v1_dot_preemptd__pb2.UpdatePodDisruptionBudgetRequest.SerializeToString,
             preemptd_dot_v1_dot_preemptd__pb2.UpdatePodDisruptionBudgetResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdatePriorityClass(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/preemptd.v1.Preemption/UpdatePriorityClass',
+            preemptd_dot_v1_dot_preemptd__pb2.UpdatePriorityClassRequest.SerializeToString,
+            preemptd_dot_v1_dot_preemptd__pb2.UpdatePriorityClassResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateNamespace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/preemptd.v1.Preemption/UpdateNamespace',
+            preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceRequest.SerializeToString,
+            preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceResponse.FromString,
             options,
             channel_credentials,
             insecure,

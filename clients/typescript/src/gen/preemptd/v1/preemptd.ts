@@ -43,8 +43,8 @@ export const protobufFileName = "preemptd/v1/preemptd.proto";
  *   rejected.
  * - Timestamps are RFC 3339 strings ("2024-05-01T10:00:00Z"), as Kubernetes JSON
  *   prints them; empty means unset.
- * - Error details name the offending field as Kubernetes JSON paths it, map keys in
- *   brackets, after the request field: "upsert.spec.containers[0].resources.requests[cpu]".
+ * - Error details name the offending field path, with map keys in brackets:
+ *   "upsert.allocatable[cpu]", "upsert.containers[0].requests[memory]".
  * - Every response carries `epoch`, an id the server picks at start: when it changes the
  *   server restarted with an empty cache and clients must push their state again.
  */
@@ -214,7 +214,10 @@ export function nominationEventTypeToJSON(object: NominationEventType): string {
 
 /** ObjectRef names an object to delete. */
 export interface ObjectRef {
-  /** Namespace of a pod or PodDisruptionBudget; ignored for nodes. Empty means "default". */
+  /**
+   * Namespace of a pod or PodDisruptionBudget; ignored for cluster-scoped kinds (nodes,
+   * PriorityClasses, Namespaces). Empty means "default".
+   */
   namespace: string;
   /** Name of the object; required. */
   name: string;
@@ -385,6 +388,12 @@ export interface Pod {
    * "Unknown".
    */
   phase: string;
+  /**
+   * spec.priorityClassName: when priority is unset, the pod's priority (and, when
+   * preemption_policy is empty, its policy) come from this PriorityClass, as the Priority
+   * admission plugin sets them. Empty means the global default class, if any.
+   */
+  priorityClassName: string;
 }
 
 export interface Pod_LabelsEntry {
@@ -661,6 +670,104 @@ export interface UpdatePodDisruptionBudgetResponse {
   stale: string;
 }
 
+/** PriorityClass is a scheduling.k8s.io/v1 PriorityClass. */
+export interface PriorityClass {
+  /** metadata.name; required. */
+  name: string;
+  /** metadata.uid. */
+  uid: string;
+  /** metadata.resourceVersion as a number; 0 means unversioned (always applied). */
+  resourceVersion: bigint;
+  /** value: the priority of pods that name the class. */
+  value: number;
+  /**
+   * globalDefault: pods that name no class take this one's value (when several classes
+   * are marked, the lowest value).
+   */
+  globalDefault: boolean;
+  /**
+   * preemptionPolicy: "PreemptLowerPriority" (also when empty) or "Never"; pods that set
+   * none take it.
+   */
+  preemptionPolicy: string;
+}
+
+/** UpdatePriorityClassRequest upserts or deletes one PriorityClass. */
+export interface UpdatePriorityClassRequest {
+  /** The class, typed. */
+  upsert?:
+    | PriorityClass
+    | undefined;
+  /** The class as Kubernetes JSON (or YAML). */
+  upsertJson?:
+    | string
+    | undefined;
+  /** The class to delete (name; uid optional). */
+  delete?: ObjectRef | undefined;
+}
+
+/** UpdatePriorityClassResponse reports what an update did. */
+export interface UpdatePriorityClassResponse {
+  /** False when the update was older than the object held (see stale). */
+  applied: boolean;
+  /** The resource_version the cache holds for the object afterwards (0 once deleted). */
+  resourceVersion: bigint;
+  /** The cache revision after the update. */
+  revision: bigint;
+  /** The server's epoch. */
+  epoch: string;
+  /** Why the update was not applied; empty when applied. */
+  stale: string;
+}
+
+/** Namespace is a v1 Namespace: its labels, for pod affinity's namespaceSelector. */
+export interface Namespace {
+  /** metadata.name; required. */
+  name: string;
+  /** metadata.uid. */
+  uid: string;
+  /** metadata.resourceVersion as a number; 0 means unversioned (always applied). */
+  resourceVersion: bigint;
+  /**
+   * metadata.labels; kubernetes.io/metadata.name is always the namespace's name, as the
+   * API server sets it.
+   */
+  labels: { [key: string]: string };
+}
+
+export interface Namespace_LabelsEntry {
+  key: string;
+  value: string;
+}
+
+/** UpdateNamespaceRequest upserts or deletes one Namespace. */
+export interface UpdateNamespaceRequest {
+  /** The namespace, typed. */
+  upsert?:
+    | Namespace
+    | undefined;
+  /** The namespace as Kubernetes JSON (or YAML). */
+  upsertJson?:
+    | string
+    | undefined;
+  /** The namespace to delete (name; uid optional). Its pods stay until deleted. */
+  delete?: ObjectRef | undefined;
+}
+
+/** UpdateNamespaceResponse reports what an update did. */
+export interface UpdateNamespaceResponse {
+  /** False when the update was older than the object held (see stale). */
+  applied: boolean;
+  /** The resource_version the cache holds for the object afterwards (0 once deleted). */
+  resourceVersion: bigint;
+  /** The cache revision after the update. */
+  revision: bigint;
+  /** The server's epoch. */
+  epoch: string;
+  /** Why the update was not applied; empty when applied. */
+  stale: string;
+}
+
 /**
  * PreemptRequest asks for a preemption decision for a pod that failed scheduling.
  *
@@ -675,6 +782,13 @@ export interface PreemptRequest {
   /** The pod as Kubernetes JSON (or YAML). */
   podJson?:
     | string
+    | undefined;
+  /**
+   * A pending pod the cache already holds (namespace and name; uid, when set, must
+   * match): the natural call in Kubernetes mode. NOT_FOUND when it is not held.
+   */
+  podRef?:
+    | PodRef
     | undefined;
   /**
    * Decide only: record nothing. Otherwise OUTCOME_PREEMPT commits atomically (the pod
@@ -824,7 +938,15 @@ export interface SyncRequest {
     | UpdatePodRequest
     | undefined;
   /** As UpdatePodDisruptionBudget. */
-  pdb?: UpdatePodDisruptionBudgetRequest | undefined;
+  pdb?:
+    | UpdatePodDisruptionBudgetRequest
+    | undefined;
+  /** As UpdatePriorityClass. */
+  priorityClass?:
+    | UpdatePriorityClassRequest
+    | undefined;
+  /** As UpdateNamespace. */
+  namespace?: UpdateNamespaceRequest | undefined;
 }
 
 /** SyncCounts counts items per kind. */
@@ -835,6 +957,10 @@ export interface SyncCounts {
   pods: bigint;
   /** PodDisruptionBudget items. */
   pdbs: bigint;
+  /** PriorityClass items. */
+  priorityClasses: bigint;
+  /** Namespace items. */
+  namespaces: bigint;
 }
 
 /** SyncRejection is one item that was not applied because it is invalid or conflicts. */
@@ -848,7 +974,7 @@ export interface SyncRejection {
   code: string;
   /**
    * The offending field path from the SyncRequest, e.g.
-   * "pod.upsert.spec.containers[0].resources.requests[cpu]"; for conflicts, the item ("pod").
+   * "pod.upsert.containers[0].requests[cpu]"; for conflicts, the item ("pod").
    */
   field: string;
   /** What is wrong, lowercase. */
@@ -2183,6 +2309,7 @@ function createBasePod(): Pod {
     conditions: [],
     nominatedNodeName: "",
     phase: "",
+    priorityClassName: "",
   };
 }
 
@@ -2256,6 +2383,9 @@ export const Pod: MessageFns<Pod> = {
     }
     if (message.phase !== "") {
       writer.uint32(178).string(message.phase);
+    }
+    if (message.priorityClassName !== "") {
+      writer.uint32(186).string(message.priorityClassName);
     }
     return writer;
   },
@@ -2458,6 +2588,14 @@ export const Pod: MessageFns<Pod> = {
             message.phase = reader.string();
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.priorityClassName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2588,6 +2726,11 @@ export const Pod: MessageFns<Pod> = {
         ? globalThis.String(object.nominated_node_name)
         : "",
       phase: isSet(object.phase) ? globalThis.String(object.phase) : "",
+      priorityClassName: isSet(object.priorityClassName)
+        ? globalThis.String(object.priorityClassName)
+        : isSet(object.priority_class_name)
+        ? globalThis.String(object.priority_class_name)
+        : "",
     };
   },
 
@@ -2677,6 +2820,9 @@ export const Pod: MessageFns<Pod> = {
     if (message.phase !== "") {
       obj.phase = message.phase;
     }
+    if (message.priorityClassName !== "") {
+      obj.priorityClassName = message.priorityClassName;
+    }
     return obj;
   },
 
@@ -2738,6 +2884,7 @@ export const Pod: MessageFns<Pod> = {
     message.conditions = object.conditions?.map((e) => PodCondition.fromPartial(e)) || [];
     message.nominatedNodeName = object.nominatedNodeName ?? "";
     message.phase = object.phase ?? "";
+    message.priorityClassName = object.priorityClassName ?? "";
     return message;
   },
 };
@@ -5733,8 +5880,923 @@ export const UpdatePodDisruptionBudgetResponse: MessageFns<UpdatePodDisruptionBu
   },
 };
 
+function createBasePriorityClass(): PriorityClass {
+  return { name: "", uid: "", resourceVersion: 0n, value: 0, globalDefault: false, preemptionPolicy: "" };
+}
+
+export const PriorityClass: MessageFns<PriorityClass> = {
+  encode(message: PriorityClass, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(18).string(message.uid);
+    }
+    if (message.resourceVersion !== 0n) {
+      if (BigInt.asUintN(64, message.resourceVersion) !== message.resourceVersion) {
+        throw new globalThis.Error("value provided for field message.resourceVersion of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.resourceVersion);
+    }
+    if (message.value !== 0) {
+      writer.uint32(32).int32(message.value);
+    }
+    if (message.globalDefault !== false) {
+      writer.uint32(40).bool(message.globalDefault);
+    }
+    if (message.preemptionPolicy !== "") {
+      writer.uint32(50).string(message.preemptionPolicy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PriorityClass {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePriorityClass();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.resourceVersion = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.value = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.globalDefault = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.preemptionPolicy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PriorityClass {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      uid: isSet(object.uid) ? globalThis.String(object.uid) : "",
+      resourceVersion: isSet(object.resourceVersion)
+        ? BigInt(object.resourceVersion)
+        : isSet(object.resource_version)
+        ? BigInt(object.resource_version)
+        : 0n,
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+      globalDefault: isSet(object.globalDefault)
+        ? globalThis.Boolean(object.globalDefault)
+        : isSet(object.global_default)
+        ? globalThis.Boolean(object.global_default)
+        : false,
+      preemptionPolicy: isSet(object.preemptionPolicy)
+        ? globalThis.String(object.preemptionPolicy)
+        : isSet(object.preemption_policy)
+        ? globalThis.String(object.preemption_policy)
+        : "",
+    };
+  },
+
+  toJSON(message: PriorityClass): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.uid !== "") {
+      obj.uid = message.uid;
+    }
+    if (message.resourceVersion !== 0n) {
+      obj.resourceVersion = message.resourceVersion.toString();
+    }
+    if (message.value !== 0) {
+      obj.value = Math.round(message.value);
+    }
+    if (message.globalDefault !== false) {
+      obj.globalDefault = message.globalDefault;
+    }
+    if (message.preemptionPolicy !== "") {
+      obj.preemptionPolicy = message.preemptionPolicy;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PriorityClass>): PriorityClass {
+    return PriorityClass.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PriorityClass>): PriorityClass {
+    const message = createBasePriorityClass();
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    message.resourceVersion = (object.resourceVersion !== undefined && object.resourceVersion !== null)
+      ? BigInt(object.resourceVersion)
+      : 0n;
+    message.value = object.value ?? 0;
+    message.globalDefault = object.globalDefault ?? false;
+    message.preemptionPolicy = object.preemptionPolicy ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdatePriorityClassRequest(): UpdatePriorityClassRequest {
+  return { upsert: undefined, upsertJson: undefined, delete: undefined };
+}
+
+export const UpdatePriorityClassRequest: MessageFns<UpdatePriorityClassRequest> = {
+  encode(message: UpdatePriorityClassRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.upsert !== undefined) {
+      PriorityClass.encode(message.upsert, writer.uint32(10).fork()).join();
+    }
+    if (message.upsertJson !== undefined) {
+      writer.uint32(18).string(message.upsertJson);
+    }
+    if (message.delete !== undefined) {
+      ObjectRef.encode(message.delete, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePriorityClassRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePriorityClassRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.upsert = PriorityClass.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.upsertJson = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.delete = ObjectRef.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdatePriorityClassRequest {
+    return {
+      upsert: isSet(object.upsert) ? PriorityClass.fromJSON(object.upsert) : undefined,
+      upsertJson: isSet(object.upsertJson)
+        ? globalThis.String(object.upsertJson)
+        : isSet(object.upsert_json)
+        ? globalThis.String(object.upsert_json)
+        : undefined,
+      delete: isSet(object.delete) ? ObjectRef.fromJSON(object.delete) : undefined,
+    };
+  },
+
+  toJSON(message: UpdatePriorityClassRequest): unknown {
+    const obj: any = {};
+    if (message.upsert !== undefined) {
+      obj.upsert = PriorityClass.toJSON(message.upsert);
+    }
+    if (message.upsertJson !== undefined) {
+      obj.upsertJson = message.upsertJson;
+    }
+    if (message.delete !== undefined) {
+      obj.delete = ObjectRef.toJSON(message.delete);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdatePriorityClassRequest>): UpdatePriorityClassRequest {
+    return UpdatePriorityClassRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdatePriorityClassRequest>): UpdatePriorityClassRequest {
+    const message = createBaseUpdatePriorityClassRequest();
+    message.upsert = (object.upsert !== undefined && object.upsert !== null)
+      ? PriorityClass.fromPartial(object.upsert)
+      : undefined;
+    message.upsertJson = object.upsertJson ?? undefined;
+    message.delete = (object.delete !== undefined && object.delete !== null)
+      ? ObjectRef.fromPartial(object.delete)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdatePriorityClassResponse(): UpdatePriorityClassResponse {
+  return { applied: false, resourceVersion: 0n, revision: 0n, epoch: "", stale: "" };
+}
+
+export const UpdatePriorityClassResponse: MessageFns<UpdatePriorityClassResponse> = {
+  encode(message: UpdatePriorityClassResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.applied !== false) {
+      writer.uint32(8).bool(message.applied);
+    }
+    if (message.resourceVersion !== 0n) {
+      if (BigInt.asUintN(64, message.resourceVersion) !== message.resourceVersion) {
+        throw new globalThis.Error("value provided for field message.resourceVersion of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.resourceVersion);
+    }
+    if (message.revision !== 0n) {
+      if (BigInt.asUintN(64, message.revision) !== message.revision) {
+        throw new globalThis.Error("value provided for field message.revision of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.revision);
+    }
+    if (message.epoch !== "") {
+      writer.uint32(34).string(message.epoch);
+    }
+    if (message.stale !== "") {
+      writer.uint32(42).string(message.stale);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePriorityClassResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePriorityClassResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.applied = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.resourceVersion = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.revision = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.epoch = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.stale = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdatePriorityClassResponse {
+    return {
+      applied: isSet(object.applied) ? globalThis.Boolean(object.applied) : false,
+      resourceVersion: isSet(object.resourceVersion)
+        ? BigInt(object.resourceVersion)
+        : isSet(object.resource_version)
+        ? BigInt(object.resource_version)
+        : 0n,
+      revision: isSet(object.revision) ? BigInt(object.revision) : 0n,
+      epoch: isSet(object.epoch) ? globalThis.String(object.epoch) : "",
+      stale: isSet(object.stale) ? globalThis.String(object.stale) : "",
+    };
+  },
+
+  toJSON(message: UpdatePriorityClassResponse): unknown {
+    const obj: any = {};
+    if (message.applied !== false) {
+      obj.applied = message.applied;
+    }
+    if (message.resourceVersion !== 0n) {
+      obj.resourceVersion = message.resourceVersion.toString();
+    }
+    if (message.revision !== 0n) {
+      obj.revision = message.revision.toString();
+    }
+    if (message.epoch !== "") {
+      obj.epoch = message.epoch;
+    }
+    if (message.stale !== "") {
+      obj.stale = message.stale;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdatePriorityClassResponse>): UpdatePriorityClassResponse {
+    return UpdatePriorityClassResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdatePriorityClassResponse>): UpdatePriorityClassResponse {
+    const message = createBaseUpdatePriorityClassResponse();
+    message.applied = object.applied ?? false;
+    message.resourceVersion = (object.resourceVersion !== undefined && object.resourceVersion !== null)
+      ? BigInt(object.resourceVersion)
+      : 0n;
+    message.revision = (object.revision !== undefined && object.revision !== null) ? BigInt(object.revision) : 0n;
+    message.epoch = object.epoch ?? "";
+    message.stale = object.stale ?? "";
+    return message;
+  },
+};
+
+function createBaseNamespace(): Namespace {
+  return { name: "", uid: "", resourceVersion: 0n, labels: {} };
+}
+
+export const Namespace: MessageFns<Namespace> = {
+  encode(message: Namespace, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(18).string(message.uid);
+    }
+    if (message.resourceVersion !== 0n) {
+      if (BigInt.asUintN(64, message.resourceVersion) !== message.resourceVersion) {
+        throw new globalThis.Error("value provided for field message.resourceVersion of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.resourceVersion);
+    }
+    globalThis.Object.entries(message.labels).forEach(([key, value]: [string, string]) => {
+      Namespace_LabelsEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Namespace {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNamespace();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.resourceVersion = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = Namespace_LabelsEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.labels[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Namespace {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      uid: isSet(object.uid) ? globalThis.String(object.uid) : "",
+      resourceVersion: isSet(object.resourceVersion)
+        ? BigInt(object.resourceVersion)
+        : isSet(object.resource_version)
+        ? BigInt(object.resource_version)
+        : 0n,
+      labels: isObject(object.labels)
+        ? (globalThis.Object.entries(object.labels) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: Namespace): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.uid !== "") {
+      obj.uid = message.uid;
+    }
+    if (message.resourceVersion !== 0n) {
+      obj.resourceVersion = message.resourceVersion.toString();
+    }
+    if (message.labels) {
+      const entries = globalThis.Object.entries(message.labels) as [string, string][];
+      if (entries.length > 0) {
+        obj.labels = {};
+        entries.forEach(([k, v]) => {
+          obj.labels[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Namespace>): Namespace {
+    return Namespace.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Namespace>): Namespace {
+    const message = createBaseNamespace();
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    message.resourceVersion = (object.resourceVersion !== undefined && object.resourceVersion !== null)
+      ? BigInt(object.resourceVersion)
+      : 0n;
+    message.labels = (globalThis.Object.entries(object.labels ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseNamespace_LabelsEntry(): Namespace_LabelsEntry {
+  return { key: "", value: "" };
+}
+
+export const Namespace_LabelsEntry: MessageFns<Namespace_LabelsEntry> = {
+  encode(message: Namespace_LabelsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Namespace_LabelsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNamespace_LabelsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Namespace_LabelsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: Namespace_LabelsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Namespace_LabelsEntry>): Namespace_LabelsEntry {
+    return Namespace_LabelsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Namespace_LabelsEntry>): Namespace_LabelsEntry {
+    const message = createBaseNamespace_LabelsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateNamespaceRequest(): UpdateNamespaceRequest {
+  return { upsert: undefined, upsertJson: undefined, delete: undefined };
+}
+
+export const UpdateNamespaceRequest: MessageFns<UpdateNamespaceRequest> = {
+  encode(message: UpdateNamespaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.upsert !== undefined) {
+      Namespace.encode(message.upsert, writer.uint32(10).fork()).join();
+    }
+    if (message.upsertJson !== undefined) {
+      writer.uint32(18).string(message.upsertJson);
+    }
+    if (message.delete !== undefined) {
+      ObjectRef.encode(message.delete, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateNamespaceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateNamespaceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.upsert = Namespace.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.upsertJson = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.delete = ObjectRef.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateNamespaceRequest {
+    return {
+      upsert: isSet(object.upsert) ? Namespace.fromJSON(object.upsert) : undefined,
+      upsertJson: isSet(object.upsertJson)
+        ? globalThis.String(object.upsertJson)
+        : isSet(object.upsert_json)
+        ? globalThis.String(object.upsert_json)
+        : undefined,
+      delete: isSet(object.delete) ? ObjectRef.fromJSON(object.delete) : undefined,
+    };
+  },
+
+  toJSON(message: UpdateNamespaceRequest): unknown {
+    const obj: any = {};
+    if (message.upsert !== undefined) {
+      obj.upsert = Namespace.toJSON(message.upsert);
+    }
+    if (message.upsertJson !== undefined) {
+      obj.upsertJson = message.upsertJson;
+    }
+    if (message.delete !== undefined) {
+      obj.delete = ObjectRef.toJSON(message.delete);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateNamespaceRequest>): UpdateNamespaceRequest {
+    return UpdateNamespaceRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateNamespaceRequest>): UpdateNamespaceRequest {
+    const message = createBaseUpdateNamespaceRequest();
+    message.upsert = (object.upsert !== undefined && object.upsert !== null)
+      ? Namespace.fromPartial(object.upsert)
+      : undefined;
+    message.upsertJson = object.upsertJson ?? undefined;
+    message.delete = (object.delete !== undefined && object.delete !== null)
+      ? ObjectRef.fromPartial(object.delete)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateNamespaceResponse(): UpdateNamespaceResponse {
+  return { applied: false, resourceVersion: 0n, revision: 0n, epoch: "", stale: "" };
+}
+
+export const UpdateNamespaceResponse: MessageFns<UpdateNamespaceResponse> = {
+  encode(message: UpdateNamespaceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.applied !== false) {
+      writer.uint32(8).bool(message.applied);
+    }
+    if (message.resourceVersion !== 0n) {
+      if (BigInt.asUintN(64, message.resourceVersion) !== message.resourceVersion) {
+        throw new globalThis.Error("value provided for field message.resourceVersion of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.resourceVersion);
+    }
+    if (message.revision !== 0n) {
+      if (BigInt.asUintN(64, message.revision) !== message.revision) {
+        throw new globalThis.Error("value provided for field message.revision of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.revision);
+    }
+    if (message.epoch !== "") {
+      writer.uint32(34).string(message.epoch);
+    }
+    if (message.stale !== "") {
+      writer.uint32(42).string(message.stale);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateNamespaceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateNamespaceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.applied = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.resourceVersion = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.revision = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.epoch = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.stale = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateNamespaceResponse {
+    return {
+      applied: isSet(object.applied) ? globalThis.Boolean(object.applied) : false,
+      resourceVersion: isSet(object.resourceVersion)
+        ? BigInt(object.resourceVersion)
+        : isSet(object.resource_version)
+        ? BigInt(object.resource_version)
+        : 0n,
+      revision: isSet(object.revision) ? BigInt(object.revision) : 0n,
+      epoch: isSet(object.epoch) ? globalThis.String(object.epoch) : "",
+      stale: isSet(object.stale) ? globalThis.String(object.stale) : "",
+    };
+  },
+
+  toJSON(message: UpdateNamespaceResponse): unknown {
+    const obj: any = {};
+    if (message.applied !== false) {
+      obj.applied = message.applied;
+    }
+    if (message.resourceVersion !== 0n) {
+      obj.resourceVersion = message.resourceVersion.toString();
+    }
+    if (message.revision !== 0n) {
+      obj.revision = message.revision.toString();
+    }
+    if (message.epoch !== "") {
+      obj.epoch = message.epoch;
+    }
+    if (message.stale !== "") {
+      obj.stale = message.stale;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateNamespaceResponse>): UpdateNamespaceResponse {
+    return UpdateNamespaceResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateNamespaceResponse>): UpdateNamespaceResponse {
+    const message = createBaseUpdateNamespaceResponse();
+    message.applied = object.applied ?? false;
+    message.resourceVersion = (object.resourceVersion !== undefined && object.resourceVersion !== null)
+      ? BigInt(object.resourceVersion)
+      : 0n;
+    message.revision = (object.revision !== undefined && object.revision !== null) ? BigInt(object.revision) : 0n;
+    message.epoch = object.epoch ?? "";
+    message.stale = object.stale ?? "";
+    return message;
+  },
+};
+
 function createBasePreemptRequest(): PreemptRequest {
-  return { pod: undefined, podJson: undefined, dryRun: false, explain: false };
+  return { pod: undefined, podJson: undefined, podRef: undefined, dryRun: false, explain: false };
 }
 
 export const PreemptRequest: MessageFns<PreemptRequest> = {
@@ -5744,6 +6806,9 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
     }
     if (message.podJson !== undefined) {
       writer.uint32(18).string(message.podJson);
+    }
+    if (message.podRef !== undefined) {
+      PodRef.encode(message.podRef, writer.uint32(42).fork()).join();
     }
     if (message.dryRun !== false) {
       writer.uint32(24).bool(message.dryRun);
@@ -5783,6 +6848,14 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
             message.podJson = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.podRef = PodRef.decode(reader, reader.uint32());
+            continue;
+          }
           case 3: {
             if (tag !== 24) {
               break;
@@ -5819,6 +6892,11 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
         : isSet(object.pod_json)
         ? globalThis.String(object.pod_json)
         : undefined,
+      podRef: isSet(object.podRef)
+        ? PodRef.fromJSON(object.podRef)
+        : isSet(object.pod_ref)
+        ? PodRef.fromJSON(object.pod_ref)
+        : undefined,
       dryRun: isSet(object.dryRun)
         ? globalThis.Boolean(object.dryRun)
         : isSet(object.dry_run)
@@ -5836,6 +6914,9 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
     if (message.podJson !== undefined) {
       obj.podJson = message.podJson;
     }
+    if (message.podRef !== undefined) {
+      obj.podRef = PodRef.toJSON(message.podRef);
+    }
     if (message.dryRun !== false) {
       obj.dryRun = message.dryRun;
     }
@@ -5852,6 +6933,9 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
     const message = createBasePreemptRequest();
     message.pod = (object.pod !== undefined && object.pod !== null) ? Pod.fromPartial(object.pod) : undefined;
     message.podJson = object.podJson ?? undefined;
+    message.podRef = (object.podRef !== undefined && object.podRef !== null)
+      ? PodRef.fromPartial(object.podRef)
+      : undefined;
     message.dryRun = object.dryRun ?? false;
     message.explain = object.explain ?? false;
     return message;
@@ -6893,7 +7977,7 @@ export const WatchNominationsResponse: MessageFns<WatchNominationsResponse> = {
 };
 
 function createBaseSyncRequest(): SyncRequest {
-  return { node: undefined, pod: undefined, pdb: undefined };
+  return { node: undefined, pod: undefined, pdb: undefined, priorityClass: undefined, namespace: undefined };
 }
 
 export const SyncRequest: MessageFns<SyncRequest> = {
@@ -6906,6 +7990,12 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     }
     if (message.pdb !== undefined) {
       UpdatePodDisruptionBudgetRequest.encode(message.pdb, writer.uint32(26).fork()).join();
+    }
+    if (message.priorityClass !== undefined) {
+      UpdatePriorityClassRequest.encode(message.priorityClass, writer.uint32(34).fork()).join();
+    }
+    if (message.namespace !== undefined) {
+      UpdateNamespaceRequest.encode(message.namespace, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -6947,6 +8037,22 @@ export const SyncRequest: MessageFns<SyncRequest> = {
             message.pdb = UpdatePodDisruptionBudgetRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.priorityClass = UpdatePriorityClassRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.namespace = UpdateNamespaceRequest.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6964,6 +8070,12 @@ export const SyncRequest: MessageFns<SyncRequest> = {
       node: isSet(object.node) ? UpdateNodeRequest.fromJSON(object.node) : undefined,
       pod: isSet(object.pod) ? UpdatePodRequest.fromJSON(object.pod) : undefined,
       pdb: isSet(object.pdb) ? UpdatePodDisruptionBudgetRequest.fromJSON(object.pdb) : undefined,
+      priorityClass: isSet(object.priorityClass)
+        ? UpdatePriorityClassRequest.fromJSON(object.priorityClass)
+        : isSet(object.priority_class)
+        ? UpdatePriorityClassRequest.fromJSON(object.priority_class)
+        : undefined,
+      namespace: isSet(object.namespace) ? UpdateNamespaceRequest.fromJSON(object.namespace) : undefined,
     };
   },
 
@@ -6977,6 +8089,12 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     }
     if (message.pdb !== undefined) {
       obj.pdb = UpdatePodDisruptionBudgetRequest.toJSON(message.pdb);
+    }
+    if (message.priorityClass !== undefined) {
+      obj.priorityClass = UpdatePriorityClassRequest.toJSON(message.priorityClass);
+    }
+    if (message.namespace !== undefined) {
+      obj.namespace = UpdateNamespaceRequest.toJSON(message.namespace);
     }
     return obj;
   },
@@ -6995,12 +8113,18 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     message.pdb = (object.pdb !== undefined && object.pdb !== null)
       ? UpdatePodDisruptionBudgetRequest.fromPartial(object.pdb)
       : undefined;
+    message.priorityClass = (object.priorityClass !== undefined && object.priorityClass !== null)
+      ? UpdatePriorityClassRequest.fromPartial(object.priorityClass)
+      : undefined;
+    message.namespace = (object.namespace !== undefined && object.namespace !== null)
+      ? UpdateNamespaceRequest.fromPartial(object.namespace)
+      : undefined;
     return message;
   },
 };
 
 function createBaseSyncCounts(): SyncCounts {
-  return { nodes: 0n, pods: 0n, pdbs: 0n };
+  return { nodes: 0n, pods: 0n, pdbs: 0n, priorityClasses: 0n, namespaces: 0n };
 }
 
 export const SyncCounts: MessageFns<SyncCounts> = {
@@ -7022,6 +8146,18 @@ export const SyncCounts: MessageFns<SyncCounts> = {
         throw new globalThis.Error("value provided for field message.pdbs of type uint64 too large");
       }
       writer.uint32(24).uint64(message.pdbs);
+    }
+    if (message.priorityClasses !== 0n) {
+      if (BigInt.asUintN(64, message.priorityClasses) !== message.priorityClasses) {
+        throw new globalThis.Error("value provided for field message.priorityClasses of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.priorityClasses);
+    }
+    if (message.namespaces !== 0n) {
+      if (BigInt.asUintN(64, message.namespaces) !== message.namespaces) {
+        throw new globalThis.Error("value provided for field message.namespaces of type uint64 too large");
+      }
+      writer.uint32(40).uint64(message.namespaces);
     }
     return writer;
   },
@@ -7063,6 +8199,22 @@ export const SyncCounts: MessageFns<SyncCounts> = {
             message.pdbs = reader.uint64() as bigint;
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.priorityClasses = reader.uint64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.namespaces = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7080,6 +8232,12 @@ export const SyncCounts: MessageFns<SyncCounts> = {
       nodes: isSet(object.nodes) ? BigInt(object.nodes) : 0n,
       pods: isSet(object.pods) ? BigInt(object.pods) : 0n,
       pdbs: isSet(object.pdbs) ? BigInt(object.pdbs) : 0n,
+      priorityClasses: isSet(object.priorityClasses)
+        ? BigInt(object.priorityClasses)
+        : isSet(object.priority_classes)
+        ? BigInt(object.priority_classes)
+        : 0n,
+      namespaces: isSet(object.namespaces) ? BigInt(object.namespaces) : 0n,
     };
   },
 
@@ -7094,6 +8252,12 @@ export const SyncCounts: MessageFns<SyncCounts> = {
     if (message.pdbs !== 0n) {
       obj.pdbs = message.pdbs.toString();
     }
+    if (message.priorityClasses !== 0n) {
+      obj.priorityClasses = message.priorityClasses.toString();
+    }
+    if (message.namespaces !== 0n) {
+      obj.namespaces = message.namespaces.toString();
+    }
     return obj;
   },
 
@@ -7105,6 +8269,12 @@ export const SyncCounts: MessageFns<SyncCounts> = {
     message.nodes = (object.nodes !== undefined && object.nodes !== null) ? BigInt(object.nodes) : 0n;
     message.pods = (object.pods !== undefined && object.pods !== null) ? BigInt(object.pods) : 0n;
     message.pdbs = (object.pdbs !== undefined && object.pdbs !== null) ? BigInt(object.pdbs) : 0n;
+    message.priorityClasses = (object.priorityClasses !== undefined && object.priorityClasses !== null)
+      ? BigInt(object.priorityClasses)
+      : 0n;
+    message.namespaces = (object.namespaces !== undefined && object.namespaces !== null)
+      ? BigInt(object.namespaces)
+      : 0n;
     return message;
   },
 };
@@ -7467,6 +8637,33 @@ export const PreemptionService = {
       UpdatePodDisruptionBudgetResponse.decode(value),
   },
   /**
+   * Upserts or deletes one PriorityClass (scheduling.k8s.io/v1): pods that carry no
+   * priority take theirs from the class they name, or from the global default.
+   */
+  updatePriorityClass: {
+    path: "/preemptd.v1.Preemption/UpdatePriorityClass" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdatePriorityClassRequest): Buffer =>
+      Buffer.from(UpdatePriorityClassRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdatePriorityClassRequest => UpdatePriorityClassRequest.decode(value),
+    responseSerialize: (value: UpdatePriorityClassResponse): Buffer =>
+      Buffer.from(UpdatePriorityClassResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdatePriorityClassResponse => UpdatePriorityClassResponse.decode(value),
+  },
+  /** Upserts or deletes one Namespace: pod affinity's namespaceSelector matches its labels. */
+  updateNamespace: {
+    path: "/preemptd.v1.Preemption/UpdateNamespace" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateNamespaceRequest): Buffer =>
+      Buffer.from(UpdateNamespaceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateNamespaceRequest => UpdateNamespaceRequest.decode(value),
+    responseSerialize: (value: UpdateNamespaceResponse): Buffer =>
+      Buffer.from(UpdateNamespaceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateNamespaceResponse => UpdateNamespaceResponse.decode(value),
+  },
+  /**
    * Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
    * commits the decision to the cache (see PreemptRequest).
    */
@@ -7545,6 +8742,13 @@ export interface PreemptionServer extends UntypedServiceImplementation {
   updatePod: handleUnaryCall<UpdatePodRequest, UpdatePodResponse>;
   /** UpdatePodDisruptionBudget upserts or deletes a PodDisruptionBudget. */
   updatePodDisruptionBudget: handleUnaryCall<UpdatePodDisruptionBudgetRequest, UpdatePodDisruptionBudgetResponse>;
+  /**
+   * Upserts or deletes one PriorityClass (scheduling.k8s.io/v1): pods that carry no
+   * priority take theirs from the class they name, or from the global default.
+   */
+  updatePriorityClass: handleUnaryCall<UpdatePriorityClassRequest, UpdatePriorityClassResponse>;
+  /** Upserts or deletes one Namespace: pod affinity's namespaceSelector matches its labels. */
+  updateNamespace: handleUnaryCall<UpdateNamespaceRequest, UpdateNamespaceResponse>;
   /**
    * Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
    * commits the decision to the cache (see PreemptRequest).
@@ -7629,6 +8833,41 @@ export interface PreemptionClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UpdatePodDisruptionBudgetResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Upserts or deletes one PriorityClass (scheduling.k8s.io/v1): pods that carry no
+   * priority take theirs from the class they name, or from the global default.
+   */
+  updatePriorityClass(
+    request: UpdatePriorityClassRequest,
+    callback: (error: ServiceError | null, response: UpdatePriorityClassResponse) => void,
+  ): ClientUnaryCall;
+  updatePriorityClass(
+    request: UpdatePriorityClassRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdatePriorityClassResponse) => void,
+  ): ClientUnaryCall;
+  updatePriorityClass(
+    request: UpdatePriorityClassRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdatePriorityClassResponse) => void,
+  ): ClientUnaryCall;
+  /** Upserts or deletes one Namespace: pod affinity's namespaceSelector matches its labels. */
+  updateNamespace(
+    request: UpdateNamespaceRequest,
+    callback: (error: ServiceError | null, response: UpdateNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  updateNamespace(
+    request: UpdateNamespaceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateNamespaceResponse) => void,
+  ): ClientUnaryCall;
+  updateNamespace(
+    request: UpdateNamespaceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateNamespaceResponse) => void,
   ): ClientUnaryCall;
   /**
    * Preempt decides preemption for a pod that failed scheduling and, unless dry_run,

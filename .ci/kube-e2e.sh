@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Kubernetes mode end to end: the real preemptd binary mirrors a real kube-apiserver
+# (k8s.io/kubernetes v1.35.4 with its etcd, built from upstream/harness's Go module and
+# cached in upstream/.cache) and answers from what it watched; see cli/tests/kube_mode.rs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== kubernetes mode against a real kube-apiserver and etcd"
+go version
+./upstream/with-kube-apiserver \
+  cargo test --locked -p preemptd-cli --features kube-e2e --test kube_mode -- --test-threads 1

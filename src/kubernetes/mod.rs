@@ -1,0 +1,416 @@
+//! Kubernetes mode: preemptd mirrors a cluster by itself. One kube-rs watcher per kind
+//! lists and then watches its objects; each object is converted on arrival by the model's
+//! Kubernetes reader (the one builder every input goes through) and the raw object is
+//! dropped, so only the compact model is kept.
+//!
+//! The watchers hand their changes to one applier thread, which applies them to a
+//! [`Mirror`] in arrival order, in batches of whatever has queued up. A (re)list replaces
+//! the state of its kind: what the cache holds that the list did not name is deleted, so
+//! objects deleted while the watch was cut off disappear. The mirror is ready once every
+//! kind has finished its first list.
+//!
+//! This layer knows kube-rs and the model, not gRPC: the server implements [`Mirror`].
+
+mod metrics;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::WatchStreamExt as _;
+use kube::runtime::watcher;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::model::decode::{self, Object};
+
+/// The kinds preemptd watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    Namespace,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [
+        Kind::Node,
+        Kind::Pod,
+        Kind::PodDisruptionBudget,
+        Kind::PriorityClass,
+        Kind::Namespace,
+    ];
+
+    /// The metric label and log field value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Node => "node",
+            Kind::Pod => "pod",
+            Kind::PodDisruptionBudget => "poddisruptionbudget",
+            Kind::PriorityClass => "priorityclass",
+            Kind::Namespace => "namespace",
+        }
+    }
+
+    fn api_resource(self) -> ApiResource {
+        use k8s_openapi::api::{core::v1, policy::v1 as policy, scheduling::v1 as scheduling};
+        match self {
+            Kind::Node => ApiResource::erase::<v1::Node>(&()),
+            Kind::Pod => ApiResource::erase::<v1::Pod>(&()),
+            Kind::PodDisruptionBudget => ApiResource::erase::<policy::PodDisruptionBudget>(&()),
+            Kind::PriorityClass => ApiResource::erase::<scheduling::PriorityClass>(&()),
+            Kind::Namespace => ApiResource::erase::<v1::Namespace>(&()),
+        }
+    }
+
+    fn decode(self, value: &Value) -> Result<Object, decode::DecodeError> {
+        match self {
+            Kind::Node => decode::decode_node(value).map(Object::Node),
+            Kind::Pod => decode::decode_pod(value).map(Object::Pod),
+            Kind::PodDisruptionBudget => decode::decode_pdb(value).map(Object::Pdb),
+            Kind::PriorityClass => decode::decode_priority_class(value).map(Object::PriorityClass),
+            Kind::Namespace => decode::decode_namespace(value).map(Object::Namespace),
+        }
+    }
+}
+
+/// Names one object of a kind: `namespace` is empty for cluster-scoped kinds; `uid` is
+/// set on deletions, so a pod recreated under the same name is not deleted by mistake.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    pub kind: Kind,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    fn of(object: &Object) -> ObjectKey {
+        let (kind, namespace, name) = match object {
+            Object::Node(n) => (Kind::Node, "", n.name.as_ref()),
+            Object::Pod(p) => (Kind::Pod, p.namespace.as_ref(), p.name()),
+            Object::Pdb(b) => (
+                Kind::PodDisruptionBudget,
+                b.namespace.as_ref(),
+                b.name.as_ref(),
+            ),
+            Object::PriorityClass(c) => (Kind::PriorityClass, "", c.name.as_ref()),
+            Object::Namespace(n) => (Kind::Namespace, "", n.name.as_ref()),
+        };
+        ObjectKey {
+            kind,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+/// Where the mirrored state goes: the server's cache, with its nomination log.
+pub trait Mirror: Send + Sync + 'static {
+    /// Applies added or changed objects, in order.
+    fn upsert(&self, objects: Vec<Object>);
+    /// Deletes an object; `uid`, when known, must match the one held.
+    fn delete(&self, key: &ObjectKey, uid: Option<&str>);
+    /// Every object of `kind` held now.
+    fn keys(&self, kind: Kind) -> Vec<ObjectKey>;
+    /// Every kind has finished its first list: decisions may be served.
+    fn ready(&self);
+}
+
+/// A change a watcher hands the applier.
+enum Change {
+    Upsert(Object),
+    Other(Control),
+}
+
+/// The changes applied one at a time, between batches of upserts.
+enum Control {
+    /// A (re)list of the kind begins.
+    ListStarted(Kind),
+    Delete(ObjectKey, Option<String>),
+    /// The (re)list is complete: objects it did not name are gone.
+    ListDone(Kind),
+}
+
+/// Changes queued between the watchers and the applier: bounds what a fast API server
+/// can make preemptd hold before the cache takes it.
+const QUEUED_CHANGES: usize = 8192;
+/// How often the progress of a long list is logged.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// Watches every kind through `client` and applies what arrives to `mirror`, until the
+/// returned task is aborted. Watch errors (410 Gone included) restart the watch with
+/// backoff; each restart relists.
+pub fn start(client: kube::Client, mirror: Arc<dyn Mirror>) -> tokio::task::JoinHandle<()> {
+    let (changes, received) = mpsc::channel(QUEUED_CHANGES);
+    let applier = std::thread::Builder::new()
+        .name("kube-applier".into())
+        .spawn(move || apply_changes(received, mirror.as_ref()));
+    if let Err(error) = applier {
+        tracing::error!(%error, "cannot start the kubernetes applier thread");
+    }
+    let mut watches: Vec<_> = Kind::ALL
+        .into_iter()
+        .map(|kind| tokio::spawn(watch(client.clone(), kind, changes.clone())))
+        .collect();
+    watches.push(tokio::spawn(metrics::report_event_ages()));
+    tokio::spawn(async move {
+        let _abort_on_drop = AbortOnDrop(watches);
+        std::future::pending::<()>().await;
+    })
+}
+
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// One kind's watch: every event converted on arrival and queued for the applier.
+async fn watch(client: kube::Client, kind: Kind, changes: mpsc::Sender<Change>) {
+    let api: Api<DynamicObject> = Api::all_with(client, &kind.api_resource());
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    while let Some(event) = events.next().await {
+        let change = match event {
+            Ok(watcher::Event::Init) => Some(Change::Other(Control::ListStarted(kind))),
+            Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => {
+                convert(kind, object).map(Change::Upsert)
+            }
+            Ok(watcher::Event::Delete(object)) => deletion(kind, &object),
+            Ok(watcher::Event::InitDone) => Some(Change::Other(Control::ListDone(kind))),
+            Err(error) => {
+                metrics::watch_error(kind);
+                tracing::warn!(kind = kind.name(), %error, "watch failed, retrying with backoff");
+                None
+            }
+        };
+        if let Some(change) = change
+            && changes.send(change).await.is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The model object of a watched object; `None` (counted and logged) when the builder
+/// refuses it.
+fn convert(kind: Kind, object: DynamicObject) -> Option<Object> {
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let value = match raw_value(object) {
+        Ok(value) => value,
+        Err(error) => {
+            metrics::rejected(kind);
+            tracing::warn!(kind = kind.name(), %namespace, %name, %error, "object not understood, skipped");
+            return None;
+        }
+    };
+    match kind.decode(&value) {
+        Ok(object) => Some(object),
+        Err(error) => {
+            metrics::rejected(kind);
+            tracing::warn!(kind = kind.name(), %namespace, %name, %error, "object refused, skipped");
+            None
+        }
+    }
+}
+
+/// The object as Kubernetes JSON, without the managed fields (large, and never read).
+fn raw_value(mut object: DynamicObject) -> serde_json::Result<Value> {
+    object.metadata.managed_fields = None;
+    serde_json::to_value(object)
+}
+
+fn deletion(kind: Kind, object: &DynamicObject) -> Option<Change> {
+    let name = object.metadata.name.clone()?;
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let key = ObjectKey {
+        kind,
+        namespace,
+        name,
+    };
+    Some(Change::Other(Control::Delete(
+        key,
+        object.metadata.uid.clone(),
+    )))
+}
+
+/// A list in progress: what it named so far.
+struct Listing {
+    started: Instant,
+    seen: HashSet<ObjectKey>,
+    last_progress: Instant,
+}
+
+/// The applier thread: applies changes in arrival order, batching upserts.
+fn apply_changes(mut received: mpsc::Receiver<Change>, mirror: &dyn Mirror) {
+    let mut listings: std::collections::HashMap<Kind, Listing> = Default::default();
+    let mut listed: HashSet<Kind> = HashSet::new();
+    let mut batch: Vec<Object> = Vec::new();
+    let mut changes = Vec::new();
+    while received.blocking_recv_many(&mut changes, QUEUED_CHANGES) > 0 {
+        for change in changes.drain(..) {
+            match change {
+                Change::Upsert(object) => {
+                    let key = ObjectKey::of(&object);
+                    metrics::event(key.kind, "apply");
+                    if let Some(listing) = listings.get_mut(&key.kind) {
+                        listing.seen.insert(key);
+                    }
+                    batch.push(object);
+                }
+                Change::Other(control) => {
+                    flush(mirror, &mut batch);
+                    apply_control(control, mirror, &mut listings, &mut listed);
+                }
+            }
+        }
+        flush(mirror, &mut batch);
+        log_progress(&mut listings);
+    }
+}
+
+fn flush(mirror: &dyn Mirror, batch: &mut Vec<Object>) {
+    if !batch.is_empty() {
+        mirror.upsert(std::mem::take(batch));
+    }
+}
+
+fn apply_control(
+    control: Control,
+    mirror: &dyn Mirror,
+    listings: &mut std::collections::HashMap<Kind, Listing>,
+    listed: &mut HashSet<Kind>,
+) {
+    match control {
+        Control::Delete(key, uid) => {
+            metrics::event(key.kind, "delete");
+            if let Some(listing) = listings.get_mut(&key.kind) {
+                listing.seen.remove(&key);
+            }
+            mirror.delete(&key, uid.as_deref());
+        }
+        Control::ListStarted(kind) => {
+            if listed.contains(&kind) {
+                metrics::relist(kind);
+                tracing::info!(kind = kind.name(), "relisting");
+            }
+            let now = Instant::now();
+            listings.insert(
+                kind,
+                Listing {
+                    started: now,
+                    seen: HashSet::new(),
+                    last_progress: now,
+                },
+            );
+        }
+        Control::ListDone(kind) => {
+            let Some(listing) = listings.remove(&kind) else {
+                return;
+            };
+            let gone: Vec<ObjectKey> = mirror
+                .keys(kind)
+                .into_iter()
+                .filter(|key| !listing.seen.contains(key))
+                .collect();
+            for key in &gone {
+                mirror.delete(key, None);
+            }
+            let seconds = listing.started.elapsed().as_secs_f64();
+            tracing::info!(
+                kind = kind.name(),
+                objects = listing.seen.len(),
+                deleted = gone.len(),
+                seconds,
+                "listed"
+            );
+            if listed.insert(kind) && listed.len() == Kind::ALL.len() {
+                tracing::info!("every kind listed, serving decisions");
+                mirror.ready();
+            }
+        }
+    }
+}
+
+fn log_progress(listings: &mut std::collections::HashMap<Kind, Listing>) {
+    let now = Instant::now();
+    for (kind, listing) in listings.iter_mut() {
+        if now.duration_since(listing.last_progress) >= PROGRESS_EVERY {
+            listing.last_progress = now;
+            let elapsed = now.duration_since(listing.started).as_secs_f64();
+            let objects = listing.seen.len();
+            tracing::info!(
+                kind = kind.name(),
+                objects,
+                objects_per_second = (objects as f64 / elapsed.max(1e-9)).round(),
+                "listing"
+            );
+        }
+    }
+}
+
+/// Where the cluster is: a kubeconfig file, or the pod's service account.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A kubeconfig file; `None` reads `KUBECONFIG` or `~/.kube/config`, as kubectl does.
+    Kubeconfig(Option<std::path::PathBuf>),
+    InCluster,
+}
+
+/// A client for `source`'s cluster (its current context).
+pub async fn client(source: &Source) -> anyhow::Result<kube::Client> {
+    use anyhow::Context as _;
+    let config = match source {
+        Source::Kubeconfig(Some(path)) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .with_context(|| format!("cannot use kubeconfig {}", path.display()))?
+        }
+        Source::Kubeconfig(None) => kube::Config::from_kubeconfig(&Default::default())
+            .await
+            .context("cannot use the kubeconfig of KUBECONFIG or ~/.kube/config")?,
+        Source::InCluster => {
+            kube::Config::incluster().context("cannot use the in-cluster service account")?
+        }
+    };
+    kube::Client::try_from(config).context("cannot create a kubernetes client")
+}
+
+/// Every object of every kind, listed once (pages of [`LIST_PAGE`]); objects the builder
+/// refuses are skipped with a warning, as the watches skip them.
+pub async fn list_once(client: kube::Client) -> anyhow::Result<Vec<Object>> {
+    use anyhow::Context as _;
+    let mut objects = Vec::new();
+    for kind in Kind::ALL {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.api_resource());
+        let mut params = kube::api::ListParams::default().limit(LIST_PAGE);
+        loop {
+            let page = api
+                .list(&params)
+                .await
+                .with_context(|| format!("cannot list {}s", kind.name()))?;
+            let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+            objects.extend(page.items.into_iter().filter_map(|o| convert(kind, o)));
+            match next {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
+    }
+    Ok(objects)
+}
+
+/// Objects per page of a one-off list.
+const LIST_PAGE: u32 = 500;

@@ -1,0 +1,125 @@
+//! Kubernetes mode's writer: what the watches of `crate::kubernetes` deliver is applied
+//! through the same apply function per kind as every update call, and the server turns
+//! SERVING once every kind is listed.
+
+use std::sync::Arc;
+
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+
+use crate::kubernetes::{Kind, Mirror, ObjectKey};
+use crate::model::decode::Object;
+
+use super::SERVICE_NAME;
+use super::pb;
+use super::service::State;
+use super::service::apply::{Change, PodArc};
+
+/// The server's state as the watches' [`Mirror`].
+pub(super) struct StateMirror {
+    pub state: Arc<State>,
+    pub health: HealthReporter,
+    /// Where health is set from the watches' applier thread.
+    pub runtime: tokio::runtime::Handle,
+}
+
+fn object_ref(key: &ObjectKey, uid: Option<&str>) -> pb::ObjectRef {
+    pb::ObjectRef {
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+        uid: uid.map(str::to_string),
+    }
+}
+
+impl StateMirror {
+    fn log_refused(key: &ObjectKey, error: &super::errors::ApiError) {
+        tracing::warn!(kind = key.kind.name(), namespace = %key.namespace, name = %key.name, %error, "watched change not applied");
+    }
+}
+
+impl Mirror for StateMirror {
+    fn upsert(&self, objects: Vec<Object>) {
+        let mut pods = Vec::new();
+        for object in objects {
+            let result = match object {
+                Object::Pod(pod) => {
+                    pods.push(Change::Upsert(PodArc::new(pod)));
+                    continue;
+                }
+                other => {
+                    // Pods wait for nothing but keep their order with each other.
+                    self.state.apply_watched_pods(std::mem::take(&mut pods));
+                    match other {
+                        Object::Node(node) => self.state.apply_node(Change::Upsert(node)),
+                        Object::Pdb(pdb) => self.state.apply_pdb(Change::Upsert(pdb)),
+                        Object::PriorityClass(class) => {
+                            self.state.apply_priority_class(Change::Upsert(class))
+                        }
+                        Object::Namespace(ns) => self.state.apply_namespace(Change::Upsert(ns)),
+                        Object::Pod(_) => continue,
+                    }
+                }
+            };
+            if let Err(error) = result {
+                tracing::warn!(%error, "watched object not applied");
+            }
+        }
+        self.state.apply_watched_pods(pods);
+    }
+
+    fn delete(&self, key: &ObjectKey, uid: Option<&str>) {
+        let r = object_ref(key, uid);
+        let result = match key.kind {
+            Kind::Node => self.state.apply_node(Change::Delete(r)).map(drop),
+            Kind::Pod => self.state.apply_pod(Change::Delete(r)).map(drop),
+            Kind::PodDisruptionBudget => self.state.apply_pdb(Change::Delete(r)).map(drop),
+            Kind::PriorityClass => self.state.apply_priority_class(Change::Delete(r)).map(drop),
+            Kind::Namespace => self.state.apply_namespace(Change::Delete(r)).map(drop),
+        };
+        // Gone already (deleted and relisted in between) is what a delete wants.
+        if let Err(error) = result
+            && error.code() != tonic::Code::NotFound
+        {
+            Self::log_refused(key, &error);
+        }
+    }
+
+    fn keys(&self, kind: Kind) -> Vec<ObjectKey> {
+        let cache = &self.state.cache;
+        let key = |namespace: &str, name: &str| ObjectKey {
+            kind,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
+        match kind {
+            Kind::Node => cache.node_names().iter().map(|n| key("", n)).collect(),
+            Kind::Pod => cache
+                .pods()
+                .iter()
+                .map(|p| key(&p.namespace, p.name()))
+                .collect(),
+            Kind::PodDisruptionBudget => cache
+                .pdb_keys()
+                .iter()
+                .map(|(namespace, name)| key(namespace, name))
+                .collect(),
+            Kind::PriorityClass => cache
+                .priority_classes()
+                .names()
+                .map(|n| key("", n))
+                .collect(),
+            Kind::Namespace => cache.namespaces().names().map(|n| key("", n)).collect(),
+        }
+    }
+
+    fn ready(&self) {
+        self.state.set_listed();
+        let health = self.health.clone();
+        self.runtime.spawn(async move {
+            health.set_service_status("", ServingStatus::Serving).await;
+            health
+                .set_service_status(SERVICE_NAME, ServingStatus::Serving)
+                .await;
+        });
+    }
+}
