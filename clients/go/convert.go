@@ -433,6 +433,7 @@ func podOf(o jsonObject) (*pb.Pod, error) {
 		NodeName:          spec.str("nodeName"),
 		SchedulerName:     spec.str("schedulerName"),
 		Priority:          spec.int32Ptr("priority"),
+		PriorityClassName: spec.str("priorityClassName"),
 		PreemptionPolicy:  spec.str("preemptionPolicy"),
 		Containers:        containers(spec, "containers", hostNetwork),
 		InitContainers:    containers(spec, "initContainers", hostNetwork),

@@ -216,6 +216,7 @@ export function podFromKube(o: KubeObject): Pod {
     nodeName: str(spec, "nodeName"),
     schedulerName: str(spec, "schedulerName"),
     priority: present(spec, "priority") ? int(spec, "priority") : undefined,
+    priorityClassName: str(spec, "priorityClassName"),
     preemptionPolicy: str(spec, "preemptionPolicy"),
     containers: list(spec, "containers").map((c) => container(c, hostNetwork)),
     initContainers: list(spec, "initContainers").map((c) => container(c, hostNetwork)),

@@ -225,6 +225,7 @@ def pod_from_kube(obj: KubeObject) -> pb.Pod:
         labels=_strings(meta, "labels"),
         node_name=_str(spec, "nodeName"),
         scheduler_name=_str(spec, "schedulerName"),
+        priority_class_name=_str(spec, "priorityClassName"),
         preemption_policy=_str(spec, "preemptionPolicy"),
         containers=[_container(c, host_network) for c in _list(spec, "containers")],
         init_containers=[_container(c, host_network) for c in _list(spec, "initContainers")],

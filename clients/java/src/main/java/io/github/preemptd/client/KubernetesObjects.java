@@ -404,6 +404,7 @@ public final class KubernetesObjects {
             .putAllLabels(meta.stringMap("labels"))
             .setNodeName(spec.str("nodeName"))
             .setSchedulerName(spec.str("schedulerName"))
+            .setPriorityClassName(spec.str("priorityClassName"))
             .setPreemptionPolicy(spec.str("preemptionPolicy"))
             .addAllContainers(containers(spec, "containers", hostNetwork))
             .addAllInitContainers(containers(spec, "initContainers", hostNetwork))
