@@ -56,11 +56,47 @@ async fn load(client: &kube::Client, path: &PathBuf) -> anyhow::Result<()> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    // Nodes and classes first: pods name them.
     let mut ordered: Vec<(String, Value)> = items
         .into_iter()
         .map(|i| (kind_of(&list_kind, &i), i))
         .collect();
+    // Admission refuses a pod's own spec.priority unless its class gives that value: each
+    // priority becomes a class the pod names.
+    let mut priorities = std::collections::BTreeSet::new();
+    let mut namespaces = std::collections::BTreeSet::new();
+    for (kind, item) in &mut ordered {
+        if let Some(namespace) = item["metadata"]["namespace"].as_str() {
+            namespaces.insert(namespace.to_string());
+        }
+        if kind != "Pod" {
+            continue;
+        }
+        if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("deletionTimestamp");
+        }
+        if let Some(spec) = item.get_mut("spec").and_then(Value::as_object_mut)
+            && let Some(priority) = spec.remove("priority").and_then(|p| p.as_i64())
+        {
+            priorities.insert(priority);
+            spec.insert(
+                "priorityClassName".into(),
+                Value::from(format!("p{priority}")),
+            );
+        }
+    }
+    for namespace in namespaces {
+        ordered.push((
+            "Namespace".into(),
+            serde_json::json!({"metadata": {"name": namespace}}),
+        ));
+    }
+    for priority in priorities {
+        ordered.push((
+            "PriorityClass".into(),
+            serde_json::json!({"metadata": {"name": format!("p{priority}")}, "value": priority}),
+        ));
+    }
+    // Classes and nodes first: pods name them.
     ordered.sort_by_key(|(kind, _)| match kind.as_str() {
         "Namespace" | "PriorityClass" => 0,
         "Node" => 1,

@@ -7,6 +7,7 @@
 pub mod build;
 pub mod decode;
 pub mod labels;
+pub mod named;
 pub mod namespace;
 pub mod priority;
 pub mod quantity;

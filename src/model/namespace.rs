@@ -1,7 +1,6 @@
 //! Namespaces: their labels, which pod affinity's `namespaceSelector` matches.
 
-use std::collections::HashMap;
-
+use super::named::{ByName, Named};
 use super::{Labels, Str};
 
 /// The label the API server sets on every Namespace: its name.
@@ -38,39 +37,18 @@ impl Namespace {
 
 /// Every Namespace held, by name. A namespace with no object held (push mode without
 /// Namespaces) has only its name label, as upstream's lookup falls back to.
-#[derive(Debug, Clone, Default)]
-pub struct Namespaces {
-    by_name: HashMap<Str, Namespace>,
+pub type Namespaces = ByName<Namespace>;
+
+impl Named for Namespace {
+    fn name(&self) -> &Str {
+        &self.name
+    }
 }
 
-impl Namespaces {
-    pub fn insert(&mut self, namespace: Namespace) {
-        self.by_name.insert(namespace.name.clone(), namespace);
-    }
-
-    pub fn remove(&mut self, name: &str) -> Option<Namespace> {
-        self.by_name.remove(name)
-    }
-
-    pub fn get(&self, name: &str) -> Option<&Namespace> {
-        self.by_name.get(name)
-    }
-
-    pub fn len(&self) -> usize {
-        self.by_name.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
-    }
-
-    pub fn names(&self) -> impl Iterator<Item = &Str> {
-        self.by_name.keys()
-    }
-
+impl ByName<Namespace> {
     /// The labels of namespace `name`.
     pub fn labels(&self, name: &Str) -> Labels {
-        match self.by_name.get(name) {
+        match self.get(name) {
             Some(namespace) => namespace.labels.clone(),
             None => Labels::new(vec![(NAME_LABEL.into(), name.clone())]),
         }

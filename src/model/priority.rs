@@ -4,8 +4,7 @@
 //! several are marked); else 0. `preemptionPolicy` comes from the class when the pod sets
 //! none. The two built-in classes always exist.
 
-use std::collections::HashMap;
-
+use super::named::{ByName, Named};
 use super::{PreemptionPolicy, Str};
 
 /// A scheduling.k8s.io/v1 PriorityClass.
@@ -41,39 +40,18 @@ pub struct PriorityRequest<'a> {
 pub struct UnknownPriorityClass(pub String);
 
 /// Every PriorityClass held, by name.
-#[derive(Debug, Clone, Default)]
-pub struct PriorityClasses {
-    by_name: HashMap<Str, PriorityClass>,
+pub type PriorityClasses = ByName<PriorityClass>;
+
+impl Named for PriorityClass {
+    fn name(&self) -> &Str {
+        &self.name
+    }
 }
 
-impl PriorityClasses {
-    pub fn insert(&mut self, class: PriorityClass) {
-        self.by_name.insert(class.name.clone(), class);
-    }
-
-    pub fn remove(&mut self, name: &str) -> Option<PriorityClass> {
-        self.by_name.remove(name)
-    }
-
-    pub fn get(&self, name: &str) -> Option<&PriorityClass> {
-        self.by_name.get(name)
-    }
-
-    pub fn len(&self) -> usize {
-        self.by_name.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
-    }
-
-    pub fn names(&self) -> impl Iterator<Item = &Str> {
-        self.by_name.keys()
-    }
-
+impl ByName<PriorityClass> {
     /// The value and policy of the class `name`: a held class, else a built-in one.
     fn class(&self, name: &str) -> Option<(i32, Option<PreemptionPolicy>)> {
-        if let Some(class) = self.by_name.get(name) {
+        if let Some(class) = self.get(name) {
             return Some((class.value, class.preemption_policy));
         }
         BUILT_IN
@@ -84,8 +62,7 @@ impl PriorityClasses {
 
     /// The global default class: the lowest value among those marked, as admission picks.
     fn global_default(&self) -> Option<(i32, Option<PreemptionPolicy>)> {
-        self.by_name
-            .values()
+        self.values()
             .filter(|c| c.global_default)
             .min_by_key(|c| (c.value, c.name.clone()))
             .map(|c| (c.value, c.preemption_policy))
