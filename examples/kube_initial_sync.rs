@@ -96,58 +96,69 @@ async fn load(client: &kube::Client, path: &PathBuf) -> anyhow::Result<()> {
             serde_json::json!({"metadata": {"name": format!("p{priority}")}, "value": priority}),
         ));
     }
-    // Classes and nodes first: pods name them.
-    ordered.sort_by_key(|(kind, _)| match kind.as_str() {
+    // Namespaces and classes, then nodes, then the rest: each stage names the one before.
+    let stage = |kind: &str| match kind {
         "Namespace" | "PriorityClass" => 0,
         "Node" => 1,
         _ => 2,
-    });
+    };
     let total = ordered.len();
     let started = Instant::now();
     let mut done = 0usize;
-    let mut creates = futures::stream::iter(ordered.into_iter().map(|(kind, mut item)| {
-        let client = client.clone();
-        async move {
-            let Some((resource, namespaced)) = resource(&kind) else {
-                return Ok(());
-            };
-            if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.remove("uid");
-                meta.remove("resourceVersion");
-                meta.remove("creationTimestamp");
+    for current in 0..3 {
+        let batch: Vec<(String, Value)> = ordered
+            .iter()
+            .filter(|(kind, _)| stage(kind) == current)
+            .cloned()
+            .collect();
+        let mut creates = futures::stream::iter(
+            batch
+                .into_iter()
+                .map(|(kind, item)| create(client.clone(), kind, item)),
+        )
+        .buffer_unordered(CONCURRENT_CREATES);
+        while let Some(result) = creates.next().await {
+            result?;
+            done += 1;
+            if done.is_multiple_of(10_000) || done == total {
+                let elapsed = started.elapsed().as_secs_f64();
+                eprintln!(
+                    "loaded {done}/{total} objects ({:.0}/s)",
+                    done as f64 / elapsed.max(1e-9)
+                );
             }
-            item["apiVersion"] = Value::from(resource.api_version.clone());
-            item["kind"] = Value::from(kind.clone());
-            let namespace = item["metadata"]["namespace"]
-                .as_str()
-                .unwrap_or("default")
-                .to_string();
-            let api: Api<DynamicObject> = if namespaced {
-                Api::namespaced_with(client, &namespace, &resource)
-            } else {
-                Api::all_with(client, &resource)
-            };
-            let object: DynamicObject = serde_json::from_value(item)?;
-            match api.create(&PostParams::default(), &object).await {
-                Ok(_) => Ok(()),
-                Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-                Err(e) => Err(anyhow::Error::from(e)),
-            }
-        }
-    }))
-    .buffer_unordered(CONCURRENT_CREATES);
-    while let Some(result) = creates.next().await {
-        result?;
-        done += 1;
-        if done.is_multiple_of(10_000) || done == total {
-            let elapsed = started.elapsed().as_secs_f64();
-            eprintln!(
-                "loaded {done}/{total} objects ({:.0}/s)",
-                done as f64 / elapsed.max(1e-9)
-            );
         }
     }
     Ok(())
+}
+
+/// Creates one object of `kind` (an existing one is left as it is).
+async fn create(client: kube::Client, kind: String, mut item: Value) -> anyhow::Result<()> {
+    let Some((resource, namespaced)) = resource(&kind) else {
+        return Ok(());
+    };
+    if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("uid");
+        meta.remove("resourceVersion");
+        meta.remove("creationTimestamp");
+    }
+    item["apiVersion"] = Value::from(resource.api_version.clone());
+    item["kind"] = Value::from(kind.clone());
+    let namespace = item["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    let api: Api<DynamicObject> = if namespaced {
+        Api::namespaced_with(client, &namespace, &resource)
+    } else {
+        Api::all_with(client, &resource)
+    };
+    let object: DynamicObject = serde_json::from_value(item)?;
+    match api.create(&PostParams::default(), &object).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(anyhow::Error::from(e)),
+    }
 }
 
 /// A bare list of the five kinds, concurrently, in pages, into typed objects: what an
