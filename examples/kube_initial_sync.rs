@@ -74,6 +74,14 @@ async fn load(client: &kube::Client, path: &PathBuf) -> anyhow::Result<()> {
         if let Some(meta) = item.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("deletionTimestamp");
         }
+        // The API server requires an image; the model keeps none.
+        for list in ["containers", "initContainers"] {
+            if let Some(containers) = item["spec"][list].as_array_mut() {
+                for container in containers {
+                    container["image"] = Value::from("registry.k8s.io/pause:3.10");
+                }
+            }
+        }
         if let Some(spec) = item.get_mut("spec").and_then(Value::as_object_mut)
             && let Some(priority) = spec.remove("priority").and_then(|p| p.as_i64())
         {
