@@ -4,7 +4,8 @@
 //!
 //! ```sh
 //! preemptd bench --nodes 5000 --pods-per-node 30 --write-scenarios /tmp/s   # the bench's cluster as a v1 List
-//! ./upstream/with-kube-apiserver cargo run --release --example kube_initial_sync -- \
+//! KUBE_APISERVER_EXTRA_ARGS="--watch-cache=true --etcd-compaction-interval=5m" \
+//!   ./upstream/with-kube-apiserver cargo run --release --example kube_initial_sync -- \
 //!     --load /tmp/s/5000x30/cluster.json --preemptd target/release/preemptd
 //! ```
 //!
