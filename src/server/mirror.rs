@@ -114,6 +114,12 @@ impl Mirror for StateMirror {
 
     fn ready(&self) {
         self.state.set_listed();
+        // The lists' pages are decoded and dropped: hand their memory back, as a bulk
+        // Sync does (this is the applier thread, whose cache held the most).
+        self.state.cache.end_bulk_load();
+        crate::ops::memory::flush_thread_cache();
+        self.runtime
+            .spawn_blocking(crate::ops::memory::release_free_memory);
         let health = self.health.clone();
         self.runtime.spawn(async move {
             health.set_service_status("", ServingStatus::Serving).await;
