@@ -1,7 +1,7 @@
 //! Kubernetes mode: preemptd mirrors a cluster by itself. One kube-rs watcher per kind
-//! lists and then watches its objects; each object is converted on arrival by the model's
-//! Kubernetes reader (the one builder every input goes through) and the raw object is
-//! dropped, so only the compact model is kept.
+//! lists and then watches its objects; each object is read into one JSON tree, converted
+//! on arrival by the model's Kubernetes reader (the one builder every input goes through)
+//! and dropped, so only the compact model is kept.
 //!
 //! The watchers hand their changes to one applier thread, which applies them to a
 //! [`Mirror`] in arrival order, in batches of whatever has queued up. A (re)list replaces
@@ -13,12 +13,14 @@
 
 mod metrics;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use kube::api::{Api, ApiResource, DynamicObject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ApiResource};
 use kube::runtime::WatchStreamExt as _;
 use kube::runtime::watcher;
 use serde_json::Value;
@@ -175,7 +177,7 @@ impl Drop for AbortOnDrop {
 
 /// One kind's watch: every event converted on arrival and queued for the applier.
 async fn watch(client: kube::Client, kind: Kind, changes: mpsc::Sender<Change>) {
-    let api: Api<DynamicObject> = Api::all_with(client, &kind.api_resource());
+    let api: Api<Watched> = Api::all_with(client, &kind.api_resource());
     let mut events = watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
@@ -203,34 +205,21 @@ async fn watch(client: kube::Client, kind: Kind, changes: mpsc::Sender<Change>) 
 
 /// The model object of a watched object; `None` (counted and logged) when the builder
 /// refuses it.
-fn convert(kind: Kind, object: DynamicObject) -> Option<Object> {
-    let name = object.metadata.name.clone().unwrap_or_default();
-    let namespace = object.metadata.namespace.clone().unwrap_or_default();
-    let value = match raw_value(object) {
-        Ok(value) => value,
-        Err(error) => {
-            metrics::rejected(kind);
-            tracing::warn!(kind = kind.name(), %namespace, %name, %error, "object not understood, skipped");
-            return None;
-        }
-    };
-    match kind.decode(&value) {
+fn convert(kind: Kind, watched: Watched) -> Option<Object> {
+    match kind.decode(&watched.object) {
         Ok(object) => Some(object),
         Err(error) => {
             metrics::rejected(kind);
-            tracing::warn!(kind = kind.name(), %namespace, %name, %error, "object refused, skipped");
+            let meta = &watched.metadata;
+            let namespace = meta.namespace.as_deref().unwrap_or_default();
+            let name = meta.name.as_deref().unwrap_or_default();
+            tracing::warn!(kind = kind.name(), namespace, name, %error, "object refused, skipped");
             None
         }
     }
 }
 
-/// The object as Kubernetes JSON, without the managed fields (large, and never read).
-fn raw_value(mut object: DynamicObject) -> serde_json::Result<Value> {
-    object.metadata.managed_fields = None;
-    serde_json::to_value(object)
-}
-
-fn deletion(kind: Kind, object: &DynamicObject) -> Option<Change> {
+fn deletion(kind: Kind, object: &Watched) -> Option<Change> {
     let name = object.metadata.name.clone()?;
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let key = ObjectKey {
@@ -242,6 +231,67 @@ fn deletion(kind: Kind, object: &DynamicObject) -> Option<Change> {
         key,
         object.metadata.uid.clone(),
     )))
+}
+
+/// A watched object as the API server sent it: its JSON, which the model's reader
+/// decodes, and the identity the watcher and the logs need. Read straight into one JSON
+/// tree (kube's `DynamicObject` buffers a flattened object once more and is converted
+/// back to JSON before decoding: three copies of every object of a list, a pod's taking
+/// kilobytes, freed among the small objects the cache keeps).
+#[derive(Clone, Debug)]
+struct Watched {
+    metadata: ObjectMeta,
+    object: Value,
+}
+
+impl<'de> serde::Deserialize<'de> for Watched {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut object = Value::deserialize(deserializer)?;
+        let mut metadata = ObjectMeta::default();
+        if let Some(Value::Object(meta)) = object.get_mut("metadata") {
+            // Large, and never read.
+            meta.remove("managedFields");
+            let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_string);
+            metadata.name = text("name");
+            metadata.namespace = text("namespace");
+            metadata.uid = text("uid");
+            metadata.resource_version = text("resourceVersion");
+        }
+        Ok(Watched { metadata, object })
+    }
+}
+
+impl kube::Resource for Watched {
+    type DynamicType = ApiResource;
+    type Scope = kube::core::DynamicResourceScope;
+
+    fn kind(resource: &ApiResource) -> Cow<'_, str> {
+        resource.kind.as_str().into()
+    }
+
+    fn group(resource: &ApiResource) -> Cow<'_, str> {
+        resource.group.as_str().into()
+    }
+
+    fn version(resource: &ApiResource) -> Cow<'_, str> {
+        resource.version.as_str().into()
+    }
+
+    fn api_version(resource: &ApiResource) -> Cow<'_, str> {
+        resource.api_version.as_str().into()
+    }
+
+    fn plural(resource: &ApiResource) -> Cow<'_, str> {
+        resource.plural.as_str().into()
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
 }
 
 /// A list in progress: what it named so far.
@@ -394,7 +444,7 @@ pub async fn list_once(client: kube::Client) -> anyhow::Result<Vec<Object>> {
     use anyhow::Context as _;
     let mut objects = Vec::new();
     for kind in Kind::ALL {
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.api_resource());
+        let api: Api<Watched> = Api::all_with(client.clone(), &kind.api_resource());
         let mut params = kube::api::ListParams::default().limit(LIST_PAGE);
         loop {
             let page = api
@@ -414,3 +464,44 @@ pub async fn list_once(client: kube::Client) -> anyhow::Result<Vec<Object>> {
 
 /// Objects per page of a one-off list.
 const LIST_PAGE: u32 = 500;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watched_object_keeps_its_json_without_managed_fields_and_names_itself() {
+        let text = r#"{
+            "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1",
+                         "resourceVersion": "42",
+                         "managedFields": [{"manager": "kubectl", "operation": "Apply"}]},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c",
+                     "resources": {"requests": {"cpu": "250m"}}}]}
+        }"#;
+        let watched: Watched = serde_json::from_str(text).expect("a pod");
+        assert_eq!(watched.metadata.name.as_deref(), Some("web-1"));
+        assert_eq!(watched.metadata.namespace.as_deref(), Some("shop"));
+        assert_eq!(watched.metadata.uid.as_deref(), Some("u-1"));
+        assert_eq!(watched.metadata.resource_version.as_deref(), Some("42"));
+        assert!(watched.object["metadata"].get("managedFields").is_none());
+
+        let Some(Object::Pod(pod)) = convert(Kind::Pod, watched) else {
+            panic!("the pod converts");
+        };
+        assert_eq!(
+            (pod.namespace.as_ref(), pod.name(), pod.uid()),
+            ("shop", "web-1", "u-1")
+        );
+        assert_eq!(pod.node_name.as_deref(), Some("n1"));
+        assert_eq!(pod.resource_version, 42);
+    }
+
+    #[test]
+    fn a_watched_object_the_builder_refuses_is_skipped() {
+        let text = r#"{"metadata": {"name": "bad", "namespace": "shop"},
+                       "spec": {"containers": [{"name": "c",
+                                "resources": {"requests": {"cpu": "lots"}}}]}}"#;
+        let watched: Watched = serde_json::from_str(text).expect("json");
+        assert!(convert(Kind::Pod, watched).is_none());
+    }
+}
