@@ -109,6 +109,7 @@ fn help_lists_every_flag_with_env_and_default() {
     assert!(out.starts_with("preemptd "), "{out}");
     let (code, out, _) = run(preemptd().args(["health", "--help"]));
     assert_eq!(code, 0);
+    let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(out.contains("[env: PREEMPTD_HEALTH_ADDR=]"), "{out}");
     for env in [
         "PREEMPTD_HEALTH_TLS_CA",

@@ -596,11 +596,13 @@ impl pb::preemption_server::Preemption for PreemptionService {
         let (done, result) = tokio::sync::oneshot::channel();
         let lanes = &self.state.lanes;
         lanes.spawn(move || {
-            let _permit = permit;
             let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 span.in_scope(|| state.preempt(pod, dry_run, explain))
             }))
             .unwrap_or_else(|_| Err(ApiError::Internal("preempt panicked".to_string())));
+            // Freed before the answer goes out: a client that has its answer may call again
+            // at once without being shed by its own finished call.
+            drop(permit);
             let _ = done.send(decided);
         });
         let response = result

@@ -404,3 +404,76 @@ impl AsyncWrite for TlsConnection {
         Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{CertificateParams, DnType, KeyPair, SanType};
+
+    fn certificate(names: Vec<SanType>, cn: &str) -> (rcgen::Certificate, KeyPair) {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.subject_alt_names = names;
+        params.distinguished_name.push(DnType::CommonName, cn);
+        let key = KeyPair::generate().expect("key");
+        (params.self_signed(&key).expect("self-signed"), key)
+    }
+
+    #[test]
+    fn a_certificate_identity_has_its_dns_and_uri_names_and_common_name() {
+        let (cert, _) = certificate(
+            vec![
+                SanType::DnsName("a.example".try_into().expect("dns")),
+                SanType::URI("spiffe://td/ns/x/sa/y".try_into().expect("uri")),
+                SanType::IpAddress([10, 0, 0, 1].into()),
+            ],
+            "client",
+        );
+        let identity = CertIdentity::from_der(cert.der()).expect("parsed");
+        assert_eq!(identity.dns, vec!["a.example"]);
+        assert_eq!(identity.uris, vec!["spiffe://td/ns/x/sa/y"]);
+        assert_eq!(identity.common_name.as_deref(), Some("client"));
+        assert_eq!(
+            identity.to_string(),
+            "dns:a.example,uri:spiffe://td/ns/x/sa/y,cn:client"
+        );
+        assert_eq!(CertIdentity::from_der(b"not der"), None);
+    }
+
+    #[test]
+    fn unusable_files_are_named() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (cert, key) = certificate(Vec::new(), "server");
+        let (_, other_key) = certificate(Vec::new(), "other");
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).expect("write");
+            path
+        };
+        let settings = TlsSettings::new(
+            write("tls.crt", &cert.pem()),
+            write("tls.key", &key.serialize_pem()),
+        );
+        check(&settings).expect("a matching pair");
+
+        let missing = TlsSettings {
+            client_ca: Some(dir.path().join("ca.crt")),
+            ..settings.clone()
+        };
+        let error = format!("{:#}", check(&missing).expect_err("no ca file"));
+        assert!(error.starts_with("tls client ca: read "), "{error}");
+
+        let no_cert = TlsSettings {
+            cert: write("empty.crt", ""),
+            ..settings.clone()
+        };
+        let error = format!("{:#}", check(&no_cert).expect_err("no certificate"));
+        assert!(error.contains("no certificate in"), "{error}");
+
+        let mismatched = TlsSettings {
+            key: write("other.key", &other_key.serialize_pem()),
+            ..settings
+        };
+        let error = format!("{:#}", check(&mismatched).expect_err("key of another cert"));
+        assert!(error.starts_with("tls cert and key: "), "{error}");
+    }
+}
