@@ -1,7 +1,8 @@
 """Checks for the rendered kustomizations that a schema cannot make: the
 ServiceMonitor (a CRD, which kubernetes-validate has no schema for) selects the
-Service and names a port it has, and the workload keeps the restricted security
-settings. Usage: python deploy/check.py RENDERED.yaml..."""
+Service and names a port it has, the workload keeps the restricted security
+settings, serves TLS and mTLS from a mounted Secret with probes that can reach it,
+and the NetworkPolicy admits only the gRPC and metrics ports. Usage: python deploy/check.py RENDERED.yaml..."""
 
 import sys
 
@@ -11,6 +12,45 @@ import yaml
 def fail(path, message):
     print(f"{path}: {message}", file=sys.stderr)
     sys.exit(1)
+
+
+def mounted_from_secret(pod, container, file):
+    """Whether `file` lies in a volume mounted read-only from a Secret."""
+    secrets = {v["name"] for v in pod.get("volumes", []) if "secret" in v}
+    for m in container.get("volumeMounts", []):
+        if m["name"] in secrets and m.get("readOnly") and file.startswith(m["mountPath"].rstrip("/") + "/"):
+            if m.get("subPath"):
+                return False  # subPath mounts never see a rotated Secret
+            return True
+    return False
+
+
+def check_tls(path, pod, container, env):
+    """TLS from a mounted Secret, mTLS on, and the probes' client settings."""
+    name = container["name"]
+    for var in ("PREEMPTD_TLS_CERT", "PREEMPTD_TLS_KEY", "PREEMPTD_TLS_CLIENT_CA"):
+        file = env.get(var)
+        if not file:
+            fail(path, f"container {name}: {var} must be set (TLS and mTLS on)")
+        if not mounted_from_secret(pod, container, file):
+            fail(path, f"container {name}: {var}={file} is not in a read-only Secret volume")
+    for var in ("PREEMPTD_HEALTH_TLS_CA", "PREEMPTD_HEALTH_TLS_CERT", "PREEMPTD_HEALTH_TLS_KEY"):
+        if not env.get(var):
+            fail(path, f"container {name}: {var} must be set for the probes to reach a TLS server")
+
+
+def check_network_policy(path, policy):
+    """Ingress only to the gRPC and metrics ports, every rule naming its ports."""
+    allowed = {"grpc", "metrics", 50051, 9464}
+    if "Ingress" not in policy["spec"].get("policyTypes", []):
+        fail(path, "NetworkPolicy must restrict ingress")
+    for rule in policy["spec"].get("ingress", []):
+        ports = rule.get("ports")
+        if not ports:
+            fail(path, "NetworkPolicy ingress rule without ports opens every port")
+        for p in ports:
+            if p.get("port") not in allowed:
+                fail(path, f"NetworkPolicy ingress port {p.get('port')!r} is not grpc or metrics")
 
 
 def check(path):
@@ -41,9 +81,14 @@ def check(path):
             fail(path, f"container {c['name']}: capabilities must drop ALL")
         if sc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
             fail(path, f"container {c['name']}: seccompProfile must be RuntimeDefault")
+        env = {e["name"]: e.get("value") for e in c.get("env", [])}
+        check_tls(path, pod, c, env)
         for probe in ("readinessProbe", "livenessProbe"):
-            if "grpc" not in c.get(probe, {}):
-                fail(path, f"container {c['name']}: {probe} must use the gRPC health protocol")
+            # With TLS on, the kubelet's own gRPC probe cannot connect: the binary's
+            # `preemptd health` (the same protocol) runs in the container instead.
+            command = c.get(probe, {}).get("exec", {}).get("command", [])
+            if command[:2] != ["/preemptd", "health"]:
+                fail(path, f"container {c['name']}: {probe} must run `/preemptd health`")
         if not c.get("resources", {}).get("limits") or not c["resources"].get("requests"):
             fail(path, f"container {c['name']}: resource requests and limits are required")
 
@@ -60,6 +105,7 @@ def check(path):
 
     service = by_kind["Service"][0]
     port_names = {p["name"] for p in service["spec"]["ports"]}
+    check_network_policy(path, by_kind["NetworkPolicy"][0])
     for monitor in by_kind.get("ServiceMonitor", []):
         spec = monitor.get("spec", {})
         labels = service["metadata"].get("labels", {})

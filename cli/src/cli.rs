@@ -9,12 +9,15 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
 use preemptd::kubernetes;
 use preemptd::ops::telemetry::{self, LogFormat, TelemetryConfig};
+use preemptd::server::authz::AuthzPolicy;
+use preemptd::server::tls::TlsSettings;
 use preemptd::server::{self, ServeConfig};
 use preemptd::simulate::{self, SimulateOptions};
 use preemptd_loadgen as bench;
@@ -85,6 +88,42 @@ pub struct HealthArgs {
     /// Give up after this long (e.g. 3s, 500ms).
     #[arg(long, env = "PREEMPTD_HEALTH_TIMEOUT", default_value_t = HumanDuration(Duration::from_secs(3)), value_parser = parse_human_duration)]
     pub timeout: HumanDuration,
+    /// Connect with TLS, trusting server certificates this CA (PEM) signed.
+    #[arg(long, env = "PREEMPTD_HEALTH_TLS_CA", value_name = "PATH")]
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM) to present, for a server with --tls-client-ca.
+    #[arg(long, env = "PREEMPTD_HEALTH_TLS_CERT", value_name = "PATH", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(
+        long,
+        env = "PREEMPTD_HEALTH_TLS_KEY",
+        value_name = "PATH",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// The name the server's certificate must carry (default: the address's IP).
+    #[arg(
+        long,
+        env = "PREEMPTD_HEALTH_TLS_SERVER_NAME",
+        value_name = "NAME",
+        requires = "tls_ca"
+    )]
+    pub tls_server_name: Option<String>,
+    /// File holding a bearer token to send (a server with --authz and token identities).
+    #[arg(long, env = "PREEMPTD_HEALTH_TOKEN_FILE", value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+}
+
+impl HealthArgs {
+    pub fn credentials(&self) -> server::ProbeCredentials {
+        server::ProbeCredentials {
+            tls_ca: self.tls_ca.clone(),
+            client_cert: self.tls_cert.clone().zip(self.tls_key.clone()),
+            server_name: self.tls_server_name.clone(),
+            token_file: self.token_file.clone(),
+        }
+    }
 }
 
 /// A duration: a number with a unit (`ms`, `s`, `m`, `h`), or plain seconds.
@@ -236,6 +275,77 @@ pub struct ServeArgs {
     pub otel_service_name: String,
     #[command(flatten)]
     pub cluster: ClusterArgs,
+    #[command(flatten)]
+    pub security: SecurityArgs,
+}
+
+/// TLS on the gRPC and metrics ports, and who may call what.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SecurityArgs {
+    /// Serve TLS with this certificate chain (PEM, e.g. a cert-manager Secret's tls.crt);
+    /// re-read when it changes.
+    #[arg(
+        long,
+        env = "PREEMPTD_TLS_CERT",
+        value_name = "PATH",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(
+        long,
+        env = "PREEMPTD_TLS_KEY",
+        value_name = "PATH",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Mutual TLS: clients must present a certificate signed by a CA in this file (PEM);
+    /// others are refused at the handshake.
+    #[arg(
+        long,
+        env = "PREEMPTD_TLS_CLIENT_CA",
+        value_name = "PATH",
+        requires = "tls_cert"
+    )]
+    pub tls_client_ca: Option<PathBuf>,
+    /// How often the TLS files are re-read to pick up a rotated certificate.
+    #[arg(long, env = "PREEMPTD_TLS_RELOAD_INTERVAL", default_value_t = HumanDuration(Duration::from_secs(10)), value_parser = parse_positive_duration)]
+    pub tls_reload_interval: HumanDuration,
+    /// Roles by client identity (YAML; see README "Security"); without it every client is
+    /// a writer.
+    #[arg(long, env = "PREEMPTD_AUTHZ", value_name = "FILE", value_parser = parse_authz)]
+    pub authz: Option<Arc<AuthzPolicy>>,
+}
+
+fn parse_authz(path: &str) -> Result<Arc<AuthzPolicy>, String> {
+    AuthzPolicy::load(Path::new(path))
+        .map(Arc::new)
+        .map_err(|error| error.to_string())
+}
+
+fn parse_positive_duration(text: &str) -> Result<HumanDuration, String> {
+    match parse_duration(text)? {
+        duration if duration.is_zero() => Err("must be more than 0".to_string()),
+        duration => Ok(HumanDuration(duration)),
+    }
+}
+
+impl SecurityArgs {
+    /// The TLS settings, with the files read and checked (blocking): a bad file is named
+    /// with its flag.
+    pub fn tls(&self) -> Result<Option<TlsSettings>, String> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let settings = TlsSettings {
+            client_ca: self.tls_client_ca.clone(),
+            reload_interval: self.tls_reload_interval.0,
+            ..TlsSettings::new(cert, key)
+        };
+        server::tls::check(&settings)
+            .map_err(|error| format!("--tls-cert, --tls-key or --tls-client-ca: {error:#}"))?;
+        Ok(Some(settings))
+    }
 }
 
 /// Kubernetes mode: where preemptd reads the cluster from, instead of clients pushing it.
@@ -273,8 +383,9 @@ const fn log_format_name(format: LogFormat) -> &'static str {
 }
 
 impl ServeArgs {
-    pub fn config(&self) -> ServeConfig {
-        ServeConfig {
+    /// The server's settings; `Err` names the flag whose files are unusable.
+    pub fn config(&self) -> Result<ServeConfig, String> {
+        Ok(ServeConfig {
             listen: self.listen,
             max_message_bytes: self.max_message_bytes,
             history_capacity: self.history_capacity,
@@ -288,8 +399,10 @@ impl ServeArgs {
             metrics_listen: self.metrics_listen.0,
             shutdown_grace: self.shutdown_grace.0,
             cluster: self.cluster.source(),
+            tls: self.security.tls()?,
+            authz: self.security.authz.clone(),
             ..ServeConfig::default()
-        }
+        })
     }
 
     pub fn telemetry(&self) -> TelemetryConfig {
@@ -365,6 +478,13 @@ fn serve_runtime_builder() -> tokio::runtime::Builder {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
+    let config = match args.config() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("preemptd: error: {error}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let runtime = match serve_runtime(args.io_threads) {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -383,18 +503,17 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     };
-    let code =
-        match runtime.block_on(async { server::serve(args.config(), shutdown_signal()).await }) {
-            Ok(()) => {
-                tracing::info!("stopped");
-                ExitCode::SUCCESS
-            }
-            Err(error) => {
-                tracing::error!(error = %format!("{error:#}"), "server failed");
-                eprintln!("preemptd: error: {error:#}");
-                ExitCode::FAILURE
-            }
-        };
+    let code = match runtime.block_on(async { server::serve(config, shutdown_signal()).await }) {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            tracing::error!(error = %format!("{error:#}"), "server failed");
+            eprintln!("preemptd: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    };
     // Flush the last spans while the runtime (and so the exporter's channel) still runs.
     telemetry.shutdown();
     code
@@ -415,6 +534,7 @@ fn health(args: HealthArgs) -> ExitCode {
         args.addr,
         &args.service,
         args.timeout.0,
+        &args.credentials(),
     )) {
         Ok(true) => {
             println!("SERVING");

@@ -1,6 +1,7 @@
 //! The real binary's configuration surface: `--help` shows every flag with its
 //! environment variable and default, invalid values exit 64 naming the setting, and a
-//! server configured only through environment variables serves gRPC, health and metrics.
+//! server configured only through environment variables serves gRPC, health and metrics;
+//! with TLS, mTLS and `--authz`, `preemptd health` reaches it with its TLS flags.
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Output, Stdio};
@@ -81,6 +82,15 @@ fn help_lists_every_flag_with_env_and_default() {
         ("--shutdown-grace", "PREEMPTD_SHUTDOWN_GRACE", Some("10s")),
         ("--otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", None),
         ("--otel-service-name", "OTEL_SERVICE_NAME", Some("preemptd")),
+        ("--tls-cert", "PREEMPTD_TLS_CERT", None),
+        ("--tls-key", "PREEMPTD_TLS_KEY", None),
+        ("--tls-client-ca", "PREEMPTD_TLS_CLIENT_CA", None),
+        (
+            "--tls-reload-interval",
+            "PREEMPTD_TLS_RELOAD_INTERVAL",
+            Some("10s"),
+        ),
+        ("--authz", "PREEMPTD_AUTHZ", None),
     ] {
         assert!(out.contains(flag), "{flag} missing:\n{out}");
         assert!(
@@ -99,7 +109,20 @@ fn help_lists_every_flag_with_env_and_default() {
     assert!(out.starts_with("preemptd "), "{out}");
     let (code, out, _) = run(preemptd().args(["health", "--help"]));
     assert_eq!(code, 0);
+    let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(out.contains("[env: PREEMPTD_HEALTH_ADDR=]"), "{out}");
+    for env in [
+        "PREEMPTD_HEALTH_TLS_CA",
+        "PREEMPTD_HEALTH_TLS_CERT",
+        "PREEMPTD_HEALTH_TLS_KEY",
+        "PREEMPTD_HEALTH_TLS_SERVER_NAME",
+        "PREEMPTD_HEALTH_TOKEN_FILE",
+    ] {
+        assert!(
+            out.contains(&format!("[env: {env}=]")),
+            "{env} missing:\n{out}"
+        );
+    }
 }
 
 /// (arguments, environment, words the error must contain)
@@ -173,7 +196,47 @@ fn invalid_values_exit_64_naming_the_setting() {
             &["--otlp-endpoint"],
         ),
         (&["serve", "--no-such-flag"], &[], &["--no-such-flag"]),
+        (
+            &["serve", "--tls-cert", "/nonexistent/tls.crt"],
+            &[],
+            &["--tls-key"],
+        ),
+        (
+            &[
+                "serve",
+                "--tls-cert",
+                "/nonexistent/tls.crt",
+                "--tls-key",
+                "/nonexistent/tls.key",
+            ],
+            &[],
+            &["--tls-cert", "/nonexistent/tls.crt"],
+        ),
+        (
+            &["serve"],
+            &[("PREEMPTD_AUTHZ", "/nonexistent/authz.yaml")],
+            &["--authz", "PREEMPTD_AUTHZ", "/nonexistent/authz.yaml"],
+        ),
+        (
+            &["serve", "--tls-reload-interval", "0s"],
+            &[],
+            &["--tls-reload-interval"],
+        ),
     ];
+    // A policy with a role that does not exist: the entry is named.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let authz = dir.path().join("authz.yaml");
+    std::fs::write(
+        &authz,
+        "clients:\n  - dns: a\n    role: reader\n  - cn: b\n    role: root\n",
+    )
+    .expect("write policy");
+    let (code, _, err) = run(preemptd().args(["serve", "--authz", authz.to_str().expect("path")]));
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("--authz") && err.contains("clients[1]"),
+        "{err}"
+    );
     for (args, envs, expected) in cases {
         let mut command = preemptd();
         command.args(*args).envs(envs.iter().copied());
@@ -246,6 +309,8 @@ fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
     let output = server.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // Without --authz every client is a writer, and the log says so.
+    assert!(stderr.contains("every client is a writer"), "{stderr}");
     // JSON logs, one object per line.
     let first = stderr.lines().next().expect("a log line");
     let line: serde_json::Value = serde_json::from_str(first).expect("json log line");
@@ -256,4 +321,112 @@ fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
         run(preemptd().args(["health", "--addr", &grpc.to_string(), "--timeout", "500ms"]));
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("preemptd: error:"), "{err}");
+}
+
+/// A CA, and files in `dir`: the server's certificate (`server.crt`/`.key`, for
+/// `localhost`), a client certificate with DNS name `dns` (`client.crt`/`.key`), and the
+/// CA (`ca.crt`).
+fn write_certificates(dir: &std::path::Path, dns: &str) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "test ca");
+    let ca_key = KeyPair::generate().expect("ca key");
+    let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
+    std::fs::write(dir.join("ca.crt"), ca_cert.pem()).expect("write ca");
+    let issuer = Issuer::new(ca_params, ca_key);
+    for (name, san) in [("server", "localhost"), ("client", dns)] {
+        let params = CertificateParams::new(vec![san.to_string()]).expect("params");
+        let key = KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &issuer).expect("sign");
+        std::fs::write(dir.join(format!("{name}.crt")), cert.pem()).expect("write cert");
+        std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).expect("write key");
+    }
+}
+
+#[test]
+fn health_reaches_a_server_with_mtls_and_authz() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| dir.path().join(name).to_str().expect("path").to_string();
+    write_certificates(dir.path(), "probe.preemptd.svc");
+    std::fs::write(
+        dir.path().join("authz.yaml"),
+        "clients:\n  - dns: probe.preemptd.svc\n    role: reader\n",
+    )
+    .expect("write policy");
+    let grpc = free_port();
+    let mut server = preemptd()
+        .args([
+            "serve",
+            "--listen",
+            &grpc.to_string(),
+            "--metrics-listen",
+            "off",
+        ])
+        .args([
+            "--tls-cert",
+            &path("server.crt"),
+            "--tls-key",
+            &path("server.key"),
+        ])
+        .args([
+            "--tls-client-ca",
+            &path("ca.crt"),
+            "--authz",
+            &path("authz.yaml"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn server");
+    let health = |extra: &[&str]| {
+        let mut command = preemptd();
+        command
+            .args(["health", "--addr", &grpc.to_string(), "--timeout", "2s"])
+            .args([
+                "--tls-ca",
+                &path("ca.crt"),
+                "--tls-server-name",
+                "localhost",
+            ])
+            .args(extra);
+        run(&mut command)
+    };
+    let with_cert = [
+        "--tls-cert",
+        &path("client.crt"),
+        "--tls-key",
+        &path("client.key"),
+    ];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut healthy = false;
+    while Instant::now() < deadline {
+        let (code, out, _) = health(&with_cert);
+        if code == 0 {
+            assert_eq!(out.trim(), "SERVING");
+            healthy = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Without a client certificate the handshake is refused; the server's own
+    // certificate is signed by the CA but names no authorized identity.
+    let without_cert = health(&[]);
+    let unauthorized = health(&[
+        "--tls-cert",
+        &path("server.crt"),
+        "--tls-key",
+        &path("server.key"),
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(healthy, "health never reached the server");
+    assert_eq!(without_cert.0, 1, "{without_cert:?}");
+    assert_eq!(unauthorized.0, 1, "{unauthorized:?}");
+    assert!(
+        unauthorized.2.contains("PermissionDenied") || unauthorized.2.contains("permission"),
+        "{unauthorized:?}"
+    );
 }

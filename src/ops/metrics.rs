@@ -13,10 +13,12 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
+
+use crate::server::tls::TlsAcceptor;
 
 pub const PREEMPTION_ATTEMPTS: &str = "scheduler_preemption_attempts_total";
 pub const PREEMPTION_VICTIMS: &str = "scheduler_preemption_victims";
@@ -38,6 +40,7 @@ pub const KUBE_RELISTS: &str = "preemptd_kube_relists_total";
 pub const KUBE_WATCH_ERRORS: &str = "preemptd_kube_watch_errors_total";
 pub const KUBE_REJECTED: &str = "preemptd_kube_rejected_objects_total";
 pub const KUBE_SECONDS_SINCE_EVENT: &str = "preemptd_kube_seconds_since_last_event";
+pub const AUTHZ_DENIED: &str = "preemptd_authz_denied_total";
 
 /// kube-scheduler's buckets for victims per preemption: exponential(1, 2, 7).
 const VICTIM_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
@@ -140,6 +143,16 @@ fn describe() {
         KUBE_SECONDS_SINCE_EVENT,
         "Seconds since the last object arrived from a Kubernetes watch, by kind"
     );
+    describe_counter!(
+        AUTHZ_DENIED,
+        "Calls refused with PERMISSION_DENIED by --authz, by method and the caller's role (none: unknown identity)"
+    );
+}
+
+/// A call refused by `--authz`: `method` as `service/method`, `role` the caller's or
+/// `none`.
+pub fn authz_denied(method: &'static str, role: &'static str) {
+    metrics::counter!(AUTHZ_DENIED, "method" => method, "role" => role).increment(1);
 }
 
 /// A pod was kept with priority 0: its PriorityClass does not exist.
@@ -256,7 +269,8 @@ fn set_gauges(s: &Snapshot) {
 /// Reads the scrape-time values; runs on the blocking pool.
 pub type SnapshotFn = Arc<dyn Fn() -> Snapshot + Send + Sync>;
 
-/// The `/metrics` listener: plain HTTP/1.1, one request per connection.
+/// The `/metrics` listener: HTTP/1.1 (over TLS when the gRPC port has it), one request
+/// per connection.
 pub struct MetricsEndpoint {
     local_addr: SocketAddr,
     shutdown: Option<oneshot::Sender<()>>,
@@ -265,11 +279,12 @@ pub struct MetricsEndpoint {
 
 impl MetricsEndpoint {
     /// Binds `addr` and serves `handle` at `/metrics`, refreshing the scrape-time gauges
-    /// from `snapshot` on every scrape.
+    /// from `snapshot` on every scrape; over TLS with `tls`.
     pub async fn start(
         addr: SocketAddr,
         handle: PrometheusHandle,
         snapshot: SnapshotFn,
+        tls: Option<TlsAcceptor>,
     ) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(addr)
             .await
@@ -298,10 +313,20 @@ impl MetricsEndpoint {
                         }
                     },
                 };
-                let (handle, snapshot) = (handle.clone(), snapshot.clone());
+                let (handle, snapshot, tls) = (handle.clone(), snapshot.clone(), tls.clone());
                 tokio::spawn(async move {
                     let _permit = permit;
-                    if let Err(error) = serve_one(stream, handle, snapshot).await {
+                    let served = match tls {
+                        None => serve_one(stream, handle, snapshot).await,
+                        Some(tls) => {
+                            match tokio::time::timeout(REQUEST_TIMEOUT, tls.accept(stream)).await {
+                                Ok(Ok(stream)) => serve_one(stream, handle, snapshot).await,
+                                Ok(Err(error)) => Err(error),
+                                Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
+                            }
+                        }
+                    };
+                    if let Err(error) = served {
                         tracing::debug!(%peer, %error, "metrics request failed");
                     }
                 });
@@ -339,7 +364,7 @@ impl Drop for MetricsEndpoint {
 }
 
 async fn serve_one(
-    mut stream: TcpStream,
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
     handle: PrometheusHandle,
     snapshot: SnapshotFn,
 ) -> std::io::Result<()> {

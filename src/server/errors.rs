@@ -41,6 +41,9 @@ pub enum ApiError {
     /// feed the cache).
     #[error("{0}")]
     FailedPrecondition(String),
+    /// The caller's role does not allow the call (`--authz`).
+    #[error("{0}")]
+    PermissionDenied(String),
     /// The server is shutting down, or has not finished listing its cluster.
     #[error("{0}")]
     Unavailable(String),
@@ -133,6 +136,18 @@ impl ApiError {
         ))
     }
 
+    /// `method` needs role `needed`; the caller has `role`, or matched no identity.
+    pub fn permission_denied(method: &str, needed: &str, role: Option<&str>) -> Self {
+        ApiError::PermissionDenied(match role {
+            Some(role) => {
+                format!("{method} needs role {needed}; the caller's role is {role}")
+            }
+            None => {
+                format!("{method} needs role {needed}; the caller's identity is not authorized")
+            }
+        })
+    }
+
     /// The handler did not answer within `timeout`.
     pub fn deadline_exceeded(timeout: std::time::Duration) -> Self {
         ApiError::DeadlineExceeded(format!("no answer within the rpc timeout of {timeout:?}"))
@@ -168,6 +183,7 @@ impl ApiError {
             Code::ResourceExhausted => "RESOURCE_EXHAUSTED",
             Code::Aborted => "ABORTED",
             Code::FailedPrecondition => "FAILED_PRECONDITION",
+            Code::PermissionDenied => "PERMISSION_DENIED",
             Code::Unavailable => "UNAVAILABLE",
             Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
             _ => "INTERNAL",
@@ -184,6 +200,7 @@ impl ApiError {
             ApiError::DeadlineExceeded(_) => Code::DeadlineExceeded,
             ApiError::Aborted(_) => Code::Aborted,
             ApiError::FailedPrecondition(_) => Code::FailedPrecondition,
+            ApiError::PermissionDenied(_) => Code::PermissionDenied,
             ApiError::Unavailable(_) => Code::Unavailable,
             ApiError::Internal(_) | ApiError::Undecodable(_) => Code::Internal,
             ApiError::Transport { code, .. } => *code,
@@ -288,6 +305,10 @@ mod tests {
             ),
             (End::Closed.into(), Code::Unavailable),
             (ApiError::preempt_overloaded(4), Code::ResourceExhausted),
+            (
+                ApiError::permission_denied("preemptd.v1.Preemption/UpdatePod", "writer", None),
+                Code::PermissionDenied,
+            ),
             (ApiError::too_many_watchers(2), Code::ResourceExhausted),
             (ApiError::too_many_sync_streams(2), Code::ResourceExhausted),
             (

@@ -61,6 +61,13 @@ fn known_methods() -> &'static HashMap<String, (&'static str, &'static str)> {
     })
 }
 
+/// A known method's `service/method` name (its path without the leading slash).
+pub(super) fn known_method_name(path: &str) -> Option<&'static str> {
+    known_methods()
+        .get_key_value(path)
+        .map(|(known, _)| &known.as_str()[1..])
+}
+
 /// Every known method's metrics by path, and those of all other paths.
 struct Methods {
     by_path: HashMap<&'static str, Arc<RpcMetrics>>,

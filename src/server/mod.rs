@@ -1,9 +1,11 @@
 //! The gRPC server: `preemptd.v1.Preemption` plus `grpc.health.v1.Health` and server
 //! reflection (v1 and v1alpha). The only module that knows tonic and prost.
+//! TLS ([`tls`]) and roles ([`authz`]) are optional.
 //!
 //! [`serve`] runs until a shutdown future resolves; [`start`] returns a
 //! [`RunningServer`] with the bound address (tests bind `127.0.0.1:0`).
 
+pub mod authz;
 pub mod convert;
 pub mod errors;
 pub mod json;
@@ -14,9 +16,10 @@ mod mirror;
 mod probe;
 mod routes;
 mod service;
+pub mod tls;
 pub mod wire;
 
-pub use probe::check_health;
+pub use probe::{ProbeCredentials, check_health};
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -87,6 +90,10 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
     /// Kubernetes mode: the cluster whose watches feed the cache. `None`: clients push.
     pub cluster: Option<crate::kubernetes::Source>,
+    /// TLS (and with a client CA, mTLS) on the gRPC and metrics ports. `None`: plaintext.
+    pub tls: Option<tls::TlsSettings>,
+    /// Roles by client identity. `None`: every client is a writer.
+    pub authz: Option<Arc<authz::AuthzPolicy>>,
 }
 
 impl Default for ServeConfig {
@@ -106,6 +113,8 @@ impl Default for ServeConfig {
             metrics_listen: None,
             shutdown_grace: Duration::from_secs(10),
             cluster: None,
+            tls: None,
+            authz: None,
         }
     }
 }
@@ -209,8 +218,16 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("bind {}", config.listen))?;
     let local_addr = listener.local_addr().context("local address")?;
-    // Without TCP_NODELAY small responses wait for delayed ACKs (~40 ms p99).
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let tls = match config.tls.clone() {
+        // Reads the files: off the async threads.
+        Some(settings) => Some(
+            tokio::task::spawn_blocking(move || tls::TlsAcceptor::load(settings))
+                .await
+                .context("load tls files")??,
+        ),
+        None => None,
+    };
+    log_security(&config, tls.as_ref());
 
     let state = Arc::new(State::new(&config));
     let preemption =
@@ -252,7 +269,10 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
                     watch_subscribers: state.open_watchers(),
                 }
             });
-            Some(crate::ops::metrics::MetricsEndpoint::start(addr, handle, snapshot).await?)
+            Some(
+                crate::ops::metrics::MetricsEndpoint::start(addr, handle, snapshot, tls.clone())
+                    .await?,
+            )
         }
     };
 
@@ -264,13 +284,24 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let server = Server::builder()
         .http2_keepalive_interval(config.keepalive_interval)
         .http2_keepalive_timeout(Some(config.keepalive_timeout))
-        .layer(middleware::RpcLayer::new(config.rpc_timeout));
-    let task = tokio::spawn(
-        server.serve_with_incoming_shutdown(routes, incoming, async {
-            // A dropped sender also means shut down.
-            let _ = rx.await;
-        }),
-    );
+        .layer(middleware::RpcLayer::new(config.rpc_timeout))
+        .layer(authz::AuthzLayer::new(config.authz.clone()));
+    let stopped = async {
+        // A dropped sender also means shut down.
+        let _ = rx.await;
+    };
+    let task = match &tls {
+        None => {
+            // Without TCP_NODELAY small responses wait for delayed ACKs (~40 ms p99).
+            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+            tokio::spawn(server.serve_with_incoming_shutdown(routes, incoming, stopped))
+        }
+        Some(acceptor) => tokio::spawn(server.serve_with_incoming_shutdown(
+            routes,
+            acceptor.incoming(listener),
+            stopped,
+        )),
+    };
 
     let watches = match &config.cluster {
         // SERVING once every kind is listed (see `mirror`).
@@ -309,6 +340,28 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         metrics,
         watches,
     })
+}
+
+/// Says at startup how clients are authenticated and authorized.
+fn log_security(config: &ServeConfig, tls: Option<&tls::TlsAcceptor>) {
+    match tls {
+        Some(acceptor) if acceptor.requires_client_certificates() => {
+            tracing::info!("tls on the grpc and metrics ports; clients need a certificate (mtls)");
+        }
+        Some(_) => tracing::info!("tls on the grpc and metrics ports"),
+        None => tracing::info!("plaintext on the grpc and metrics ports (no --tls-cert)"),
+    }
+    match &config.authz {
+        None => tracing::info!("authorization off (no --authz): every client is a writer"),
+        Some(policy) => {
+            tracing::info!("authorization on: unknown identities are refused");
+            if tls.is_none() && policy.has_tokens() {
+                tracing::warn!(
+                    "bearer tokens over plaintext can be read off the network; use --tls-cert"
+                );
+            }
+        }
+    }
 }
 
 /// Serves until `shutdown` resolves, then shuts down gracefully.

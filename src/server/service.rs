@@ -63,6 +63,8 @@ pub(crate) struct State {
     mirrored: bool,
     /// Every watched kind has finished its first list (always so without watches).
     listed: AtomicBool,
+    /// An `--authz` policy is in place: a committing `Preempt` needs a writer.
+    authz_enforced: bool,
     commit_attempts: u32,
     /// Load shedding for `Preempt` (`ServeConfig::max_concurrent_preempts`).
     preempt_permits: Arc<Semaphore>,
@@ -102,6 +104,7 @@ impl State {
             shutting_down: AtomicBool::new(false),
             mirrored: config.cluster.is_some(),
             listed: AtomicBool::new(config.cluster.is_none()),
+            authz_enforced: config.authz.is_some(),
             commit_attempts: config.commit_attempts.max(1),
             preempt_permits: Arc::new(Semaphore::new(config.max_concurrent_preempts.max(1))),
             watch_permits: Arc::new(Semaphore::new(config.max_watchers)),
@@ -543,6 +546,9 @@ impl pb::preemption_server::Preemption for PreemptionService {
         &self,
         request: Request<pb::PreemptRequest>,
     ) -> Result<Response<pb::PreemptResponse>, Status> {
+        if !request.get_ref().dry_run {
+            super::authz::check_commit(request.extensions(), self.state.authz_enforced)?;
+        }
         self.state.check_listed()?;
         // Shed load at once rather than queue (a queued decision answers on stale state,
         // late); taken before decoding, which for large documents is the costly part.
@@ -590,11 +596,13 @@ impl pb::preemption_server::Preemption for PreemptionService {
         let (done, result) = tokio::sync::oneshot::channel();
         let lanes = &self.state.lanes;
         lanes.spawn(move || {
-            let _permit = permit;
             let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 span.in_scope(|| state.preempt(pod, dry_run, explain))
             }))
             .unwrap_or_else(|_| Err(ApiError::Internal("preempt panicked".to_string())));
+            // Freed before the answer goes out: a client that has its answer may call again
+            // at once without being shed by its own finished call.
+            drop(permit);
             let _ = done.send(decided);
         });
         let response = result
