@@ -1,7 +1,8 @@
 """Checks for the rendered kustomizations that a schema cannot make: the
 ServiceMonitor (a CRD, which kubernetes-validate has no schema for) selects the
-Service and names a port it has, and the workload keeps the restricted security
-settings. Usage: python deploy/check.py RENDERED.yaml..."""
+Service and names a port it has, the workload keeps the restricted security
+settings, and a PREEMPTD_POLICY file is mounted from a ConfigMap holding it.
+Usage: python deploy/check.py RENDERED.yaml..."""
 
 import sys
 
@@ -11,6 +12,23 @@ import yaml
 def fail(path, message):
     print(f"{path}: {message}", file=sys.stderr)
     sys.exit(1)
+
+
+def check_policy(path, pod, container, config_maps):
+    """A container given PREEMPTD_POLICY reads it from a mounted ConfigMap that has it."""
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    policy = env.get("PREEMPTD_POLICY")
+    if policy is None:
+        return
+    directory, _, key = policy.rpartition("/")
+    mounts = [m for m in container.get("volumeMounts", []) if m["mountPath"] == directory]
+    if not mounts:
+        fail(path, f"PREEMPTD_POLICY {policy} is not in a mounted volume")
+    volume = next((v for v in pod.get("volumes", []) if v["name"] == mounts[0]["name"]), {})
+    name = volume.get("configMap", {}).get("name")
+    held = next((m for m in config_maps if m["metadata"]["name"] == name), None)
+    if held is None or key not in held.get("data", {}):
+        fail(path, f"PREEMPTD_POLICY {policy}: no ConfigMap {name} with key {key}")
 
 
 def check(path):
@@ -46,6 +64,8 @@ def check(path):
                 fail(path, f"container {c['name']}: {probe} must use the gRPC health protocol")
         if not c.get("resources", {}).get("limits") or not c["resources"].get("requests"):
             fail(path, f"container {c['name']}: resource requests and limits are required")
+
+        check_policy(path, pod, c, by_kind.get("ConfigMap", []))
 
     template_labels = deployment["spec"]["template"]["metadata"]["labels"]
     selectors = [

@@ -81,6 +81,7 @@ fn help_lists_every_flag_with_env_and_default() {
         ("--shutdown-grace", "PREEMPTD_SHUTDOWN_GRACE", Some("10s")),
         ("--otlp-endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT", None),
         ("--otel-service-name", "OTEL_SERVICE_NAME", Some("preemptd")),
+        ("--policy", "PREEMPTD_POLICY", None),
     ] {
         assert!(out.contains(flag), "{flag} missing:\n{out}");
         assert!(
@@ -173,8 +174,38 @@ fn invalid_values_exit_64_naming_the_setting() {
             &["--otlp-endpoint"],
         ),
         (&["serve", "--no-such-flag"], &[], &["--no-such-flag"]),
+        (
+            &["serve", "--policy", "/nonexistent/policy.yaml"],
+            &[],
+            &["--policy", "/nonexistent/policy.yaml", "cannot read"],
+        ),
     ];
-    for (args, envs, expected) in cases {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "capacityLabels:\n  - {key: karpenter.sh/capacity-type, spot: spot}\n  - {key: 'no good', spot: spot}\n",
+    )
+    .expect("write policy");
+    let policy = policy.to_str().expect("utf-8 path");
+    let policy_cases: &[Case] = &[
+        (
+            &["serve", "--policy", policy],
+            &[],
+            &[
+                "--policy",
+                "policy.yaml",
+                "capacityLabels[1].key",
+                "not a valid label key",
+            ],
+        ),
+        (
+            &["serve"],
+            &[("PREEMPTD_POLICY", policy)],
+            &["--policy", "PREEMPTD_POLICY", "capacityLabels[1].key"],
+        ),
+    ];
+    for (args, envs, expected) in cases.iter().chain(policy_cases) {
         let mut command = preemptd();
         command.args(*args).envs(envs.iter().copied());
         let (code, out, err) = run(&mut command);

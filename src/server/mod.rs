@@ -87,6 +87,8 @@ pub struct ServeConfig {
     pub shutdown_grace: Duration,
     /// Kubernetes mode: the cluster whose watches feed the cache. `None`: clients push.
     pub cluster: Option<crate::kubernetes::Source>,
+    /// The placement policy every `Preempt` applies. `None`: upstream's decisions exactly.
+    pub policy: Option<Arc<crate::engine::Policy>>,
 }
 
 impl Default for ServeConfig {
@@ -106,6 +108,7 @@ impl Default for ServeConfig {
             metrics_listen: None,
             shutdown_grace: Duration::from_secs(10),
             cluster: None,
+            policy: None,
         }
     }
 }
@@ -298,6 +301,17 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
             None
         }
     };
+    if let Some(policy) = &config.policy {
+        tracing::info!(
+            capacity_labels = policy.capacity_labels.len(),
+            notice_taints = policy.notice_taints.len(),
+            notice_labels = policy.notice_labels.len(),
+            critical_priority = ?policy.critical.priority_at_least,
+            critical_selector = policy.critical.selector.is_some(),
+            pdb_mode = policy.pdb_mode.as_str(),
+            "placement policy in force"
+        );
+    }
     tracing::info!(addr = %local_addr, epoch = %state.epoch, "serving");
     Ok(RunningServer {
         local_addr,
