@@ -1,6 +1,7 @@
 //! The real binary's configuration surface: `--help` shows every flag with its
 //! environment variable and default, invalid values exit 64 naming the setting, and a
-//! server configured only through environment variables serves gRPC, health and metrics.
+//! server configured only through environment variables (the deployed example policy
+//! included) serves gRPC, health and metrics.
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Output, Stdio};
@@ -246,6 +247,13 @@ fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
         .env("PREEMPTD_LOG_FORMAT", "json")
         .env("PREEMPTD_RPC_TIMEOUT", "off")
         .env("PREEMPTD_IO_THREADS", "2")
+        .env(
+            "PREEMPTD_POLICY",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../deploy/overlays/policy/policy.yaml"
+            ),
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -281,6 +289,11 @@ fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
     let first = stderr.lines().next().expect("a log line");
     let line: serde_json::Value = serde_json::from_str(first).expect("json log line");
     assert!(line.get("level").is_some(), "{first}");
+    // The deployed example policy was read and is in force.
+    assert!(
+        stderr.contains("placement policy in force") && stderr.contains("\"pdb_mode\":\"prefer\""),
+        "{stderr}"
+    );
 
     // Nothing listens any more: health fails with 1.
     let (code, _, err) =
