@@ -2,7 +2,8 @@
 ServiceMonitor (a CRD, which kubernetes-validate has no schema for) selects the
 Service and names a port it has, the workload keeps the restricted security
 settings, serves TLS and mTLS from a mounted Secret with probes that can reach it,
-and the NetworkPolicy admits only the gRPC and metrics ports. Usage: python deploy/check.py RENDERED.yaml..."""
+the NetworkPolicy admits only the gRPC and metrics ports, and a PREEMPTD_POLICY file is
+mounted from a ConfigMap holding it. Usage: python deploy/check.py RENDERED.yaml..."""
 
 import sys
 
@@ -53,6 +54,23 @@ def check_network_policy(path, policy):
                 fail(path, f"NetworkPolicy ingress port {p.get('port')!r} is not grpc or metrics")
 
 
+def check_policy(path, pod, container, config_maps):
+    """A container given PREEMPTD_POLICY reads it from a mounted ConfigMap that has it."""
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    policy = env.get("PREEMPTD_POLICY")
+    if policy is None:
+        return
+    directory, _, key = policy.rpartition("/")
+    mounts = [m for m in container.get("volumeMounts", []) if m["mountPath"] == directory]
+    if not mounts:
+        fail(path, f"PREEMPTD_POLICY {policy} is not in a mounted volume")
+    volume = next((v for v in pod.get("volumes", []) if v["name"] == mounts[0]["name"]), {})
+    name = volume.get("configMap", {}).get("name")
+    held = next((m for m in config_maps if m["metadata"]["name"] == name), None)
+    if held is None or key not in held.get("data", {}):
+        fail(path, f"PREEMPTD_POLICY {policy}: no ConfigMap {name} with key {key}")
+
+
 def check(path):
     with open(path, encoding="utf-8") as f:
         objects = [o for o in yaml.safe_load_all(f) if o]
@@ -91,6 +109,8 @@ def check(path):
                 fail(path, f"container {c['name']}: {probe} must run `/preemptd health`")
         if not c.get("resources", {}).get("limits") or not c["resources"].get("requests"):
             fail(path, f"container {c['name']}: resource requests and limits are required")
+
+        check_policy(path, pod, c, by_kind.get("ConfigMap", []))
 
     template_labels = deployment["spec"]["template"]["metadata"]["labels"]
     selectors = [

@@ -63,12 +63,14 @@ impl SimulateError {
 }
 
 /// How `simulate` reads and decides.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SimulateOptions {
     /// Per-node diagnostics in the decision.
     pub explain: bool,
     /// Refuse objects of kinds preemptd does not use instead of skipping them.
     pub strict: bool,
+    /// The placement policy to decide under (`simulate --policy`); `None`: upstream's.
+    pub policy: Option<std::sync::Arc<crate::engine::Policy>>,
 }
 
 /// A decision, and a note per file that had objects skipped.
@@ -393,6 +395,7 @@ fn decide_for(
         &preemptor,
         &DecideOptions {
             explain: options.explain,
+            policy: options.policy,
             ..DecideOptions::default()
         },
     );

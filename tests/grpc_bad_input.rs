@@ -43,6 +43,7 @@ async fn call(client: &mut Client, call: Call) -> Result<String, tonic::Status> 
                 preemptor,
                 dry_run: false,
                 explain: false,
+                pdb_mode: pb::PdbMode::Unspecified.into(),
             })
             .await
             .map(|r| r.into_inner().epoch),

@@ -111,6 +111,7 @@ async fn the_global_default_is_the_lowest_marked_class_and_unknown_classes_are_r
                 preemptor: Some(Preemptor::Pod(classed("x", "missing", "1"))),
                 dry_run: true,
                 explain: false,
+                pdb_mode: pb::PdbMode::Unspecified.into(),
             })
             .await
             .expect_err("unknown class");
@@ -125,6 +126,7 @@ async fn the_global_default_is_the_lowest_marked_class_and_unknown_classes_are_r
                 preemptor: Some(Preemptor::PodJson(json.into())),
                 dry_run: true,
                 explain: false,
+                pdb_mode: pb::PdbMode::Unspecified.into(),
             })
             .await
             .expect_err("unknown class");
@@ -266,6 +268,7 @@ async fn preempt_by_reference_decides_for_the_held_pod() {
             })),
             dry_run: true,
             explain: false,
+            pdb_mode: pb::PdbMode::Unspecified.into(),
         };
         let answer = client
             .preempt(by_ref("pending", ""))

@@ -57,6 +57,7 @@ async fn round(round: usize) {
                 ))),
                 dry_run: false,
                 explain: false,
+                pdb_mode: pb::PdbMode::Unspecified.into(),
             })
             .await
             .map(|r| r.into_inner())

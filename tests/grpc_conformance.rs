@@ -133,6 +133,7 @@ async fn run_form(scenario: &Value, form: Form) -> Result<pb::PreemptResponse, S
             }),
             dry_run: true,
             explain: false,
+            pdb_mode: pb::PdbMode::Unspecified.into(),
         })
         .await
         .map_err(|s| format!("preempt: {s}"))?

@@ -346,7 +346,7 @@ fn preempt_request(pod: pb::Pod, dry_run: bool) -> pb::PreemptRequest {
     pb::PreemptRequest {
         preemptor: Some(pb::preempt_request::Preemptor::Pod(pod)),
         dry_run,
-        explain: false,
+        ..Default::default()
     }
 }
 

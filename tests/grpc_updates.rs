@@ -172,6 +172,7 @@ async fn typed_and_json_objects_mean_the_same() {
             preemptor: Some(preemptor),
             dry_run: true,
             explain: true,
+            pdb_mode: pb::PdbMode::Unspecified.into(),
         };
         use pb::preempt_request::Preemptor;
         let mut answers = Vec::new();
@@ -227,6 +228,7 @@ async fn preemptor_whose_name_belongs_to_another_uid_is_refused() {
                 ))),
                 dry_run: false,
                 explain: false,
+                pdb_mode: pb::PdbMode::Unspecified.into(),
             })
             .await
             .expect_err("name conflict");

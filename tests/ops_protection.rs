@@ -36,6 +36,7 @@ fn preempt_json(json: String) -> pb::PreemptRequest {
         preemptor: Some(pb::preempt_request::Preemptor::PodJson(json)),
         dry_run: true,
         explain: false,
+        pdb_mode: pb::PdbMode::Unspecified.into(),
     }
 }
 

@@ -89,6 +89,7 @@ async fn preempt_spans_reach_the_collector_under_the_clients_trace() {
         ))),
         dry_run: false,
         explain: false,
+        pdb_mode: pb::PdbMode::Unspecified.into(),
     });
     request.metadata_mut().insert(
         "traceparent",

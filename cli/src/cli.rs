@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
+use preemptd::engine::Policy;
 use preemptd::kubernetes;
 use preemptd::ops::telemetry::{self, LogFormat, TelemetryConfig};
 use preemptd::server::authz::AuthzPolicy;
@@ -66,6 +67,10 @@ pub enum Command {
         /// Refuse objects of kinds preemptd does not use instead of skipping them.
         #[arg(long)]
         strict: bool,
+        /// Decide under this placement policy (YAML; see deploy/overlays/policy/policy.yaml), as
+        /// `serve --policy` would.
+        #[arg(long, value_name = "FILE", value_parser = parse_policy)]
+        policy: Option<Arc<Policy>>,
     },
     /// Check a running server over the gRPC health protocol (grpc.health.v1): exit 0 when
     /// it is SERVING, 1 otherwise. The container image's HEALTHCHECK.
@@ -273,6 +278,11 @@ pub struct ServeArgs {
     /// service.name of exported traces.
     #[arg(long, env = "OTEL_SERVICE_NAME", default_value_t = TelemetryConfig::default().service_name)]
     pub otel_service_name: String,
+    /// Placement policy (YAML; see deploy/overlays/policy/policy.yaml): spot and on-demand
+    /// capacity, termination notices, critical pods, PDB mode. Unset, decisions are
+    /// upstream's exactly.
+    #[arg(long, env = "PREEMPTD_POLICY", value_name = "FILE", value_parser = parse_policy)]
+    pub policy: Option<Arc<Policy>>,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     #[command(flatten)]
@@ -348,6 +358,13 @@ impl SecurityArgs {
     }
 }
 
+/// Reads and checks a policy file: a bad one is a usage error naming the file and field.
+fn parse_policy(path: &str) -> Result<Arc<Policy>, String> {
+    Policy::load(Path::new(path))
+        .map(Arc::new)
+        .map_err(|error| format!("{path}: {error}"))
+}
+
 /// Kubernetes mode: where preemptd reads the cluster from, instead of clients pushing it.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ClusterArgs {
@@ -401,6 +418,7 @@ impl ServeArgs {
             cluster: self.cluster.source(),
             tls: self.security.tls()?,
             authz: self.security.authz.clone(),
+            policy: self.policy.clone(),
             ..ServeConfig::default()
         })
     }
@@ -653,8 +671,13 @@ pub fn run(cli: Cli) -> ExitCode {
             pod,
             explain,
             strict,
+            policy,
         } => {
-            let options = SimulateOptions { explain, strict };
+            let options = SimulateOptions {
+                explain,
+                strict,
+                policy,
+            };
             match (cluster, kubeconfig) {
                 (Some(cluster), _) => run_simulate(simulate::simulate(&cluster, &pod, options)),
                 (None, kubeconfig) => {

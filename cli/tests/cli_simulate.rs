@@ -354,3 +354,64 @@ fn strict_refuses_unused_kinds_and_errors_name_the_document() {
         "{stderr}"
     );
 }
+
+/// The example cluster with node-b (where the example preempts) labelled spot.
+fn cluster_with_spot_node_b(dir: &Path) -> PathBuf {
+    let mut cluster: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("examples/cluster.json")).unwrap())
+            .unwrap();
+    let items = cluster["items"].as_array_mut().unwrap();
+    let node_b = items
+        .iter_mut()
+        .find(|o| o["kind"] == "Node" && o["metadata"]["name"] == "node-b")
+        .expect("node-b");
+    node_b["metadata"]["labels"]["karpenter.sh/capacity-type"] = "spot".into();
+    let path = dir.join("cluster.json");
+    std::fs::write(&path, cluster.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn policy_keeps_a_critical_pod_off_spot_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster_with_spot_node_b(dir.path());
+    let pod = repo("examples/pod.json");
+    let (code, out, err) = simulate_with(&cluster, &pod, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(parse_preempt_response(&out).nominated_node_name, "node-b");
+
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "criticalPods:\n  priorityAtLeast: 1000\n").unwrap();
+    let flags = ["--explain", "--policy", policy.to_str().unwrap()];
+    let (code, out, err) = simulate_with(&cluster, &pod, &flags);
+    assert_eq!(code, 0, "{err}");
+    let response = parse_preempt_response(&out);
+    assert_ne!(response.nominated_node_name, "node-b", "{out}");
+    let node_b = response
+        .diagnostics
+        .iter()
+        .find(|d| d.node == "node-b")
+        .expect("node-b diagnostic");
+    let filter = node_b.filter.as_ref().expect("filter status");
+    assert_eq!(filter.plugin, "PlacementPolicy");
+    assert_eq!(
+        filter.reasons,
+        ["node(s) were spot capacity, which critical pods avoid"]
+    );
+}
+
+#[test]
+fn a_bad_policy_file_exits_64_naming_the_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, "pdbMode: sometimes\n").unwrap();
+    let (code, _, err) = simulate_with(
+        &repo("examples/cluster.json"),
+        &repo("examples/pod.json"),
+        &["--policy", policy.to_str().unwrap()],
+    );
+    assert_eq!(code, 64, "{err}");
+    for word in ["--policy", "policy.yaml", "pdbMode", "\"sometimes\""] {
+        assert!(err.contains(word), "{word:?} not in {err}");
+    }
+}

@@ -373,6 +373,7 @@ fn preempt_json(manifest: Value) -> pb::PreemptRequest {
         )),
         dry_run: true,
         explain: false,
+        pdb_mode: pb::PdbMode::Unspecified.into(),
     }
 }
 
@@ -606,6 +607,7 @@ async fn decides_for_watched_pods_with_classes_and_namespace_labels() {
         })),
         dry_run: true,
         explain: false,
+        pdb_mode: pb::PdbMode::Unspecified.into(),
     };
     let answer = eventually(&mut client, by_ref("pending-hi"), "pod_ref", |r| {
         r.outcome == pb::Outcome::Preempt as i32

@@ -1,7 +1,8 @@
 //! The real binary's configuration surface: `--help` shows every flag with its
 //! environment variable and default, invalid values exit 64 naming the setting, and a
-//! server configured only through environment variables serves gRPC, health and metrics;
-//! with TLS, mTLS and `--authz`, `preemptd health` reaches it with its TLS flags.
+//! server configured only through environment variables (the deployed example policy
+//! included) serves gRPC, health and metrics; with TLS, mTLS and `--authz`, `preemptd
+//! health` reaches it with its TLS flags.
 
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Output, Stdio};
@@ -91,6 +92,7 @@ fn help_lists_every_flag_with_env_and_default() {
             Some("10s"),
         ),
         ("--authz", "PREEMPTD_AUTHZ", None),
+        ("--policy", "PREEMPTD_POLICY", None),
     ] {
         assert!(out.contains(flag), "{flag} missing:\n{out}");
         assert!(
@@ -222,6 +224,11 @@ fn invalid_values_exit_64_naming_the_setting() {
             &[],
             &["--tls-reload-interval"],
         ),
+        (
+            &["serve", "--policy", "/nonexistent/policy.yaml"],
+            &[],
+            &["--policy", "/nonexistent/policy.yaml", "cannot read"],
+        ),
     ];
     // A policy with a role that does not exist: the entry is named.
     let dir = tempfile::tempdir().expect("tempdir");
@@ -237,7 +244,31 @@ fn invalid_values_exit_64_naming_the_setting() {
         err.contains("--authz") && err.contains("clients[1]"),
         "{err}"
     );
-    for (args, envs, expected) in cases {
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "capacityLabels:\n  - {key: karpenter.sh/capacity-type, spot: spot}\n  - {key: 'no good', spot: spot}\n",
+    )
+    .expect("write policy");
+    let policy = policy.to_str().expect("utf-8 path");
+    let policy_cases: &[Case] = &[
+        (
+            &["serve", "--policy", policy],
+            &[],
+            &[
+                "--policy",
+                "policy.yaml",
+                "capacityLabels[1].key",
+                "not a valid label key",
+            ],
+        ),
+        (
+            &["serve"],
+            &[("PREEMPTD_POLICY", policy)],
+            &["--policy", "PREEMPTD_POLICY", "capacityLabels[1].key"],
+        ),
+    ];
+    for (args, envs, expected) in cases.iter().chain(policy_cases) {
         let mut command = preemptd();
         command.args(*args).envs(envs.iter().copied());
         let (code, out, err) = run(&mut command);
@@ -278,6 +309,13 @@ fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
         .env("PREEMPTD_LOG_FORMAT", "json")
         .env("PREEMPTD_RPC_TIMEOUT", "off")
         .env("PREEMPTD_IO_THREADS", "2")
+        .env(
+            "PREEMPTD_POLICY",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../deploy/overlays/policy/policy.yaml"
+            ),
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -315,6 +353,11 @@ fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
     let first = stderr.lines().next().expect("a log line");
     let line: serde_json::Value = serde_json::from_str(first).expect("json log line");
     assert!(line.get("level").is_some(), "{first}");
+    // The deployed example policy was read and is in force.
+    assert!(
+        stderr.contains("placement policy in force") && stderr.contains("\"pdb_mode\":\"prefer\""),
+        "{stderr}"
+    );
 
     // Nothing listens any more: health fails with 1.
     let (code, _, err) =

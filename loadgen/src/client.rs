@@ -325,6 +325,7 @@ async fn preempt_phase(
         ))),
         dry_run: true,
         explain: false,
+        pdb_mode: pb::PdbMode::Unspecified.into(),
     };
     let mut client = PreemptionClient::new(channel.clone());
     for i in 0..WARMUP_CALLS.min(count) {

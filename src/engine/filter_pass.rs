@@ -12,6 +12,7 @@ use triomphe::Arc;
 use super::bounds;
 use super::filters::{self, Code, PreFilter, Status};
 use super::groups::{GroupScreen, ScreenedGroups};
+use super::policy::Applied;
 use super::potential::Potential;
 use super::{NodeDiagnostic, PARALLEL_THRESHOLD, PRUNE_THRESHOLD};
 use crate::cache::{
@@ -321,6 +322,8 @@ pub(super) struct FilterPass<'a> {
     pub want_bounds: bool,
     digest_decides_resources: bool,
     digest_suffices: bool,
+    /// The placement policy, which rules nodes out before the resource filters.
+    policy: Option<Applied<'a>>,
     /// The digests leaf by leaf of the persistent vector: contiguous slices, with the
     /// index of each one's first node.
     leaves: Vec<(usize, &'a [NodeSummary])>,
@@ -344,14 +347,25 @@ impl<'a> FilterPass<'a> {
             want_bounds: !explain && nodes > PRUNE_THRESHOLD,
             digest_decides_resources: pre.digest_decides_resources(),
             digest_suffices: pre.digest_suffices(),
+            policy: None,
             leaves,
         }
     }
 
+    /// The pass under `policy`, when there is one.
+    pub fn with_policy(mut self, policy: Option<Applied<'a>>) -> Self {
+        self.policy = policy;
+        self
+    }
+
     /// Whether the pass screens node groups (see [`GroupScreen`]) on a cluster this large:
     /// only bounds prune the search, and only the digests screen a group.
+    /// A policy's rulings are on the nodes, not their digests: no screening under one.
     pub fn screens_groups(&self, min_nodes: usize) -> bool {
-        self.want_bounds && self.digest_decides_resources && self.snapshot.nodes.len() >= min_nodes
+        self.want_bounds
+            && self.digest_decides_resources
+            && self.policy.is_none()
+            && self.snapshot.nodes.len() >= min_nodes
     }
 
     /// The phase, in a `filter` span: every node, or with `screening` the node groups
@@ -500,6 +514,10 @@ impl<'a> FilterPass<'a> {
             NodeOnly::Pass => true,
             NodeOnly::ReadNode => false,
         };
+        if pass && let Some(status) = self.policy_status(index) {
+            tally.record(index, status, None, explain);
+            return;
+        }
         if let Some((mask, nominated)) = self.digest_fit(summary, index, pass) {
             if explain {
                 tally.statuses.push((index, filters::fit_status(mask)));
@@ -525,11 +543,22 @@ impl<'a> FilterPass<'a> {
         match filters::static_failure(self.preemptor, node) {
             Some(filters::StaticFailure::Taint(taint)) if !explain => tally.add_taint(taint),
             Some(failure) => tally.record(index, failure.status(), None, explain),
-            None => {
-                let (status, bound) = self.filter_node_entry(info);
-                tally.record(index, status, bound, explain);
-            }
+            None => match self.policy_status(index) {
+                Some(status) => tally.record(index, status, None, explain),
+                None => {
+                    let (status, bound) = self.filter_node_entry(info);
+                    tally.record(index, status, bound, explain);
+                }
+            },
         }
+    }
+
+    /// The status of a node the policy rules out (after the node-only filters pass, so a
+    /// node they fail keeps their reason).
+    fn policy_status(&self, index: usize) -> Option<Status> {
+        let policy = self.policy.as_ref()?;
+        let node = self.snapshot.nodes.get(index)?.node.as_deref()?;
+        policy.filter_status(node)
     }
 
     /// The fit bits from the digest, when it decides the filters, with the room the

@@ -8,6 +8,9 @@
 //! 4. [`search`]: remove-all-then-reprieve victim selection ([`victims`]) on those nodes,
 //!    pruned by the bounds without changing the answer.
 //! 5. [`pick`]: the node, and the nominations to clear.
+//!
+//! A [`policy`] (optional) rules nodes out in phase 1 and candidates out in phase 4, and
+//! names each in the diagnostics; without one the decision is upstream's.
 
 mod bounds;
 mod eligibility;
@@ -16,6 +19,7 @@ pub mod filters;
 mod groups;
 mod lanes;
 mod pick;
+pub mod policy;
 mod potential;
 mod search;
 #[cfg(test)]
@@ -26,6 +30,7 @@ use std::cmp::Ordering;
 
 pub use filters::{Code, Status};
 pub use lanes::DecisionLanes;
+pub use policy::{PdbMode, Policy};
 
 use crate::cache::Snapshot;
 use crate::model::{Pod, PodRef, Str};
@@ -77,6 +82,19 @@ pub struct DecideOptions {
     /// Screen node groups (see [`crate::cache::NodeGroup`]) on clusters of at least this
     /// many nodes; `None`: [`SCREEN_MIN_NODES`]. Decisions are the same either way.
     pub screen_min_nodes: Option<usize>,
+    /// The placement policy; `None`: upstream's decision exactly.
+    pub policy: Option<std::sync::Arc<Policy>>,
+    /// PDB mode for this decision; `None`: the policy's (`prefer` without one).
+    pub pdb_mode: Option<PdbMode>,
+}
+
+impl DecideOptions {
+    /// The PDB mode in force.
+    pub fn effective_pdb_mode(&self) -> PdbMode {
+        self.pdb_mode
+            .or_else(|| self.policy.as_ref().map(|p| p.pdb_mode))
+            .unwrap_or_default()
+    }
 }
 
 /// Why a node was or was not a candidate.
@@ -290,7 +308,11 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     let now = options.now.unwrap_or_else(now_nanos);
     let total = snapshot.nodes.len();
     let pre = PreFilter::new(preemptor, snapshot);
-    let pass = FilterPass::new(snapshot, &pre, options.explain);
+    let applied = options
+        .policy
+        .as_deref()
+        .map(|policy| policy::Applied::new(policy, preemptor));
+    let pass = FilterPass::new(snapshot, &pre, options.explain).with_policy(applied);
     let screening = pass.screens_groups(options.screen_min_nodes.unwrap_or(SCREEN_MIN_NODES));
 
     // 1. Filter.
@@ -321,7 +343,8 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     }
 
     // 3. and 4. Candidate screening and the search.
-    let found = search::find_candidates(&pass, filtered, screening, now);
+    let strict = options.effective_pdb_mode() == PdbMode::Strict;
+    let found = search::find_candidates(&pass, filtered, screening, strict, now);
     if options.explain {
         explain_search(&mut diagnostics, &found);
     }

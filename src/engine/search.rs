@@ -57,6 +57,7 @@ pub(super) fn find_candidates<'a>(
     pass: &FilterPass<'a>,
     filtered: Filtered<'a>,
     screening: bool,
+    strict_pdb: bool,
     now: i64,
 ) -> Found {
     let Filtered {
@@ -72,7 +73,7 @@ pub(super) fn find_candidates<'a>(
         candidates = tracing::field::Empty,
     )
     .entered();
-    let mut search = CandidateSearch::new(pass, now);
+    let mut search = CandidateSearch::new(pass, strict_pdb, now);
     let (tally, skipped) = if pass.explain || !screening && potential.len() <= PRUNE_THRESHOLD {
         search.dry_run(&potential.indices());
         (tally, screened.waiting().to_vec())
@@ -123,6 +124,8 @@ impl Best {
 struct CandidateSearch<'p, 'a> {
     pass: &'p FilterPass<'a>,
     pdbs: PdbIndex<'a>,
+    /// PDB mode strict: a dry run whose victims violate a budget is a failure.
+    strict_pdb: bool,
     now: i64,
     candidates: Vec<Candidate>,
     failures: Vec<(usize, Status)>,
@@ -131,10 +134,11 @@ struct CandidateSearch<'p, 'a> {
 }
 
 impl<'p, 'a> CandidateSearch<'p, 'a> {
-    fn new(pass: &'p FilterPass<'a>, now: i64) -> Self {
+    fn new(pass: &'p FilterPass<'a>, strict_pdb: bool, now: i64) -> Self {
         CandidateSearch {
             pass,
             pdbs: PdbIndex::new(&pass.snapshot.pdbs),
+            strict_pdb,
             now,
             candidates: Vec::new(),
             failures: Vec::new(),
@@ -161,6 +165,9 @@ impl<'p, 'a> CandidateSearch<'p, 'a> {
         };
         for (index, result) in results {
             match result {
+                Ok((_, pdb_violations)) if self.strict_pdb && pdb_violations > 0 => self
+                    .failures
+                    .push((index, super::policy::strict_pdb_status())),
                 Ok((victims, pdb_violations)) => self.candidates.push(Candidate {
                     index,
                     victims,
@@ -403,7 +410,7 @@ mod tests {
             let search = |explain: bool| {
                 let pass = FilterPass::new(&snapshot, &pre, explain);
                 let filtered = pass.run(false, NOW);
-                let found = find_candidates(&pass, filtered, false, NOW);
+                let found = find_candidates(&pass, filtered, false, false, NOW);
                 let chosen = (!found.candidates.is_empty())
                     .then(|| &found.candidates[pick_one(&found.candidates, &snapshot.nodes, NOW)])
                     .map(|c| (c.index, c.victims.clone(), c.pdb_violations));

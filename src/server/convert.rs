@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, Status as FilterStatus};
+use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, PdbMode, Status as FilterStatus};
 use crate::model::build::{
     self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, Memo, NodeInput,
     NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities, RequirementInput,
@@ -323,6 +323,20 @@ fn diagnostic(d: &NodeDiagnostic) -> pb::NodeDiagnostic {
         victims: d.victims.iter().map(pod_ref).collect(),
         pdb_violations: d.pdb_violations,
         candidate: d.candidate,
+    }
+}
+
+/// `PreemptRequest.pdb_mode`: `None` when unset (the server's policy decides); a number
+/// the enum does not have is refused.
+pub fn pdb_mode(value: i32) -> Result<Option<PdbMode>> {
+    match pb::PdbMode::try_from(value) {
+        Ok(pb::PdbMode::Unspecified) => Ok(None),
+        Ok(pb::PdbMode::Prefer) => Ok(Some(PdbMode::Prefer)),
+        Ok(pb::PdbMode::Strict) => Ok(Some(PdbMode::Strict)),
+        Err(_) => Err(ApiError::invalid(
+            "pdb_mode",
+            format!("unknown enum value {value}"),
+        )),
     }
 }
 

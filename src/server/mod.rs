@@ -94,6 +94,8 @@ pub struct ServeConfig {
     pub tls: Option<tls::TlsSettings>,
     /// Roles by client identity. `None`: every client is a writer.
     pub authz: Option<Arc<authz::AuthzPolicy>>,
+    /// The placement policy every `Preempt` applies. `None`: upstream's decisions exactly.
+    pub policy: Option<Arc<crate::engine::Policy>>,
 }
 
 impl Default for ServeConfig {
@@ -115,6 +117,7 @@ impl Default for ServeConfig {
             cluster: None,
             tls: None,
             authz: None,
+            policy: None,
         }
     }
 }
@@ -329,6 +332,17 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
             None
         }
     };
+    if let Some(policy) = &config.policy {
+        tracing::info!(
+            capacity_labels = policy.capacity_labels.len(),
+            notice_taints = policy.notice_taints.len(),
+            notice_labels = policy.notice_labels.len(),
+            critical_priority = ?policy.critical.priority_at_least,
+            critical_selector = policy.critical.selector.is_some(),
+            pdb_mode = policy.pdb_mode.as_str(),
+            "placement policy in force"
+        );
+    }
     tracing::info!(addr = %local_addr, epoch = %state.epoch, "serving");
     Ok(RunningServer {
         local_addr,

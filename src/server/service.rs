@@ -17,7 +17,7 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::cache::{ClusterCache, Commit, CommitChange, Nomination, PodUpsert};
-use crate::engine::{self, DecideOptions, Outcome};
+use crate::engine::{self, DecideOptions, Outcome, PdbMode};
 use crate::model::build::Memo;
 use crate::model::decode::{self, DecodeError};
 use crate::model::{Pod, Str};
@@ -77,6 +77,8 @@ pub(crate) struct State {
     watch_limit: usize,
     /// Where decisions run (one pool per decision in progress).
     lanes: crate::engine::DecisionLanes,
+    /// The placement policy every decision applies (`ServeConfig::policy`).
+    policy: Option<Arc<crate::engine::Policy>>,
 }
 
 /// A random id per server start, so clients notice restarts (and the empty cache).
@@ -113,6 +115,7 @@ impl State {
             preempt_limit: config.max_concurrent_preempts.max(1),
             watch_limit: config.max_watchers,
             lanes: crate::engine::DecisionLanes::per_core(),
+            policy: config.policy.clone(),
         }
     }
 
@@ -190,9 +193,12 @@ impl State {
         pod: Pod,
         dry_run: bool,
         explain: bool,
+        pdb_mode: Option<PdbMode>,
     ) -> Result<pb::PreemptResponse, ApiError> {
         let options = DecideOptions {
             explain,
+            policy: self.policy.clone(),
+            pdb_mode,
             ..DecideOptions::default()
         };
         let mut last_conflict: Option<Str> = None;
@@ -587,6 +593,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
             })?;
         let state = self.state.clone();
         let (dry_run, explain) = (request.dry_run, request.explain);
+        let pdb_mode = convert::pdb_mode(request.pdb_mode)?;
         let span = tracing::Span::current();
         let start = std::time::Instant::now();
         // Deciding is CPU work (up to milliseconds): keep it off the async threads. It runs
@@ -597,7 +604,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
         let lanes = &self.state.lanes;
         lanes.spawn(move || {
             let decided = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                span.in_scope(|| state.preempt(pod, dry_run, explain))
+                span.in_scope(|| state.preempt(pod, dry_run, explain, pdb_mode))
             }))
             .unwrap_or_else(|_| Err(ApiError::Internal("preempt panicked".to_string())));
             // Freed before the answer goes out: a client that has its answer may call again

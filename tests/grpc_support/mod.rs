@@ -135,6 +135,7 @@ pub async fn preempt(client: &mut Client, pod: pb::Pod, dry_run: bool) -> pb::Pr
             preemptor: Some(pb::preempt_request::Preemptor::Pod(pod)),
             dry_run,
             explain: false,
+            pdb_mode: pb::PdbMode::Unspecified.into(),
         })
         .await
         .expect("preempt")
