@@ -18,6 +18,7 @@ import {
   ListNominationsResponse,
   NominationEventType,
   Node,
+  PdbMode,
   Pod,
   PodDisruptionBudget,
   PreemptionClient,
@@ -82,6 +83,8 @@ export interface CallTimeout {
 export interface PreemptOptions extends CallTimeout {
   dryRun?: boolean;
   explain?: boolean;
+  /** How budgets weigh in; unset: the server's policy (prefer, as upstream, without one). */
+  pdbMode?: PdbMode;
 }
 
 export interface SyncOptions extends CallTimeout {
@@ -272,7 +275,11 @@ export class PreemptdClient {
    * API yet: send the pod itself.
    */
   preempt(pod: Pod | KubeObject | string, options: PreemptOptions = {}): Promise<PreemptResponse> {
-    const request: PreemptRequest = { dryRun: options.dryRun ?? false, explain: options.explain ?? false };
+    const request: PreemptRequest = {
+      dryRun: options.dryRun ?? false,
+      explain: options.explain ?? false,
+      pdbMode: options.pdbMode ?? PdbMode.PDB_MODE_UNSPECIFIED,
+    };
     if (typeof pod === "string") request.podJson = pod;
     else if ("metadata" in pod || "kind" in pod) request.podJson = JSON.stringify(pod);
     else request.pod = pod as Pod;

@@ -41,6 +41,59 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PdbMode is how PodDisruptionBudgets weigh in picking a node to preempt on.
+type PdbMode int32
+
+const (
+	// The server's policy decides.
+	PdbMode_PDB_MODE_UNSPECIFIED PdbMode = 0
+	// As upstream: candidates whose victims violate fewer budgets win.
+	PdbMode_PDB_MODE_PREFER PdbMode = 1
+	// A node where preemption would violate any budget is not a candidate.
+	PdbMode_PDB_MODE_STRICT PdbMode = 2
+)
+
+// Enum value maps for PdbMode.
+var (
+	PdbMode_name = map[int32]string{
+		0: "PDB_MODE_UNSPECIFIED",
+		1: "PDB_MODE_PREFER",
+		2: "PDB_MODE_STRICT",
+	}
+	PdbMode_value = map[string]int32{
+		"PDB_MODE_UNSPECIFIED": 0,
+		"PDB_MODE_PREFER":      1,
+		"PDB_MODE_STRICT":      2,
+	}
+)
+
+func (x PdbMode) Enum() *PdbMode {
+	p := new(PdbMode)
+	*p = x
+	return p
+}
+
+func (x PdbMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PdbMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_preemptd_v1_preemptd_proto_enumTypes[0].Descriptor()
+}
+
+func (PdbMode) Type() protoreflect.EnumType {
+	return &file_preemptd_v1_preemptd_proto_enumTypes[0]
+}
+
+func (x PdbMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PdbMode.Descriptor instead.
+func (PdbMode) EnumDescriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{0}
+}
+
 // Outcome is what preemption decided.
 type Outcome int32
 
@@ -87,11 +140,11 @@ func (x Outcome) String() string {
 }
 
 func (Outcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_preemptd_v1_preemptd_proto_enumTypes[0].Descriptor()
+	return file_preemptd_v1_preemptd_proto_enumTypes[1].Descriptor()
 }
 
 func (Outcome) Type() protoreflect.EnumType {
-	return &file_preemptd_v1_preemptd_proto_enumTypes[0]
+	return &file_preemptd_v1_preemptd_proto_enumTypes[1]
 }
 
 func (x Outcome) Number() protoreflect.EnumNumber {
@@ -100,7 +153,7 @@ func (x Outcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Outcome.Descriptor instead.
 func (Outcome) EnumDescriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{0}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{1}
 }
 
 // StatusCode is a scheduler framework filter status code.
@@ -144,11 +197,11 @@ func (x StatusCode) String() string {
 }
 
 func (StatusCode) Descriptor() protoreflect.EnumDescriptor {
-	return file_preemptd_v1_preemptd_proto_enumTypes[1].Descriptor()
+	return file_preemptd_v1_preemptd_proto_enumTypes[2].Descriptor()
 }
 
 func (StatusCode) Type() protoreflect.EnumType {
-	return &file_preemptd_v1_preemptd_proto_enumTypes[1]
+	return &file_preemptd_v1_preemptd_proto_enumTypes[2]
 }
 
 func (x StatusCode) Number() protoreflect.EnumNumber {
@@ -157,7 +210,7 @@ func (x StatusCode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StatusCode.Descriptor instead.
 func (StatusCode) EnumDescriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{1}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{2}
 }
 
 // NominationEventType is the kind of change.
@@ -202,11 +255,11 @@ func (x NominationEventType) String() string {
 }
 
 func (NominationEventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_preemptd_v1_preemptd_proto_enumTypes[2].Descriptor()
+	return file_preemptd_v1_preemptd_proto_enumTypes[3].Descriptor()
 }
 
 func (NominationEventType) Type() protoreflect.EnumType {
-	return &file_preemptd_v1_preemptd_proto_enumTypes[2]
+	return &file_preemptd_v1_preemptd_proto_enumTypes[3]
 }
 
 func (x NominationEventType) Number() protoreflect.EnumNumber {
@@ -215,7 +268,7 @@ func (x NominationEventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use NominationEventType.Descriptor instead.
 func (NominationEventType) EnumDescriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{2}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{3}
 }
 
 // ObjectRef names an object to delete.
@@ -3005,7 +3058,10 @@ type PreemptRequest struct {
 	// nomination; each change is one WatchNominations event.
 	DryRun bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	// Fill PreemptResponse.diagnostics with one entry per node.
-	Explain       bool `protobuf:"varint,4,opt,name=explain,proto3" json:"explain,omitempty"`
+	Explain bool `protobuf:"varint,4,opt,name=explain,proto3" json:"explain,omitempty"`
+	// How PodDisruptionBudgets weigh in this decision; unset: the server's policy
+	// (`serve --policy`), PDB_MODE_PREFER without one.
+	PdbMode       PdbMode `protobuf:"varint,6,opt,name=pdb_mode,json=pdbMode,proto3,enum=preemptd.v1.PdbMode" json:"pdb_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3086,6 +3142,13 @@ func (x *PreemptRequest) GetExplain() bool {
 		return x.Explain
 	}
 	return false
+}
+
+func (x *PreemptRequest) GetPdbMode() PdbMode {
+	if x != nil {
+		return x.PdbMode
+	}
+	return PdbMode_PDB_MODE_UNSPECIFIED
 }
 
 type isPreemptRequest_Preemptor interface {
@@ -4358,13 +4421,14 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x10resource_version\x18\x02 \x01(\x04R\x0fresourceVersion\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x14\n" +
-	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xc3\x01\n" +
+	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xf4\x01\n" +
 	"\x0ePreemptRequest\x12$\n" +
 	"\x03pod\x18\x01 \x01(\v2\x10.preemptd.v1.PodH\x00R\x03pod\x12\x1b\n" +
 	"\bpod_json\x18\x02 \x01(\tH\x00R\apodJson\x12.\n" +
 	"\apod_ref\x18\x05 \x01(\v2\x13.preemptd.v1.PodRefH\x00R\x06podRef\x12\x17\n" +
 	"\adry_run\x18\x03 \x01(\bR\x06dryRun\x12\x18\n" +
-	"\aexplain\x18\x04 \x01(\bR\aexplainB\v\n" +
+	"\aexplain\x18\x04 \x01(\bR\aexplain\x12/\n" +
+	"\bpdb_mode\x18\x06 \x01(\x0e2\x14.preemptd.v1.PdbModeR\apdbModeB\v\n" +
 	"\tpreemptor\"m\n" +
 	"\fFilterStatus\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.preemptd.v1.StatusCodeR\x04code\x12\x16\n" +
@@ -4442,7 +4506,11 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"rejections\x12\x1a\n" +
 	"\brevision\x18\x05 \x01(\x04R\brevision\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\tR\x05epoch\x121\n" +
-	"\x14nominations_revision\x18\a \x01(\x04R\x13nominationsRevision*}\n" +
+	"\x14nominations_revision\x18\a \x01(\x04R\x13nominationsRevision*M\n" +
+	"\aPdbMode\x12\x18\n" +
+	"\x14PDB_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fPDB_MODE_PREFER\x10\x01\x12\x13\n" +
+	"\x0fPDB_MODE_STRICT\x10\x02*}\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_PREEMPT\x10\x01\x12\x10\n" +
@@ -4485,161 +4553,163 @@ func file_preemptd_v1_preemptd_proto_rawDescGZIP() []byte {
 	return file_preemptd_v1_preemptd_proto_rawDescData
 }
 
-var file_preemptd_v1_preemptd_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_preemptd_v1_preemptd_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
 var file_preemptd_v1_preemptd_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_preemptd_v1_preemptd_proto_goTypes = []any{
-	(Outcome)(0),                              // 0: preemptd.v1.Outcome
-	(StatusCode)(0),                           // 1: preemptd.v1.StatusCode
-	(NominationEventType)(0),                  // 2: preemptd.v1.NominationEventType
-	(*ObjectRef)(nil),                         // 3: preemptd.v1.ObjectRef
-	(*PodRef)(nil),                            // 4: preemptd.v1.PodRef
-	(*LabelSelector)(nil),                     // 5: preemptd.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),          // 6: preemptd.v1.LabelSelectorRequirement
-	(*Node)(nil),                              // 7: preemptd.v1.Node
-	(*Taint)(nil),                             // 8: preemptd.v1.Taint
-	(*UpdateNodeRequest)(nil),                 // 9: preemptd.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),                // 10: preemptd.v1.UpdateNodeResponse
-	(*Pod)(nil),                               // 11: preemptd.v1.Pod
-	(*Container)(nil),                         // 12: preemptd.v1.Container
-	(*ContainerPort)(nil),                     // 13: preemptd.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 14: preemptd.v1.ResourceRequirements
-	(*Toleration)(nil),                        // 15: preemptd.v1.Toleration
-	(*Affinity)(nil),                          // 16: preemptd.v1.Affinity
-	(*NodeAffinity)(nil),                      // 17: preemptd.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 18: preemptd.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 19: preemptd.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),           // 20: preemptd.v1.NodeSelectorRequirement
-	(*PodAffinity)(nil),                       // 21: preemptd.v1.PodAffinity
-	(*PodAntiAffinity)(nil),                   // 22: preemptd.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),                   // 23: preemptd.v1.PodAffinityTerm
-	(*TopologySpreadConstraint)(nil),          // 24: preemptd.v1.TopologySpreadConstraint
-	(*PodCondition)(nil),                      // 25: preemptd.v1.PodCondition
-	(*UpdatePodRequest)(nil),                  // 26: preemptd.v1.UpdatePodRequest
-	(*UpdatePodResponse)(nil),                 // 27: preemptd.v1.UpdatePodResponse
-	(*PodDisruptionBudget)(nil),               // 28: preemptd.v1.PodDisruptionBudget
-	(*UpdatePodDisruptionBudgetRequest)(nil),  // 29: preemptd.v1.UpdatePodDisruptionBudgetRequest
-	(*UpdatePodDisruptionBudgetResponse)(nil), // 30: preemptd.v1.UpdatePodDisruptionBudgetResponse
-	(*PriorityClass)(nil),                     // 31: preemptd.v1.PriorityClass
-	(*UpdatePriorityClassRequest)(nil),        // 32: preemptd.v1.UpdatePriorityClassRequest
-	(*UpdatePriorityClassResponse)(nil),       // 33: preemptd.v1.UpdatePriorityClassResponse
-	(*Namespace)(nil),                         // 34: preemptd.v1.Namespace
-	(*UpdateNamespaceRequest)(nil),            // 35: preemptd.v1.UpdateNamespaceRequest
-	(*UpdateNamespaceResponse)(nil),           // 36: preemptd.v1.UpdateNamespaceResponse
-	(*PreemptRequest)(nil),                    // 37: preemptd.v1.PreemptRequest
-	(*FilterStatus)(nil),                      // 38: preemptd.v1.FilterStatus
-	(*NodeDiagnostic)(nil),                    // 39: preemptd.v1.NodeDiagnostic
-	(*PreemptResponse)(nil),                   // 40: preemptd.v1.PreemptResponse
-	(*Nomination)(nil),                        // 41: preemptd.v1.Nomination
-	(*ListNominationsRequest)(nil),            // 42: preemptd.v1.ListNominationsRequest
-	(*ListNominationsResponse)(nil),           // 43: preemptd.v1.ListNominationsResponse
-	(*WatchNominationsRequest)(nil),           // 44: preemptd.v1.WatchNominationsRequest
-	(*WatchNominationsResponse)(nil),          // 45: preemptd.v1.WatchNominationsResponse
-	(*SyncRequest)(nil),                       // 46: preemptd.v1.SyncRequest
-	(*SyncCounts)(nil),                        // 47: preemptd.v1.SyncCounts
-	(*SyncRejection)(nil),                     // 48: preemptd.v1.SyncRejection
-	(*SyncResponse)(nil),                      // 49: preemptd.v1.SyncResponse
-	nil,                                       // 50: preemptd.v1.LabelSelector.MatchLabelsEntry
-	nil,                                       // 51: preemptd.v1.Node.LabelsEntry
-	nil,                                       // 52: preemptd.v1.Node.AllocatableEntry
-	nil,                                       // 53: preemptd.v1.Pod.LabelsEntry
-	nil,                                       // 54: preemptd.v1.Pod.OverheadEntry
-	nil,                                       // 55: preemptd.v1.Pod.NodeSelectorEntry
-	nil,                                       // 56: preemptd.v1.Container.RequestsEntry
-	nil,                                       // 57: preemptd.v1.Container.LimitsEntry
-	nil,                                       // 58: preemptd.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 59: preemptd.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 60: preemptd.v1.Namespace.LabelsEntry
+	(PdbMode)(0),                              // 0: preemptd.v1.PdbMode
+	(Outcome)(0),                              // 1: preemptd.v1.Outcome
+	(StatusCode)(0),                           // 2: preemptd.v1.StatusCode
+	(NominationEventType)(0),                  // 3: preemptd.v1.NominationEventType
+	(*ObjectRef)(nil),                         // 4: preemptd.v1.ObjectRef
+	(*PodRef)(nil),                            // 5: preemptd.v1.PodRef
+	(*LabelSelector)(nil),                     // 6: preemptd.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 7: preemptd.v1.LabelSelectorRequirement
+	(*Node)(nil),                              // 8: preemptd.v1.Node
+	(*Taint)(nil),                             // 9: preemptd.v1.Taint
+	(*UpdateNodeRequest)(nil),                 // 10: preemptd.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),                // 11: preemptd.v1.UpdateNodeResponse
+	(*Pod)(nil),                               // 12: preemptd.v1.Pod
+	(*Container)(nil),                         // 13: preemptd.v1.Container
+	(*ContainerPort)(nil),                     // 14: preemptd.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 15: preemptd.v1.ResourceRequirements
+	(*Toleration)(nil),                        // 16: preemptd.v1.Toleration
+	(*Affinity)(nil),                          // 17: preemptd.v1.Affinity
+	(*NodeAffinity)(nil),                      // 18: preemptd.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 19: preemptd.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 20: preemptd.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 21: preemptd.v1.NodeSelectorRequirement
+	(*PodAffinity)(nil),                       // 22: preemptd.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 23: preemptd.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 24: preemptd.v1.PodAffinityTerm
+	(*TopologySpreadConstraint)(nil),          // 25: preemptd.v1.TopologySpreadConstraint
+	(*PodCondition)(nil),                      // 26: preemptd.v1.PodCondition
+	(*UpdatePodRequest)(nil),                  // 27: preemptd.v1.UpdatePodRequest
+	(*UpdatePodResponse)(nil),                 // 28: preemptd.v1.UpdatePodResponse
+	(*PodDisruptionBudget)(nil),               // 29: preemptd.v1.PodDisruptionBudget
+	(*UpdatePodDisruptionBudgetRequest)(nil),  // 30: preemptd.v1.UpdatePodDisruptionBudgetRequest
+	(*UpdatePodDisruptionBudgetResponse)(nil), // 31: preemptd.v1.UpdatePodDisruptionBudgetResponse
+	(*PriorityClass)(nil),                     // 32: preemptd.v1.PriorityClass
+	(*UpdatePriorityClassRequest)(nil),        // 33: preemptd.v1.UpdatePriorityClassRequest
+	(*UpdatePriorityClassResponse)(nil),       // 34: preemptd.v1.UpdatePriorityClassResponse
+	(*Namespace)(nil),                         // 35: preemptd.v1.Namespace
+	(*UpdateNamespaceRequest)(nil),            // 36: preemptd.v1.UpdateNamespaceRequest
+	(*UpdateNamespaceResponse)(nil),           // 37: preemptd.v1.UpdateNamespaceResponse
+	(*PreemptRequest)(nil),                    // 38: preemptd.v1.PreemptRequest
+	(*FilterStatus)(nil),                      // 39: preemptd.v1.FilterStatus
+	(*NodeDiagnostic)(nil),                    // 40: preemptd.v1.NodeDiagnostic
+	(*PreemptResponse)(nil),                   // 41: preemptd.v1.PreemptResponse
+	(*Nomination)(nil),                        // 42: preemptd.v1.Nomination
+	(*ListNominationsRequest)(nil),            // 43: preemptd.v1.ListNominationsRequest
+	(*ListNominationsResponse)(nil),           // 44: preemptd.v1.ListNominationsResponse
+	(*WatchNominationsRequest)(nil),           // 45: preemptd.v1.WatchNominationsRequest
+	(*WatchNominationsResponse)(nil),          // 46: preemptd.v1.WatchNominationsResponse
+	(*SyncRequest)(nil),                       // 47: preemptd.v1.SyncRequest
+	(*SyncCounts)(nil),                        // 48: preemptd.v1.SyncCounts
+	(*SyncRejection)(nil),                     // 49: preemptd.v1.SyncRejection
+	(*SyncResponse)(nil),                      // 50: preemptd.v1.SyncResponse
+	nil,                                       // 51: preemptd.v1.LabelSelector.MatchLabelsEntry
+	nil,                                       // 52: preemptd.v1.Node.LabelsEntry
+	nil,                                       // 53: preemptd.v1.Node.AllocatableEntry
+	nil,                                       // 54: preemptd.v1.Pod.LabelsEntry
+	nil,                                       // 55: preemptd.v1.Pod.OverheadEntry
+	nil,                                       // 56: preemptd.v1.Pod.NodeSelectorEntry
+	nil,                                       // 57: preemptd.v1.Container.RequestsEntry
+	nil,                                       // 58: preemptd.v1.Container.LimitsEntry
+	nil,                                       // 59: preemptd.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 60: preemptd.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 61: preemptd.v1.Namespace.LabelsEntry
 }
 var file_preemptd_v1_preemptd_proto_depIdxs = []int32{
-	50, // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
-	6,  // 1: preemptd.v1.LabelSelector.match_expressions:type_name -> preemptd.v1.LabelSelectorRequirement
-	51, // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
-	8,  // 3: preemptd.v1.Node.taints:type_name -> preemptd.v1.Taint
-	52, // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
-	7,  // 5: preemptd.v1.UpdateNodeRequest.upsert:type_name -> preemptd.v1.Node
-	3,  // 6: preemptd.v1.UpdateNodeRequest.delete:type_name -> preemptd.v1.ObjectRef
-	53, // 7: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
-	12, // 8: preemptd.v1.Pod.containers:type_name -> preemptd.v1.Container
-	12, // 9: preemptd.v1.Pod.init_containers:type_name -> preemptd.v1.Container
-	54, // 10: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
-	14, // 11: preemptd.v1.Pod.resources:type_name -> preemptd.v1.ResourceRequirements
-	15, // 12: preemptd.v1.Pod.tolerations:type_name -> preemptd.v1.Toleration
-	55, // 13: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
-	16, // 14: preemptd.v1.Pod.affinity:type_name -> preemptd.v1.Affinity
-	24, // 15: preemptd.v1.Pod.topology_spread_constraints:type_name -> preemptd.v1.TopologySpreadConstraint
-	25, // 16: preemptd.v1.Pod.conditions:type_name -> preemptd.v1.PodCondition
-	56, // 17: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
-	57, // 18: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
-	13, // 19: preemptd.v1.Container.ports:type_name -> preemptd.v1.ContainerPort
-	58, // 20: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
-	59, // 21: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
-	17, // 22: preemptd.v1.Affinity.node_affinity:type_name -> preemptd.v1.NodeAffinity
-	21, // 23: preemptd.v1.Affinity.pod_affinity:type_name -> preemptd.v1.PodAffinity
-	22, // 24: preemptd.v1.Affinity.pod_anti_affinity:type_name -> preemptd.v1.PodAntiAffinity
-	18, // 25: preemptd.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.NodeSelector
-	19, // 26: preemptd.v1.NodeSelector.node_selector_terms:type_name -> preemptd.v1.NodeSelectorTerm
-	20, // 27: preemptd.v1.NodeSelectorTerm.match_expressions:type_name -> preemptd.v1.NodeSelectorRequirement
-	20, // 28: preemptd.v1.NodeSelectorTerm.match_fields:type_name -> preemptd.v1.NodeSelectorRequirement
-	23, // 29: preemptd.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
-	23, // 30: preemptd.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
-	5,  // 31: preemptd.v1.PodAffinityTerm.label_selector:type_name -> preemptd.v1.LabelSelector
-	5,  // 32: preemptd.v1.PodAffinityTerm.namespace_selector:type_name -> preemptd.v1.LabelSelector
-	5,  // 33: preemptd.v1.TopologySpreadConstraint.label_selector:type_name -> preemptd.v1.LabelSelector
-	11, // 34: preemptd.v1.UpdatePodRequest.upsert:type_name -> preemptd.v1.Pod
-	3,  // 35: preemptd.v1.UpdatePodRequest.delete:type_name -> preemptd.v1.ObjectRef
-	5,  // 36: preemptd.v1.PodDisruptionBudget.selector:type_name -> preemptd.v1.LabelSelector
-	28, // 37: preemptd.v1.UpdatePodDisruptionBudgetRequest.upsert:type_name -> preemptd.v1.PodDisruptionBudget
-	3,  // 38: preemptd.v1.UpdatePodDisruptionBudgetRequest.delete:type_name -> preemptd.v1.ObjectRef
-	31, // 39: preemptd.v1.UpdatePriorityClassRequest.upsert:type_name -> preemptd.v1.PriorityClass
-	3,  // 40: preemptd.v1.UpdatePriorityClassRequest.delete:type_name -> preemptd.v1.ObjectRef
-	60, // 41: preemptd.v1.Namespace.labels:type_name -> preemptd.v1.Namespace.LabelsEntry
-	34, // 42: preemptd.v1.UpdateNamespaceRequest.upsert:type_name -> preemptd.v1.Namespace
-	3,  // 43: preemptd.v1.UpdateNamespaceRequest.delete:type_name -> preemptd.v1.ObjectRef
-	11, // 44: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
-	4,  // 45: preemptd.v1.PreemptRequest.pod_ref:type_name -> preemptd.v1.PodRef
-	1,  // 46: preemptd.v1.FilterStatus.code:type_name -> preemptd.v1.StatusCode
-	38, // 47: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
-	38, // 48: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
-	4,  // 49: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
-	0,  // 50: preemptd.v1.PreemptResponse.outcome:type_name -> preemptd.v1.Outcome
-	4,  // 51: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
-	4,  // 52: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
-	39, // 53: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
-	4,  // 54: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
-	41, // 55: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
-	2,  // 56: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
-	4,  // 57: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
-	9,  // 58: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
-	26, // 59: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
-	29, // 60: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	32, // 61: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
-	35, // 62: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
-	47, // 63: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
-	47, // 64: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
-	48, // 65: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
-	9,  // 66: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
-	26, // 67: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
-	29, // 68: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	32, // 69: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
-	35, // 70: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
-	37, // 71: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
-	42, // 72: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
-	44, // 73: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
-	46, // 74: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
-	10, // 75: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
-	27, // 76: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
-	30, // 77: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
-	33, // 78: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
-	36, // 79: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
-	40, // 80: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
-	43, // 81: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
-	45, // 82: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
-	49, // 83: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
-	75, // [75:84] is the sub-list for method output_type
-	66, // [66:75] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	51, // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
+	7,  // 1: preemptd.v1.LabelSelector.match_expressions:type_name -> preemptd.v1.LabelSelectorRequirement
+	52, // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
+	9,  // 3: preemptd.v1.Node.taints:type_name -> preemptd.v1.Taint
+	53, // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
+	8,  // 5: preemptd.v1.UpdateNodeRequest.upsert:type_name -> preemptd.v1.Node
+	4,  // 6: preemptd.v1.UpdateNodeRequest.delete:type_name -> preemptd.v1.ObjectRef
+	54, // 7: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
+	13, // 8: preemptd.v1.Pod.containers:type_name -> preemptd.v1.Container
+	13, // 9: preemptd.v1.Pod.init_containers:type_name -> preemptd.v1.Container
+	55, // 10: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
+	15, // 11: preemptd.v1.Pod.resources:type_name -> preemptd.v1.ResourceRequirements
+	16, // 12: preemptd.v1.Pod.tolerations:type_name -> preemptd.v1.Toleration
+	56, // 13: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
+	17, // 14: preemptd.v1.Pod.affinity:type_name -> preemptd.v1.Affinity
+	25, // 15: preemptd.v1.Pod.topology_spread_constraints:type_name -> preemptd.v1.TopologySpreadConstraint
+	26, // 16: preemptd.v1.Pod.conditions:type_name -> preemptd.v1.PodCondition
+	57, // 17: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
+	58, // 18: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
+	14, // 19: preemptd.v1.Container.ports:type_name -> preemptd.v1.ContainerPort
+	59, // 20: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
+	60, // 21: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
+	18, // 22: preemptd.v1.Affinity.node_affinity:type_name -> preemptd.v1.NodeAffinity
+	22, // 23: preemptd.v1.Affinity.pod_affinity:type_name -> preemptd.v1.PodAffinity
+	23, // 24: preemptd.v1.Affinity.pod_anti_affinity:type_name -> preemptd.v1.PodAntiAffinity
+	19, // 25: preemptd.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.NodeSelector
+	20, // 26: preemptd.v1.NodeSelector.node_selector_terms:type_name -> preemptd.v1.NodeSelectorTerm
+	21, // 27: preemptd.v1.NodeSelectorTerm.match_expressions:type_name -> preemptd.v1.NodeSelectorRequirement
+	21, // 28: preemptd.v1.NodeSelectorTerm.match_fields:type_name -> preemptd.v1.NodeSelectorRequirement
+	24, // 29: preemptd.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
+	24, // 30: preemptd.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
+	6,  // 31: preemptd.v1.PodAffinityTerm.label_selector:type_name -> preemptd.v1.LabelSelector
+	6,  // 32: preemptd.v1.PodAffinityTerm.namespace_selector:type_name -> preemptd.v1.LabelSelector
+	6,  // 33: preemptd.v1.TopologySpreadConstraint.label_selector:type_name -> preemptd.v1.LabelSelector
+	12, // 34: preemptd.v1.UpdatePodRequest.upsert:type_name -> preemptd.v1.Pod
+	4,  // 35: preemptd.v1.UpdatePodRequest.delete:type_name -> preemptd.v1.ObjectRef
+	6,  // 36: preemptd.v1.PodDisruptionBudget.selector:type_name -> preemptd.v1.LabelSelector
+	29, // 37: preemptd.v1.UpdatePodDisruptionBudgetRequest.upsert:type_name -> preemptd.v1.PodDisruptionBudget
+	4,  // 38: preemptd.v1.UpdatePodDisruptionBudgetRequest.delete:type_name -> preemptd.v1.ObjectRef
+	32, // 39: preemptd.v1.UpdatePriorityClassRequest.upsert:type_name -> preemptd.v1.PriorityClass
+	4,  // 40: preemptd.v1.UpdatePriorityClassRequest.delete:type_name -> preemptd.v1.ObjectRef
+	61, // 41: preemptd.v1.Namespace.labels:type_name -> preemptd.v1.Namespace.LabelsEntry
+	35, // 42: preemptd.v1.UpdateNamespaceRequest.upsert:type_name -> preemptd.v1.Namespace
+	4,  // 43: preemptd.v1.UpdateNamespaceRequest.delete:type_name -> preemptd.v1.ObjectRef
+	12, // 44: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
+	5,  // 45: preemptd.v1.PreemptRequest.pod_ref:type_name -> preemptd.v1.PodRef
+	0,  // 46: preemptd.v1.PreemptRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
+	2,  // 47: preemptd.v1.FilterStatus.code:type_name -> preemptd.v1.StatusCode
+	39, // 48: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
+	39, // 49: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
+	5,  // 50: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
+	1,  // 51: preemptd.v1.PreemptResponse.outcome:type_name -> preemptd.v1.Outcome
+	5,  // 52: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
+	5,  // 53: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
+	40, // 54: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
+	5,  // 55: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
+	42, // 56: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
+	3,  // 57: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
+	5,  // 58: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
+	10, // 59: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
+	27, // 60: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
+	30, // 61: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	33, // 62: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
+	36, // 63: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
+	48, // 64: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
+	48, // 65: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
+	49, // 66: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
+	10, // 67: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
+	27, // 68: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
+	30, // 69: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	33, // 70: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
+	36, // 71: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
+	38, // 72: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
+	43, // 73: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
+	45, // 74: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
+	47, // 75: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
+	11, // 76: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
+	28, // 77: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
+	31, // 78: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
+	34, // 79: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
+	37, // 80: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
+	41, // 81: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
+	44, // 82: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
+	46, // 83: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
+	50, // 84: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
+	76, // [76:85] is the sub-list for method output_type
+	67, // [67:76] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_preemptd_v1_preemptd_proto_init() }
@@ -4693,7 +4763,7 @@ func file_preemptd_v1_preemptd_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_preemptd_v1_preemptd_proto_rawDesc), len(file_preemptd_v1_preemptd_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      4,
 			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -7,6 +7,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class PdbMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PDB_MODE_UNSPECIFIED: _ClassVar[PdbMode]
+    PDB_MODE_PREFER: _ClassVar[PdbMode]
+    PDB_MODE_STRICT: _ClassVar[PdbMode]
+
 class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     OUTCOME_UNSPECIFIED: _ClassVar[Outcome]
@@ -28,6 +34,9 @@ class NominationEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NOMINATION_EVENT_TYPE_NOMINATED: _ClassVar[NominationEventType]
     NOMINATION_EVENT_TYPE_CLEARED: _ClassVar[NominationEventType]
     NOMINATION_EVENT_TYPE_VICTIM_MARKED: _ClassVar[NominationEventType]
+PDB_MODE_UNSPECIFIED: PdbMode
+PDB_MODE_PREFER: PdbMode
+PDB_MODE_STRICT: PdbMode
 OUTCOME_UNSPECIFIED: Outcome
 OUTCOME_PREEMPT: Outcome
 OUTCOME_FITS: Outcome
@@ -544,18 +553,20 @@ class UpdateNamespaceResponse(_message.Message):
     def __init__(self, applied: _Optional[bool] = ..., resource_version: _Optional[int] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., stale: _Optional[str] = ...) -> None: ...
 
 class PreemptRequest(_message.Message):
-    __slots__ = ("pod", "pod_json", "pod_ref", "dry_run", "explain")
+    __slots__ = ("pod", "pod_json", "pod_ref", "dry_run", "explain", "pdb_mode")
     POD_FIELD_NUMBER: _ClassVar[int]
     POD_JSON_FIELD_NUMBER: _ClassVar[int]
     POD_REF_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    PDB_MODE_FIELD_NUMBER: _ClassVar[int]
     pod: Pod
     pod_json: str
     pod_ref: PodRef
     dry_run: bool
     explain: bool
-    def __init__(self, pod: _Optional[_Union[Pod, _Mapping]] = ..., pod_json: _Optional[str] = ..., pod_ref: _Optional[_Union[PodRef, _Mapping]] = ..., dry_run: _Optional[bool] = ..., explain: _Optional[bool] = ...) -> None: ...
+    pdb_mode: PdbMode
+    def __init__(self, pod: _Optional[_Union[Pod, _Mapping]] = ..., pod_json: _Optional[str] = ..., pod_ref: _Optional[_Union[PodRef, _Mapping]] = ..., dry_run: _Optional[bool] = ..., explain: _Optional[bool] = ..., pdb_mode: _Optional[_Union[PdbMode, str]] = ...) -> None: ...
 
 class FilterStatus(_message.Message):
     __slots__ = ("code", "plugin", "reasons")

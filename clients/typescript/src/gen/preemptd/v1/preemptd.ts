@@ -49,6 +49,49 @@ export const protobufFileName = "preemptd/v1/preemptd.proto";
  *   server restarted with an empty cache and clients must push their state again.
  */
 
+/** PdbMode is how PodDisruptionBudgets weigh in picking a node to preempt on. */
+export enum PdbMode {
+  /** PDB_MODE_UNSPECIFIED - The server's policy decides. */
+  PDB_MODE_UNSPECIFIED = 0,
+  /** PDB_MODE_PREFER - As upstream: candidates whose victims violate fewer budgets win. */
+  PDB_MODE_PREFER = 1,
+  /** PDB_MODE_STRICT - A node where preemption would violate any budget is not a candidate. */
+  PDB_MODE_STRICT = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function pdbModeFromJSON(object: any): PdbMode {
+  switch (object) {
+    case 0:
+    case "PDB_MODE_UNSPECIFIED":
+      return PdbMode.PDB_MODE_UNSPECIFIED;
+    case 1:
+    case "PDB_MODE_PREFER":
+      return PdbMode.PDB_MODE_PREFER;
+    case 2:
+    case "PDB_MODE_STRICT":
+      return PdbMode.PDB_MODE_STRICT;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return PdbMode.UNRECOGNIZED;
+  }
+}
+
+export function pdbModeToJSON(object: PdbMode): string {
+  switch (object) {
+    case PdbMode.PDB_MODE_UNSPECIFIED:
+      return "PDB_MODE_UNSPECIFIED";
+    case PdbMode.PDB_MODE_PREFER:
+      return "PDB_MODE_PREFER";
+    case PdbMode.PDB_MODE_STRICT:
+      return "PDB_MODE_STRICT";
+    case PdbMode.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** Outcome is what preemption decided. */
 export enum Outcome {
   /** OUTCOME_UNSPECIFIED - Never sent. */
@@ -799,6 +842,11 @@ export interface PreemptRequest {
   dryRun: boolean;
   /** Fill PreemptResponse.diagnostics with one entry per node. */
   explain: boolean;
+  /**
+   * How PodDisruptionBudgets weigh in this decision; unset: the server's policy
+   * (`serve --policy`), PDB_MODE_PREFER without one.
+   */
+  pdbMode: PdbMode;
 }
 
 /** FilterStatus is the result of the filter plugins on one node. */
@@ -6796,7 +6844,7 @@ export const UpdateNamespaceResponse: MessageFns<UpdateNamespaceResponse> = {
 };
 
 function createBasePreemptRequest(): PreemptRequest {
-  return { pod: undefined, podJson: undefined, podRef: undefined, dryRun: false, explain: false };
+  return { pod: undefined, podJson: undefined, podRef: undefined, dryRun: false, explain: false, pdbMode: 0 };
 }
 
 export const PreemptRequest: MessageFns<PreemptRequest> = {
@@ -6815,6 +6863,9 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
     }
     if (message.explain !== false) {
       writer.uint32(32).bool(message.explain);
+    }
+    if (message.pdbMode !== 0) {
+      writer.uint32(48).int32(message.pdbMode);
     }
     return writer;
   },
@@ -6872,6 +6923,14 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
             message.explain = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.pdbMode = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6903,6 +6962,11 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
         ? globalThis.Boolean(object.dry_run)
         : false,
       explain: isSet(object.explain) ? globalThis.Boolean(object.explain) : false,
+      pdbMode: isSet(object.pdbMode)
+        ? pdbModeFromJSON(object.pdbMode)
+        : isSet(object.pdb_mode)
+        ? pdbModeFromJSON(object.pdb_mode)
+        : 0,
     };
   },
 
@@ -6923,6 +6987,9 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
     if (message.explain !== false) {
       obj.explain = message.explain;
     }
+    if (message.pdbMode !== 0) {
+      obj.pdbMode = pdbModeToJSON(message.pdbMode);
+    }
     return obj;
   },
 
@@ -6938,6 +7005,7 @@ export const PreemptRequest: MessageFns<PreemptRequest> = {
       : undefined;
     message.dryRun = object.dryRun ?? false;
     message.explain = object.explain ?? false;
+    message.pdbMode = object.pdbMode ?? 0;
     return message;
   },
 };
