@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The decoders' fuzz targets (fuzz/, cargo-fuzz and libFuzzer with AddressSanitizer), each
+# for a bounded time from a seed corpus of the conformance scenarios. cargo-fuzz needs a
+# nightly compiler's flags: RUSTC_BOOTSTRAP lets the stable toolchain accept them.
+# A crash fails the run; its input is in fuzz/artifacts/TARGET/ (make it a regression test).
+# Longer runs: FUZZ_SECONDS=3600 .ci/fuzz.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${FUZZ_SECONDS:-30}"
+echo "== fuzzing the decoders (${seconds}s a target)"
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  cargo install --locked cargo-fuzz@0.13.2
+fi
+export RUSTC_BOOTSTRAP=1
+corpus=fuzz/corpus
+mkdir -p "${corpus}/kubernetes_json" "${corpus}/quantity" "${corpus}/wire_pod"
+# Seeds: every conformance scenario's cluster List and preemptor Pod, and some quantities.
+python3 - "${corpus}/kubernetes_json" tests/conformance/*.json tests/conformance/*/*.json <<'PY'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+for path in map(pathlib.Path, sys.argv[2:]):
+    scenario = json.loads(path.read_text())
+    for part in ("cluster", "preemptor"):
+        if part in scenario:
+            (out / f"{path.parent.name}-{path.stem}-{part}.json").write_text(json.dumps(scenario[part]))
+PY
+for q in 100m 1.5Gi 2e3 0.5 1Ki 128974848 129e6 123Mi 1E-3 12345678901234567890; do
+  printf '%s' "${q}" >"${corpus}/quantity/${q}"
+done
+cargo fuzz build --release
+for target in kubernetes_json quantity wire_pod; do
+  echo "== [${SECONDS}s] fuzz ${target}"
+  cargo fuzz run --release "${target}" "${corpus}/${target}" -- \
+    -max_total_time="${seconds}" -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 12
+done
+echo "fuzz: 3 targets ran ${seconds}s each without a crash"
