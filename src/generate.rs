@@ -136,6 +136,8 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
             labels: Labels::new(labels),
             taints,
             unschedulable: i % 500 == 499,
+            annotations: Default::default(),
+            conditions: Vec::new(),
             allocatable: Resources {
                 milli_cpu: cores * 1000 - 200,
                 memory: cores * 4 * GI - 512 * MI,

@@ -283,27 +283,54 @@ fn node() -> impl Strategy<Value = Value> {
         .prop_map(|(key, value, effect)| {
             object(vec![("key", key), ("value", value), ("effect", effect)])
         });
+    let condition = (
+        mostly(&["Ready", "MemoryPressure"], &[""]).prop_map(Some),
+        maybe(pick(&["True", "False", "Unknown"])),
+        maybe(pick(&["KubeletNotReady", ""])),
+        maybe(pick(&["node is shutting down", ""])),
+    )
+        .prop_map(|(kind, status, reason, message)| {
+            object(vec![
+                ("type", kind),
+                ("status", status),
+                ("reason", reason),
+                ("message", message),
+            ])
+        });
     (
         metadata(false),
         maybe(proptest::collection::vec(taint, 0..3).prop_map(Value::from)),
         maybe(any::<bool>().prop_map(Value::from)),
         maybe(resource_list()),
+        maybe(string_map()),
+        maybe(proptest::collection::vec(condition, 0..3).prop_map(Value::from)),
     )
-        .prop_map(|(metadata, taints, unschedulable, allocatable)| {
-            object(vec![
-                ("apiVersion", Some(json!("v1"))),
-                ("kind", Some(json!("Node"))),
-                ("metadata", Some(metadata)),
-                (
-                    "spec",
-                    Some(object(vec![
-                        ("taints", taints),
-                        ("unschedulable", unschedulable),
-                    ])),
-                ),
-                ("status", Some(object(vec![("allocatable", allocatable)]))),
-            ])
-        })
+        .prop_map(
+            |(mut metadata, taints, unschedulable, allocatable, annotations, conditions)| {
+                if let (Some(annotations), Some(fields)) = (annotations, metadata.as_object_mut()) {
+                    fields.insert("annotations".into(), annotations);
+                }
+                object(vec![
+                    ("apiVersion", Some(json!("v1"))),
+                    ("kind", Some(json!("Node"))),
+                    ("metadata", Some(metadata)),
+                    (
+                        "spec",
+                        Some(object(vec![
+                            ("taints", taints),
+                            ("unschedulable", unschedulable),
+                        ])),
+                    ),
+                    (
+                        "status",
+                        Some(object(vec![
+                            ("allocatable", allocatable),
+                            ("conditions", conditions),
+                        ])),
+                    ),
+                ])
+            },
+        )
 }
 
 fn container() -> impl Strategy<Value = Value> {

@@ -82,14 +82,24 @@ impl Server {
 
     /// Resident memory (VmRSS), in bytes.
     fn rss(&self) -> u64 {
+        self.memory("VmRSS")
+    }
+
+    /// The most resident memory the server ever had (VmHWM), in bytes.
+    fn peak_rss(&self) -> u64 {
+        self.memory("VmHWM")
+    }
+
+    /// A memory figure of /proc/PID/status, in bytes.
+    fn memory(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
             .expect("read /proc/PID/status");
         let kib: u64 = status
             .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
             .and_then(|rest| rest.trim().strip_suffix("kB"))
             .and_then(|kib| kib.trim().parse().ok())
-            .expect("VmRSS in /proc/PID/status");
+            .unwrap_or_else(|| panic!("{field} in /proc/PID/status"));
         kib * 1024
     }
 
@@ -299,6 +309,59 @@ async fn a_killed_server_restarts_with_a_new_epoch_an_empty_cache_and_the_same_d
     assert_eq!(resynced.epoch, listed.epoch);
     assert_eq!(resynced.applied, synced.applied);
     assert_eq!(decisions(&mut client, &listed.epoch).await, before);
+}
+
+/// A Sync of ever-new pod templates (distinct labels, containers, requests and
+/// tolerations: over 1 KB of details each, over 250 MB in all) for one pod name, so the cache
+/// holds one pod while the stream's memo sees a new template per item. The memo remembers
+/// a bounded number of templates and bytes (STREAM_TEMPLATES, 8 MiB of keys a table) and
+/// the stream's queues a bounded number of chunks, so the server's peak memory grows by
+/// far less than the stream's size; a memo or queue without bounds would hold it all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_of_ever_new_templates_stays_within_the_memos_and_queues_bounds() {
+    const TEMPLATES: usize = 250_000;
+    let server = Server::start(&[]);
+    let mut client = server.client().await;
+    sync(&mut client, vec![node_item(node("n1", "4"))]).await;
+    let peak_before = server.peak_rss();
+
+    let items = (0..TEMPLATES).map(|i| {
+        let mut p = pod("p", 0, &format!("{}m", 1 + i % 997), "");
+        p.labels = map(&[("template", &format!("t-{i}")), ("app", "hostile")]);
+        p.containers[0].name = format!("container-{i}");
+        p.resource_version = i as u64 + 1;
+        p.tolerations = (0..20)
+            .map(|t| pb::Toleration {
+                key: format!("example.com/taint-{i}-{t}"),
+                operator: "Exists".into(),
+                effect: "NoSchedule".into(),
+                ..Default::default()
+            })
+            .collect();
+        pod_item(p)
+    });
+    let sent: usize = items.clone().map(|item| item.encoded_len()).sum();
+    let answer = client
+        .sync(tokio_stream::iter(items))
+        .await
+        .expect("the hostile Sync is applied")
+        .into_inner();
+    assert_eq!(answer.rejected, 0, "{:?}", answer.rejections);
+    assert_eq!(
+        answer.applied.as_ref().map(|counts| counts.pods),
+        Some(TEMPLATES as u64),
+        "{answer:?}"
+    );
+
+    let grown = server.peak_rss().saturating_sub(peak_before);
+    println!("a stream of {sent} bytes grew the peak resident memory by {grown} bytes");
+    assert!(sent > 250 << 20, "the stream sent {sent} bytes");
+    assert!(
+        grown < 200 << 20,
+        "the server's peak resident memory grew by {grown} bytes for a stream of {sent}"
+    );
+    let answer = preempt(&mut client, pod("fits", 0, "1", ""), true).await;
+    assert_eq!(outcome(&answer), pb::Outcome::Fits, "{answer:?}");
 }
 
 /// Large enough to hold a 100 MiB message, which the server must refuse unread.

@@ -396,6 +396,13 @@ func nodeOf(o jsonObject) (*pb.Node, error) {
 	for _, t := range spec.list("taints") {
 		n.Taints = append(n.Taints, &pb.Taint{Key: t.str("key"), Value: t.str("value"), Effect: t.str("effect")})
 	}
+	// Read by a placement policy's termination-notice signals.
+	n.Annotations = o.obj("metadata").stringMap("annotations")
+	for _, c := range status.list("conditions") {
+		n.Conditions = append(n.Conditions, &pb.NodeCondition{
+			Type: c.str("type"), Status: c.str("status"), Reason: c.str("reason"), Message: c.str("message"),
+		})
+	}
 	return n, o.e.err
 }
 

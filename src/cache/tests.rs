@@ -267,6 +267,8 @@ fn pods_wait_for_their_node_and_moves_update_both_nodes() {
         labels: Labels::default(),
         taints: vec![],
         unschedulable: false,
+        annotations: Default::default(),
+        conditions: Vec::new(),
         allocatable: Resources::default(),
     };
     cache.upsert_node(node("a"));

@@ -12,7 +12,7 @@ mod file;
 pub use file::PolicyError;
 
 use super::filters::{Code, Reason, Reasons, Status};
-use crate::model::{LabelSelector, Node, Pod, Str, TaintEffect};
+use crate::model::{LabelSelector, Labels, Node, Pod, Str, TaintEffect};
 
 /// The plugin name of the statuses the policy gives.
 pub const PLUGIN: &str = "PlacementPolicy";
@@ -73,11 +73,21 @@ pub struct NoticeTaint {
     pub effect: Option<TaintEffect>,
 }
 
-/// A node label that announces the node's reclaim: by key, and value when given.
+/// A node label or annotation that announces the node's reclaim: by key, and value when
+/// given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NoticeLabel {
     pub key: Str,
     pub value: Option<Str>,
+}
+
+/// A node condition that announces the node's reclaim: by type and status, and by a text
+/// its message contains when given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoticeCondition {
+    pub kind: Str,
+    pub status: Str,
+    pub message_contains: Option<Str>,
 }
 
 /// Which pods are critical: at or above a priority, or selected by labels (either).
@@ -95,6 +105,8 @@ pub struct Policy {
     pub capacity_labels: Vec<CapacityLabel>,
     pub notice_taints: Vec<NoticeTaint>,
     pub notice_labels: Vec<NoticeLabel>,
+    pub notice_annotations: Vec<NoticeLabel>,
+    pub notice_conditions: Vec<NoticeCondition>,
     pub critical: CriticalPods,
     pub pdb_mode: PdbMode,
 }
@@ -125,6 +137,10 @@ pub const DEFAULT_NOTICE_TAINTS: &[(&str, Option<&str>)] = &[
     ("cloud.google.com/impending-node-termination", None),
 ];
 
+/// The condition the kubelet's graceful node shutdown sets (`spec/spot-and-extender.md` §2).
+pub const DEFAULT_NOTICE_CONDITIONS: &[(&str, &str, Option<&str>)] =
+    &[("Ready", "False", Some("node is shutting down"))];
+
 pub fn default_capacity_labels() -> Vec<CapacityLabel> {
     DEFAULT_CAPACITY_LABELS
         .iter()
@@ -147,12 +163,25 @@ pub fn default_notice_taints() -> Vec<NoticeTaint> {
         .collect()
 }
 
+pub fn default_notice_conditions() -> Vec<NoticeCondition> {
+    DEFAULT_NOTICE_CONDITIONS
+        .iter()
+        .map(|&(kind, status, message_contains)| NoticeCondition {
+            kind: kind.into(),
+            status: status.into(),
+            message_contains: message_contains.map(Str::from),
+        })
+        .collect()
+}
+
 impl Default for Policy {
     fn default() -> Self {
         Policy {
             capacity_labels: default_capacity_labels(),
             notice_taints: default_notice_taints(),
             notice_labels: Vec::new(),
+            notice_annotations: Vec::new(),
+            notice_conditions: default_notice_conditions(),
             critical: CriticalPods::default(),
             pdb_mode: PdbMode::Prefer,
         }
@@ -190,13 +219,34 @@ impl Policy {
         if let Some(taint) = taint {
             return Some(format!("taint {}", taint.key));
         }
-        self.notice_labels.iter().find_map(|signal| {
-            let value = node.labels.get(&signal.key)?;
-            signal
-                .value
-                .as_ref()
-                .is_none_or(|v| v == value)
-                .then(|| format!("label {}={value}", signal.key))
+        let keyed = |signals: &[NoticeLabel], on: &Labels, what: &str| {
+            signals.iter().find_map(|signal| {
+                let value = on.get(&signal.key)?;
+                signal
+                    .value
+                    .as_ref()
+                    .is_none_or(|v| v == value)
+                    .then(|| format!("{what} {}={value}", signal.key))
+            })
+        };
+        if let Some(found) = keyed(&self.notice_labels, &node.labels, "label") {
+            return Some(found);
+        }
+        if let Some(found) = keyed(&self.notice_annotations, &node.annotations, "annotation") {
+            return Some(found);
+        }
+        self.notice_conditions.iter().find_map(|signal| {
+            node.conditions
+                .iter()
+                .find(|c| {
+                    c.kind == signal.kind
+                        && c.status == signal.status
+                        && signal
+                            .message_contains
+                            .as_ref()
+                            .is_none_or(|text| c.message.contains(&**text))
+                })
+                .map(|c| format!("condition {}={}", c.kind, c.status))
         })
     }
 
@@ -289,7 +339,7 @@ pub(crate) fn strict_pdb_status() -> Status {
 mod tests {
     use super::*;
     use crate::engine::test_support::*;
-    use crate::model::{Labels, Taint};
+    use crate::model::{Labels, NodeCondition, Taint};
 
     fn labelled(name: &str, labels: &[(&str, &str)]) -> Node {
         let mut n = node(name, 1000, GI);
@@ -425,6 +475,60 @@ mod tests {
         assert_eq!(
             policy.notice(&n).as_deref(),
             Some("label example.com/draining=")
+        );
+    }
+
+    #[test]
+    fn notice_annotations_match_by_key_and_value_when_given() {
+        let policy = Policy {
+            notice_annotations: vec![NoticeLabel {
+                key: "example.com/reclaim-at".into(),
+                value: None,
+            }],
+            ..Policy::default()
+        };
+        let mut n = labelled("n", &[("example.com/reclaim-at", "soon")]);
+        assert_eq!(policy.notice(&n), None, "a label is not an annotation");
+        n.annotations = [("example.com/reclaim-at", "2026-11-27T05:00:00Z")]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            policy.notice(&n).as_deref(),
+            Some("annotation example.com/reclaim-at=2026-11-27T05:00:00Z")
+        );
+    }
+
+    #[test]
+    fn the_kubelets_shutdown_condition_is_a_notice_by_default() {
+        let policy = Policy::default();
+        let condition = |status: &str, message: &str| NodeCondition {
+            kind: "Ready".into(),
+            status: status.into(),
+            reason: "KubeletNotReady".into(),
+            message: message.into(),
+        };
+        let mut n = labelled("n", &[]);
+        n.conditions = vec![condition("False", "container runtime is down")];
+        assert_eq!(policy.notice(&n), None, "not ready for another reason");
+        n.conditions = vec![condition("False", "node is shutting down")];
+        assert_eq!(policy.notice(&n).as_deref(), Some("condition Ready=False"));
+        n.conditions = vec![condition("True", "node is shutting down")];
+        assert_eq!(policy.notice(&n), None);
+        let by_type_only = Policy {
+            notice_conditions: vec![NoticeCondition {
+                kind: "example.com/Reclaiming".into(),
+                status: "True".into(),
+                message_contains: None,
+            }],
+            ..Policy::default()
+        };
+        n.conditions = vec![NodeCondition {
+            kind: "example.com/Reclaiming".into(),
+            ..condition("True", "")
+        }];
+        assert_eq!(
+            by_type_only.notice(&n).as_deref(),
+            Some("condition example.com/Reclaiming=True")
         );
     }
 

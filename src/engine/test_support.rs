@@ -18,6 +18,8 @@ pub fn node(name: &str, cpu_milli: i64, memory: i64) -> Node {
         labels: [("kubernetes.io/hostname", name)].into_iter().collect(),
         taints: Vec::new(),
         unschedulable: false,
+        annotations: Default::default(),
+        conditions: Vec::new(),
         allocatable: Resources {
             milli_cpu: cpu_milli,
             memory,

@@ -15,9 +15,9 @@ use smallvec::SmallVec;
 
 use super::build::{
     self, AffinityInput, AffinityTermInput, BuildError, ConditionInput, ContainerInput, Memo,
-    NamespaceInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput,
-    PriorityClassInput, Quantities, RequirementInput, ResourcesInput, SelectorInput, Source,
-    SpreadInput, TaintInput, TolerationInput, UncommonPodFields,
+    NamespaceInput, NodeConditionInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput,
+    PodInput, PortInput, PriorityClassInput, Quantities, RequirementInput, ResourcesInput,
+    SelectorInput, Source, SpreadInput, TaintInput, TolerationInput, UncommonPodFields,
 };
 use super::namespace::Namespace;
 use super::priority::PriorityClass;
@@ -483,6 +483,7 @@ fn node_at(cur: &Cur<'_, '_>) -> Result<Node> {
     check_type(cur, KIND_NODE, &["v1"])?;
     let meta = metadata(cur)?;
     let spec = cur.get("spec")?;
+    let status = cur.get("status")?;
     let taints = spec.get("taints")?;
     let taints = taints
         .elements()?
@@ -502,7 +503,21 @@ fn node_at(cur: &Cur<'_, '_>) -> Result<Node> {
         labels: meta.labels,
         taints,
         unschedulable: spec.get("unschedulable")?.bool()?,
-        allocatable: resource_list(&cur.get("status")?.get("allocatable")?)?,
+        allocatable: resource_list(&status.get("allocatable")?)?,
+        annotations: string_map(&cur.get("metadata")?.get("annotations")?)?,
+        conditions: status
+            .get("conditions")?
+            .elements()?
+            .map(|c| {
+                c.require_object()?;
+                Ok(NodeConditionInput {
+                    type_: c.get("type")?.string()?,
+                    status: c.get("status")?.string()?,
+                    reason: c.get("reason")?.string()?,
+                    message: c.get("message")?.string()?,
+                })
+            })
+            .collect::<Result<_>>()?,
     };
     built(cur, build::node(&input, &mut Memo::disabled()))
 }

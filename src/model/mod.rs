@@ -116,6 +116,22 @@ pub struct Node {
     pub unschedulable: bool,
     /// `status.allocatable`; `pods` is the pod-slot count.
     pub allocatable: Resources,
+    /// `metadata.annotations`: only a placement policy's termination-notice signals read
+    /// them.
+    pub annotations: Labels,
+    /// `status.conditions`: likewise.
+    pub conditions: Vec<NodeCondition>,
+}
+
+/// A node condition (`status.conditions[]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeCondition {
+    /// `Ready`, `MemoryPressure`, ...
+    pub kind: Str,
+    /// `True`, `False` or `Unknown`.
+    pub status: Str,
+    pub reason: Str,
+    pub message: Str,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

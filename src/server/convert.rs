@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, PdbMode, Status as FilterStatus};
 use crate::model::build::{
-    self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, Memo, NodeInput,
-    NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities, RequirementInput,
-    ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput, TolerationInput,
-    UncommonPodFields,
+    self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, Memo,
+    NodeConditionInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput,
+    Quantities, RequirementInput, ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput,
+    TolerationInput, UncommonPodFields,
 };
 use crate::model::namespace::Namespace;
 use crate::model::priority::PriorityClass;
@@ -108,6 +108,17 @@ fn node_input(n: &pb::Node) -> NodeInput<'_> {
             .collect(),
         unschedulable: n.unschedulable,
         allocatable: quantities(&n.allocatable),
+        annotations: pairs(&n.annotations),
+        conditions: n
+            .conditions
+            .iter()
+            .map(|c| NodeConditionInput {
+                type_: &c.r#type,
+                status: &c.status,
+                reason: &c.reason,
+                message: &c.message,
+            })
+            .collect(),
     }
 }
 

@@ -32,6 +32,17 @@ pub fn node_message(n: &Node) -> pb::Node {
             .collect(),
         unschedulable: n.unschedulable,
         allocatable: allocatable_map(&n.allocatable),
+        annotations: label_map(&n.annotations),
+        conditions: n
+            .conditions
+            .iter()
+            .map(|c| pb::NodeCondition {
+                r#type: c.kind.to_string(),
+                status: c.status.to_string(),
+                reason: c.reason.to_string(),
+                message: c.message.to_string(),
+            })
+            .collect(),
     }
 }
 

@@ -337,6 +337,8 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
             capacity_labels = policy.capacity_labels.len(),
             notice_taints = policy.notice_taints.len(),
             notice_labels = policy.notice_labels.len(),
+            notice_annotations = policy.notice_annotations.len(),
+            notice_conditions = policy.notice_conditions.len(),
             critical_priority = ?policy.critical.priority_at_least,
             critical_selector = policy.critical.selector.is_some(),
             pdb_mode = policy.pdb_mode.as_str(),

@@ -332,7 +332,7 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut Memo, f: &mut PodInput<'a>) -> 
             (4, Varint) => f.resource_version = reader.varint()?,
             (5, Len) => label_entries.push(reader.bytes()?),
             (6, Len) => f.node_name = reader.str()?,
-            (7, Len) => scheduler_name = Some(reader.bytes()?),
+            (7, Len) => scheduler_name = Some(reader.str()?),
             // As prost reads an int32: the varint's low 32 bits.
             (8, Varint) => f.priority = Some(reader.varint()? as i32),
             (9, Len) => f.preemption_policy = reader.str()?,
@@ -370,7 +370,7 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut Memo, f: &mut PodInput<'a>) -> 
         return Some(());
     }
     if let Some(name) = scheduler_name {
-        f.scheduler_name = crate::model::utf8(name)?;
+        f.scheduler_name = name;
     }
     for encoding in containers {
         f.containers.push(container(encoding)?);
@@ -938,6 +938,20 @@ mod tests {
                 ..pod.clone()
             }));
         }
+        // Each string field twice, its first value not UTF-8: prost checks every value it
+        // reads, not only the last (the fuzzer found the wire reader skipping the first
+        // scheduler name; its input is the last case).
+        for tag in [1, 2, 3, 6, 7, 9, 18, 19, 21, 22] {
+            let twice = [len_field(tag, &[0x8a, 0x00]), len_field(tag, b"x")].concat();
+            cases.push(len_field(
+                1,
+                &[&pod.encode_to_vec()[..], &twice[..]].concat(),
+            ));
+        }
+        cases.push(
+            include_bytes!("../../fuzz/regressions/wire_pod/first-scheduler-name-not-utf8")
+                .to_vec(),
+        );
         let mut memo = Memo::new(64);
         for (i, case) in cases.iter().enumerate() {
             let request = sync_request(case);

@@ -26,6 +26,8 @@ pub fn node(name: &str, cpu_milli: i64, memory: i64) -> Node {
         labels: [("kubernetes.io/hostname", name)].into_iter().collect(),
         taints: Vec::new(),
         unschedulable: false,
+        annotations: Default::default(),
+        conditions: Vec::new(),
         allocatable: resources(cpu_milli, memory, 110),
     }
 }

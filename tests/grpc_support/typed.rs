@@ -60,6 +60,16 @@ pub fn node(o: &Value) -> pb::Node {
             .collect(),
         unschedulable: o["spec"]["unschedulable"].as_bool().unwrap_or(false),
         allocatable: string_map(&o["status"]["allocatable"]),
+        annotations: string_map(&meta["annotations"]),
+        conditions: items(&o["status"]["conditions"])
+            .iter()
+            .map(|c| pb::NodeCondition {
+                r#type: text(&c["type"]),
+                status: text(&c["status"]),
+                reason: text(&c["reason"]),
+                message: text(&c["message"]),
+            })
+            .collect(),
     }
 }
 

@@ -111,6 +111,14 @@ export function nodeFromKube(o: KubeObject): Node {
     })),
     unschedulable: Boolean(spec["unschedulable"]),
     allocatable: quantities(status, "allocatable"),
+    // Read by a placement policy's termination-notice signals.
+    annotations: strings(meta, "annotations"),
+    conditions: list(status, "conditions").map((c) => ({
+      type: str(c, "type"),
+      status: str(c, "status"),
+      reason: str(c, "reason"),
+      message: str(c, "message"),
+    })),
   };
 }
 

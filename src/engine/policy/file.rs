@@ -8,8 +8,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{
-    CapacityLabel, CriticalPods, NoticeLabel, NoticeTaint, PdbMode, Policy,
-    default_capacity_labels, default_notice_taints,
+    CapacityLabel, CriticalPods, NoticeCondition, NoticeLabel, NoticeTaint, PdbMode, Policy,
+    default_capacity_labels, default_notice_conditions, default_notice_taints,
 };
 use crate::model::build::{is_label_value, is_qualified_name};
 use crate::model::{LabelSelector, Labels, Operator, Requirement, Str, TaintEffect};
@@ -54,6 +54,17 @@ struct CapacityLabelFile {
 struct NoticeFile {
     taints: Option<Vec<TaintFile>>,
     labels: Option<Vec<LabelFile>>,
+    annotations: Option<Vec<LabelFile>>,
+    conditions: Option<Vec<ConditionFile>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ConditionFile {
+    #[serde(rename = "type")]
+    kind: String,
+    status: String,
+    message_contains: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -128,6 +139,8 @@ impl PolicyFile {
         let notice = self.termination_notice.unwrap_or(NoticeFile {
             taints: None,
             labels: None,
+            annotations: None,
+            conditions: None,
         });
         let notice_taints = match notice.taints {
             None => default_notice_taints(),
@@ -144,6 +157,23 @@ impl PolicyFile {
             .enumerate()
             .map(|(i, label)| label.check(&format!("terminationNotice.labels[{i}]")))
             .collect::<Result<_, _>>()?;
+        let notice_annotations = notice
+            .annotations
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, annotation)| {
+                annotation.check_annotation(&format!("terminationNotice.annotations[{i}]"))
+            })
+            .collect::<Result<_, _>>()?;
+        let notice_conditions = match notice.conditions {
+            None => default_notice_conditions(),
+            Some(list) => list
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| c.check(&format!("terminationNotice.conditions[{i}]")))
+                .collect::<Result<_, _>>()?,
+        };
         let critical = match self.critical_pods {
             None => CriticalPods::default(),
             Some(critical) => critical.check("criticalPods")?,
@@ -161,6 +191,8 @@ impl PolicyFile {
             capacity_labels,
             notice_taints,
             notice_labels,
+            notice_annotations,
+            notice_conditions,
             critical,
             pdb_mode,
         })
@@ -241,6 +273,41 @@ impl LabelFile {
                 .value
                 .map(|v| label_value(format!("{field}.value"), &v))
                 .transpose()?,
+        })
+    }
+}
+
+impl LabelFile {
+    /// As an annotation: any value (annotation values are free text).
+    fn check_annotation(self, field: &str) -> Result<NoticeLabel, PolicyError> {
+        Ok(NoticeLabel {
+            key: label_key(field, &self.key)?,
+            value: self.value.map(Str::from),
+        })
+    }
+}
+
+impl ConditionFile {
+    fn check(self, field: &str) -> Result<NoticeCondition, PolicyError> {
+        if self.kind.is_empty() {
+            return Err(PolicyError::new(
+                format!("{field}.type"),
+                "must not be empty",
+            ));
+        }
+        if !matches!(self.status.as_str(), "True" | "False" | "Unknown") {
+            return Err(PolicyError::new(
+                format!("{field}.status"),
+                format!(
+                    "unsupported value {:?}: supported values: \"True\", \"False\", \"Unknown\"",
+                    self.status
+                ),
+            ));
+        }
+        Ok(NoticeCondition {
+            kind: self.kind.into(),
+            status: self.status.into(),
+            message_contains: self.message_contains.map(Str::from),
         })
     }
 }
@@ -418,6 +485,27 @@ pdbMode: strict
         assert_eq!(policy.notice_taints, default_notice_taints());
         let policy = Policy::from_yaml("terminationNotice: {taints: []}\n").expect("valid");
         assert!(policy.notice_taints.is_empty());
+        assert_eq!(policy.notice_conditions, default_notice_conditions());
+        let policy = Policy::from_yaml(
+            "terminationNotice:\n  annotations: [{key: example.com/reclaim, value: 'at 05:00'}]\n  \
+             conditions: [{type: Reclaiming, status: 'True'}]\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            policy.notice_annotations,
+            [NoticeLabel {
+                key: "example.com/reclaim".into(),
+                value: Some("at 05:00".into()),
+            }]
+        );
+        assert_eq!(
+            policy.notice_conditions,
+            [NoticeCondition {
+                kind: "Reclaiming".into(),
+                status: "True".into(),
+                message_contains: None,
+            }]
+        );
     }
 
     #[test]
@@ -454,6 +542,22 @@ pdbMode: strict
             (
                 "terminationNotice: {labels: [{value: x}]}",
                 "terminationNotice.labels[0]: missing field `key`",
+            ),
+            (
+                "terminationNotice: {annotations: [{key: 'not a key'}]}",
+                "terminationNotice.annotations[0].key: \"not a key\" is not a valid label key",
+            ),
+            (
+                "terminationNotice: {conditions: [{type: Ready, status: false}]}",
+                "terminationNotice.conditions[0].status: unsupported value \"false\"",
+            ),
+            (
+                "terminationNotice: {conditions: [{type: '', status: 'True'}]}",
+                "terminationNotice.conditions[0].type: must not be empty",
+            ),
+            (
+                "terminationNotice: {conditions: [{type: Ready}]}",
+                "terminationNotice.conditions[0]: missing field `status`",
             ),
             (
                 "criticalPods: {priorityAtLeast: high}",

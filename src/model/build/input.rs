@@ -28,6 +28,16 @@ pub struct NodeInput<'a> {
     pub taints: SmallVec<[TaintInput<'a>; 2]>,
     pub unschedulable: bool,
     pub allocatable: Quantities<'a, 8>,
+    pub annotations: Pairs<'a, 4>,
+    pub conditions: SmallVec<[NodeConditionInput<'a>; 4]>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeConditionInput<'a> {
+    pub type_: &'a str,
+    pub status: &'a str,
+    pub reason: &'a str,
+    pub message: &'a str,
 }
 
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,9 +1,9 @@
 //! Nodes.
 
-use super::super::{ContainerResources, Node, Taint};
+use super::super::{ContainerResources, Node, NodeCondition, Taint};
 use super::input::{NodeInput, Quantities};
 use super::path::{OBJECT, Path};
-use super::{BuildError, Memo, in_key_order, rules};
+use super::{BuildError, Memo, in_key_order, labels_of, rules};
 use crate::model::Str;
 use crate::model::quantity::Quantity;
 
@@ -26,6 +26,20 @@ pub fn node(n: &NodeInput<'_>, memo: &mut Memo) -> Result<Node, BuildError> {
         });
     }
     let allocatable = resource_list(OBJECT.field("status.allocatable"), &n.allocatable, memo)?;
+    let conditions_path = OBJECT.field("status.conditions");
+    let mut conditions = Vec::with_capacity(n.conditions.len());
+    for (i, c) in n.conditions.iter().enumerate() {
+        conditions_path
+            .index(i)
+            .field("type")
+            .check(rules::required(c.type_))?;
+        conditions.push(NodeCondition {
+            kind: memo.str(c.type_),
+            status: memo.str(c.status),
+            reason: memo.str(c.reason),
+            message: c.message.into(),
+        });
+    }
     let name = memo.str(n.name);
     Ok(Node {
         uid: if n.uid.is_empty() {
@@ -39,6 +53,9 @@ pub fn node(n: &NodeInput<'_>, memo: &mut Memo) -> Result<Node, BuildError> {
         taints,
         unschedulable: n.unschedulable,
         allocatable: ContainerResources::new(allocatable).to_resources(),
+        // Not through the memo: annotation values are mostly unique to their node.
+        annotations: labels_of(&n.annotations),
+        conditions,
     })
 }
 

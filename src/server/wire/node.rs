@@ -10,7 +10,7 @@ use super::super::errors::ApiError;
 use super::super::pb;
 use super::{Reader, Received, lone_upsert, map_entry, quantity_entry, within_item};
 use crate::model::Node;
-use crate::model::build::{self, Memo, NodeInput, TaintInput};
+use crate::model::build::{self, Memo, NodeConditionInput, NodeInput, TaintInput};
 
 /// A `Sync` node item as received.
 pub type ReceivedNode = Received<Node, pb::UpdateNodeRequest>;
@@ -50,10 +50,28 @@ fn node_fields<'a>(encoding: &'a [u8], f: &mut NodeInput<'a>) -> Option<()> {
             // As prost reads a bool: any value but zero is true.
             (6, Varint) => f.unschedulable = reader.varint()? != 0,
             (7, Len) => f.allocatable.push(quantity_entry(reader.bytes()?)?),
+            (8, Len) => f.annotations.push(map_entry(reader.bytes()?)?),
+            (9, Len) => f.conditions.push(condition(reader.bytes()?)?),
             _ => return None,
         }
     }
     Some(())
+}
+
+fn condition(encoding: &[u8]) -> Option<NodeConditionInput<'_>> {
+    use WireType::LengthDelimited as Len;
+    let mut c = NodeConditionInput::default();
+    let mut reader = Reader(encoding);
+    while !reader.0.is_empty() {
+        match reader.key()? {
+            (1, Len) => c.type_ = reader.str()?,
+            (2, Len) => c.status = reader.str()?,
+            (3, Len) => c.reason = reader.str()?,
+            (4, Len) => c.message = reader.str()?,
+            _ => return None,
+        }
+    }
+    Some(c)
 }
 
 fn taint(encoding: &[u8]) -> Option<TaintInput<'_>> {

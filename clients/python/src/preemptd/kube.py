@@ -101,6 +101,17 @@ def node_from_kube(obj: KubeObject) -> pb.Node:
         ],
         unschedulable=bool(spec.get("unschedulable")),
         allocatable=_quantities(status, "allocatable"),
+        # Read by a placement policy's termination-notice signals.
+        annotations=_strings(meta, "annotations"),
+        conditions=[
+            pb.NodeCondition(
+                type=_str(c, "type"),
+                status=_str(c, "status"),
+                reason=_str(c, "reason"),
+                message=_str(c, "message"),
+            )
+            for c in _list(status, "conditions")
+        ],
     )
 
 

@@ -538,7 +538,11 @@ type Node struct {
 	Unschedulable bool `protobuf:"varint,6,opt,name=unschedulable,proto3" json:"unschedulable,omitempty"`
 	// status.allocatable: resource name to quantity ("cpu": "4", "memory": "16Gi",
 	// "pods": "110", "example.com/gpu": "2").
-	Allocatable   map[string]string `protobuf:"bytes,7,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Allocatable map[string]string `protobuf:"bytes,7,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// metadata.annotations. Only a placement policy's termination-notice signals read them.
+	Annotations map[string]string `protobuf:"bytes,8,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// status.conditions. Only a placement policy's termination-notice signals read them.
+	Conditions    []*NodeCondition `protobuf:"bytes,9,rep,name=conditions,proto3" json:"conditions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -622,6 +626,93 @@ func (x *Node) GetAllocatable() map[string]string {
 	return nil
 }
 
+func (x *Node) GetAnnotations() map[string]string {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+func (x *Node) GetConditions() []*NodeCondition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+// NodeCondition is one of a node's status.conditions.
+type NodeCondition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "Ready", "MemoryPressure", ...; required.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// "True", "False" or "Unknown".
+	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// Machine-readable reason of the last transition.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Human-readable message ("node is shutting down").
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeCondition) Reset() {
+	*x = NodeCondition{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeCondition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeCondition) ProtoMessage() {}
+
+func (x *NodeCondition) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeCondition.ProtoReflect.Descriptor instead.
+func (*NodeCondition) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *NodeCondition) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *NodeCondition) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *NodeCondition) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *NodeCondition) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // Taint is a node taint.
 type Taint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -637,7 +728,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[5]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +740,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[5]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +753,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{5}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Taint) GetKey() string {
@@ -703,7 +794,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[6]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +806,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[6]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +819,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{6}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *UpdateNodeRequest) GetChange() isUpdateNodeRequest_Change {
@@ -809,7 +900,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[7]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +912,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[7]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +925,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{7}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateNodeResponse) GetApplied() bool {
@@ -930,7 +1021,7 @@ type Pod struct {
 
 func (x *Pod) Reset() {
 	*x = Pod{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[8]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1033,7 @@ func (x *Pod) String() string {
 func (*Pod) ProtoMessage() {}
 
 func (x *Pod) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[8]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1046,7 @@ func (x *Pod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pod.ProtoReflect.Descriptor instead.
 func (*Pod) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{8}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Pod) GetNamespace() string {
@@ -1140,7 +1231,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[9]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1243,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[9]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1256,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{9}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Container) GetName() string {
@@ -1220,7 +1311,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[10]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1323,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[10]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1336,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{10}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ContainerPort) GetHostPort() int32 {
@@ -1289,7 +1380,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[11]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1392,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[11]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1405,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{11}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -1350,7 +1441,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[12]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1453,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[12]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1466,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{12}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Toleration) GetKey() string {
@@ -1428,7 +1519,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[13]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1531,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[13]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1544,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{13}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -1488,7 +1579,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[14]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1591,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[14]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1604,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{14}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -1534,7 +1625,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[15]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1637,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[15]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1650,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{15}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -1582,7 +1673,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[16]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +1685,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[16]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +1698,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{16}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -1639,7 +1730,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[17]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1742,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[17]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1755,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{17}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -1699,7 +1790,7 @@ type PodAffinity struct {
 
 func (x *PodAffinity) Reset() {
 	*x = PodAffinity{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[18]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1802,7 @@ func (x *PodAffinity) String() string {
 func (*PodAffinity) ProtoMessage() {}
 
 func (x *PodAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[18]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1815,7 @@ func (x *PodAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
 func (*PodAffinity) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{18}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -1745,7 +1836,7 @@ type PodAntiAffinity struct {
 
 func (x *PodAntiAffinity) Reset() {
 	*x = PodAntiAffinity{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[19]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +1848,7 @@ func (x *PodAntiAffinity) String() string {
 func (*PodAntiAffinity) ProtoMessage() {}
 
 func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[19]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +1861,7 @@ func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
 func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{19}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PodAntiAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -1797,7 +1888,7 @@ type PodAffinityTerm struct {
 
 func (x *PodAffinityTerm) Reset() {
 	*x = PodAffinityTerm{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[20]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1900,7 @@ func (x *PodAffinityTerm) String() string {
 func (*PodAffinityTerm) ProtoMessage() {}
 
 func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[20]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1913,7 @@ func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{20}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
@@ -1878,7 +1969,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[21]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1890,7 +1981,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[21]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1903,7 +1994,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{21}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -1977,7 +2068,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[22]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2080,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[22]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2093,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{22}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PodCondition) GetType() string {
@@ -2043,7 +2134,7 @@ type UpdatePodRequest struct {
 
 func (x *UpdatePodRequest) Reset() {
 	*x = UpdatePodRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[23]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +2146,7 @@ func (x *UpdatePodRequest) String() string {
 func (*UpdatePodRequest) ProtoMessage() {}
 
 func (x *UpdatePodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[23]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +2159,7 @@ func (x *UpdatePodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePodRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePodRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{23}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdatePodRequest) GetChange() isUpdatePodRequest_Change {
@@ -2149,7 +2240,7 @@ type UpdatePodResponse struct {
 
 func (x *UpdatePodResponse) Reset() {
 	*x = UpdatePodResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[24]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2252,7 @@ func (x *UpdatePodResponse) String() string {
 func (*UpdatePodResponse) ProtoMessage() {}
 
 func (x *UpdatePodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[24]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2265,7 @@ func (x *UpdatePodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePodResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePodResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{24}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UpdatePodResponse) GetApplied() bool {
@@ -2236,7 +2327,7 @@ type PodDisruptionBudget struct {
 
 func (x *PodDisruptionBudget) Reset() {
 	*x = PodDisruptionBudget{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[25]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2248,7 +2339,7 @@ func (x *PodDisruptionBudget) String() string {
 func (*PodDisruptionBudget) ProtoMessage() {}
 
 func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[25]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2261,7 +2352,7 @@ func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudget.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudget) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{25}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PodDisruptionBudget) GetNamespace() string {
@@ -2330,7 +2421,7 @@ type UpdatePodDisruptionBudgetRequest struct {
 
 func (x *UpdatePodDisruptionBudgetRequest) Reset() {
 	*x = UpdatePodDisruptionBudgetRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[26]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2342,7 +2433,7 @@ func (x *UpdatePodDisruptionBudgetRequest) String() string {
 func (*UpdatePodDisruptionBudgetRequest) ProtoMessage() {}
 
 func (x *UpdatePodDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[26]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2355,7 +2446,7 @@ func (x *UpdatePodDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePodDisruptionBudgetRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePodDisruptionBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{26}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdatePodDisruptionBudgetRequest) GetChange() isUpdatePodDisruptionBudgetRequest_Change {
@@ -2436,7 +2527,7 @@ type UpdatePodDisruptionBudgetResponse struct {
 
 func (x *UpdatePodDisruptionBudgetResponse) Reset() {
 	*x = UpdatePodDisruptionBudgetResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[27]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2448,7 +2539,7 @@ func (x *UpdatePodDisruptionBudgetResponse) String() string {
 func (*UpdatePodDisruptionBudgetResponse) ProtoMessage() {}
 
 func (x *UpdatePodDisruptionBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[27]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2461,7 +2552,7 @@ func (x *UpdatePodDisruptionBudgetResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use UpdatePodDisruptionBudgetResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePodDisruptionBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{27}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UpdatePodDisruptionBudgetResponse) GetApplied() bool {
@@ -2522,7 +2613,7 @@ type PriorityClass struct {
 
 func (x *PriorityClass) Reset() {
 	*x = PriorityClass{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +2625,7 @@ func (x *PriorityClass) String() string {
 func (*PriorityClass) ProtoMessage() {}
 
 func (x *PriorityClass) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +2638,7 @@ func (x *PriorityClass) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriorityClass.ProtoReflect.Descriptor instead.
 func (*PriorityClass) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{28}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PriorityClass) GetName() string {
@@ -2609,7 +2700,7 @@ type UpdatePriorityClassRequest struct {
 
 func (x *UpdatePriorityClassRequest) Reset() {
 	*x = UpdatePriorityClassRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2621,7 +2712,7 @@ func (x *UpdatePriorityClassRequest) String() string {
 func (*UpdatePriorityClassRequest) ProtoMessage() {}
 
 func (x *UpdatePriorityClassRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2634,7 +2725,7 @@ func (x *UpdatePriorityClassRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePriorityClassRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePriorityClassRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{29}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdatePriorityClassRequest) GetChange() isUpdatePriorityClassRequest_Change {
@@ -2715,7 +2806,7 @@ type UpdatePriorityClassResponse struct {
 
 func (x *UpdatePriorityClassResponse) Reset() {
 	*x = UpdatePriorityClassResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2727,7 +2818,7 @@ func (x *UpdatePriorityClassResponse) String() string {
 func (*UpdatePriorityClassResponse) ProtoMessage() {}
 
 func (x *UpdatePriorityClassResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2740,7 +2831,7 @@ func (x *UpdatePriorityClassResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePriorityClassResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePriorityClassResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{30}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdatePriorityClassResponse) GetApplied() bool {
@@ -2796,7 +2887,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +2899,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +2912,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{31}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Namespace) GetName() string {
@@ -2869,7 +2960,7 @@ type UpdateNamespaceRequest struct {
 
 func (x *UpdateNamespaceRequest) Reset() {
 	*x = UpdateNamespaceRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2881,7 +2972,7 @@ func (x *UpdateNamespaceRequest) String() string {
 func (*UpdateNamespaceRequest) ProtoMessage() {}
 
 func (x *UpdateNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2894,7 +2985,7 @@ func (x *UpdateNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{32}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateNamespaceRequest) GetChange() isUpdateNamespaceRequest_Change {
@@ -2975,7 +3066,7 @@ type UpdateNamespaceResponse struct {
 
 func (x *UpdateNamespaceResponse) Reset() {
 	*x = UpdateNamespaceResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3078,7 @@ func (x *UpdateNamespaceResponse) String() string {
 func (*UpdateNamespaceResponse) ProtoMessage() {}
 
 func (x *UpdateNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3091,7 @@ func (x *UpdateNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{33}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdateNamespaceResponse) GetApplied() bool {
@@ -3068,7 +3159,7 @@ type PreemptRequest struct {
 
 func (x *PreemptRequest) Reset() {
 	*x = PreemptRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3080,7 +3171,7 @@ func (x *PreemptRequest) String() string {
 func (*PreemptRequest) ProtoMessage() {}
 
 func (x *PreemptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3093,7 +3184,7 @@ func (x *PreemptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptRequest.ProtoReflect.Descriptor instead.
 func (*PreemptRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{34}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PreemptRequest) GetPreemptor() isPreemptRequest_Preemptor {
@@ -3192,7 +3283,7 @@ type FilterStatus struct {
 
 func (x *FilterStatus) Reset() {
 	*x = FilterStatus{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3204,7 +3295,7 @@ func (x *FilterStatus) String() string {
 func (*FilterStatus) ProtoMessage() {}
 
 func (x *FilterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3217,7 +3308,7 @@ func (x *FilterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterStatus.ProtoReflect.Descriptor instead.
 func (*FilterStatus) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{35}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *FilterStatus) GetCode() StatusCode {
@@ -3262,7 +3353,7 @@ type NodeDiagnostic struct {
 
 func (x *NodeDiagnostic) Reset() {
 	*x = NodeDiagnostic{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3274,7 +3365,7 @@ func (x *NodeDiagnostic) String() string {
 func (*NodeDiagnostic) ProtoMessage() {}
 
 func (x *NodeDiagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3287,7 +3378,7 @@ func (x *NodeDiagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDiagnostic.ProtoReflect.Descriptor instead.
 func (*NodeDiagnostic) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{36}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NodeDiagnostic) GetNode() string {
@@ -3367,7 +3458,7 @@ type PreemptResponse struct {
 
 func (x *PreemptResponse) Reset() {
 	*x = PreemptResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3379,7 +3470,7 @@ func (x *PreemptResponse) String() string {
 func (*PreemptResponse) ProtoMessage() {}
 
 func (x *PreemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3392,7 +3483,7 @@ func (x *PreemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptResponse.ProtoReflect.Descriptor instead.
 func (*PreemptResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{37}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PreemptResponse) GetOutcome() Outcome {
@@ -3487,7 +3578,7 @@ type Nomination struct {
 
 func (x *Nomination) Reset() {
 	*x = Nomination{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3499,7 +3590,7 @@ func (x *Nomination) String() string {
 func (*Nomination) ProtoMessage() {}
 
 func (x *Nomination) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3512,7 +3603,7 @@ func (x *Nomination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nomination.ProtoReflect.Descriptor instead.
 func (*Nomination) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{38}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Nomination) GetPod() *PodRef {
@@ -3545,7 +3636,7 @@ type ListNominationsRequest struct {
 
 func (x *ListNominationsRequest) Reset() {
 	*x = ListNominationsRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3648,7 @@ func (x *ListNominationsRequest) String() string {
 func (*ListNominationsRequest) ProtoMessage() {}
 
 func (x *ListNominationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3661,7 @@ func (x *ListNominationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNominationsRequest.ProtoReflect.Descriptor instead.
 func (*ListNominationsRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{39}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{40}
 }
 
 // ListNominationsResponse is every current nomination, sorted by node then pod.
@@ -3589,7 +3680,7 @@ type ListNominationsResponse struct {
 
 func (x *ListNominationsResponse) Reset() {
 	*x = ListNominationsResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3601,7 +3692,7 @@ func (x *ListNominationsResponse) String() string {
 func (*ListNominationsResponse) ProtoMessage() {}
 
 func (x *ListNominationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3614,7 +3705,7 @@ func (x *ListNominationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNominationsResponse.ProtoReflect.Descriptor instead.
 func (*ListNominationsResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{40}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListNominationsResponse) GetNominations() []*Nomination {
@@ -3649,7 +3740,7 @@ type WatchNominationsRequest struct {
 
 func (x *WatchNominationsRequest) Reset() {
 	*x = WatchNominationsRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3661,7 +3752,7 @@ func (x *WatchNominationsRequest) String() string {
 func (*WatchNominationsRequest) ProtoMessage() {}
 
 func (x *WatchNominationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3674,7 +3765,7 @@ func (x *WatchNominationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchNominationsRequest.ProtoReflect.Descriptor instead.
 func (*WatchNominationsRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{41}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WatchNominationsRequest) GetAfterRevision() uint64 {
@@ -3708,7 +3799,7 @@ type WatchNominationsResponse struct {
 
 func (x *WatchNominationsResponse) Reset() {
 	*x = WatchNominationsResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3720,7 +3811,7 @@ func (x *WatchNominationsResponse) String() string {
 func (*WatchNominationsResponse) ProtoMessage() {}
 
 func (x *WatchNominationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3733,7 +3824,7 @@ func (x *WatchNominationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchNominationsResponse.ProtoReflect.Descriptor instead.
 func (*WatchNominationsResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{42}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *WatchNominationsResponse) GetRevision() uint64 {
@@ -3804,7 +3895,7 @@ type SyncRequest struct {
 
 func (x *SyncRequest) Reset() {
 	*x = SyncRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3816,7 +3907,7 @@ func (x *SyncRequest) String() string {
 func (*SyncRequest) ProtoMessage() {}
 
 func (x *SyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3829,7 +3920,7 @@ func (x *SyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
 func (*SyncRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{43}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SyncRequest) GetItem() isSyncRequest_Item {
@@ -3942,7 +4033,7 @@ type SyncCounts struct {
 
 func (x *SyncCounts) Reset() {
 	*x = SyncCounts{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3954,7 +4045,7 @@ func (x *SyncCounts) String() string {
 func (*SyncCounts) ProtoMessage() {}
 
 func (x *SyncCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3967,7 +4058,7 @@ func (x *SyncCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncCounts.ProtoReflect.Descriptor instead.
 func (*SyncCounts) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{44}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SyncCounts) GetNodes() uint64 {
@@ -4024,7 +4115,7 @@ type SyncRejection struct {
 
 func (x *SyncRejection) Reset() {
 	*x = SyncRejection{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4036,7 +4127,7 @@ func (x *SyncRejection) String() string {
 func (*SyncRejection) ProtoMessage() {}
 
 func (x *SyncRejection) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4049,7 +4140,7 @@ func (x *SyncRejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRejection.ProtoReflect.Descriptor instead.
 func (*SyncRejection) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{45}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SyncRejection) GetIndex() uint64 {
@@ -4104,7 +4195,7 @@ type SyncResponse struct {
 
 func (x *SyncResponse) Reset() {
 	*x = SyncResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4116,7 +4207,7 @@ func (x *SyncResponse) String() string {
 func (*SyncResponse) ProtoMessage() {}
 
 func (x *SyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4129,7 +4220,7 @@ func (x *SyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncResponse.ProtoReflect.Descriptor instead.
 func (*SyncResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{46}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SyncResponse) GetApplied() *SyncCounts {
@@ -4204,7 +4295,7 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x18LabelSelectorRequirement\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
 	"\boperator\x18\x02 \x01(\tR\boperator\x12\x16\n" +
-	"\x06values\x18\x03 \x03(\tR\x06values\"\xa1\x03\n" +
+	"\x06values\x18\x03 \x03(\tR\x06values\"\xe3\x04\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12)\n" +
@@ -4212,13 +4303,25 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x06labels\x18\x04 \x03(\v2\x1d.preemptd.v1.Node.LabelsEntryR\x06labels\x12*\n" +
 	"\x06taints\x18\x05 \x03(\v2\x12.preemptd.v1.TaintR\x06taints\x12$\n" +
 	"\runschedulable\x18\x06 \x01(\bR\runschedulable\x12D\n" +
-	"\vallocatable\x18\a \x03(\v2\".preemptd.v1.Node.AllocatableEntryR\vallocatable\x1a9\n" +
+	"\vallocatable\x18\a \x03(\v2\".preemptd.v1.Node.AllocatableEntryR\vallocatable\x12D\n" +
+	"\vannotations\x18\b \x03(\v2\".preemptd.v1.Node.AnnotationsEntryR\vannotations\x12:\n" +
+	"\n" +
+	"conditions\x18\t \x03(\v2\x1a.preemptd.v1.NodeConditionR\n" +
+	"conditions\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AllocatableEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"G\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
+	"\x10AnnotationsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"m\n" +
+	"\rNodeCondition\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"G\n" +
 	"\x05Taint\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
@@ -4554,7 +4657,7 @@ func file_preemptd_v1_preemptd_proto_rawDescGZIP() []byte {
 }
 
 var file_preemptd_v1_preemptd_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_preemptd_v1_preemptd_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_preemptd_v1_preemptd_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_preemptd_v1_preemptd_proto_goTypes = []any{
 	(PdbMode)(0),                              // 0: preemptd.v1.PdbMode
 	(Outcome)(0),                              // 1: preemptd.v1.Outcome
@@ -4565,151 +4668,155 @@ var file_preemptd_v1_preemptd_proto_goTypes = []any{
 	(*LabelSelector)(nil),                     // 6: preemptd.v1.LabelSelector
 	(*LabelSelectorRequirement)(nil),          // 7: preemptd.v1.LabelSelectorRequirement
 	(*Node)(nil),                              // 8: preemptd.v1.Node
-	(*Taint)(nil),                             // 9: preemptd.v1.Taint
-	(*UpdateNodeRequest)(nil),                 // 10: preemptd.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),                // 11: preemptd.v1.UpdateNodeResponse
-	(*Pod)(nil),                               // 12: preemptd.v1.Pod
-	(*Container)(nil),                         // 13: preemptd.v1.Container
-	(*ContainerPort)(nil),                     // 14: preemptd.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 15: preemptd.v1.ResourceRequirements
-	(*Toleration)(nil),                        // 16: preemptd.v1.Toleration
-	(*Affinity)(nil),                          // 17: preemptd.v1.Affinity
-	(*NodeAffinity)(nil),                      // 18: preemptd.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 19: preemptd.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 20: preemptd.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),           // 21: preemptd.v1.NodeSelectorRequirement
-	(*PodAffinity)(nil),                       // 22: preemptd.v1.PodAffinity
-	(*PodAntiAffinity)(nil),                   // 23: preemptd.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),                   // 24: preemptd.v1.PodAffinityTerm
-	(*TopologySpreadConstraint)(nil),          // 25: preemptd.v1.TopologySpreadConstraint
-	(*PodCondition)(nil),                      // 26: preemptd.v1.PodCondition
-	(*UpdatePodRequest)(nil),                  // 27: preemptd.v1.UpdatePodRequest
-	(*UpdatePodResponse)(nil),                 // 28: preemptd.v1.UpdatePodResponse
-	(*PodDisruptionBudget)(nil),               // 29: preemptd.v1.PodDisruptionBudget
-	(*UpdatePodDisruptionBudgetRequest)(nil),  // 30: preemptd.v1.UpdatePodDisruptionBudgetRequest
-	(*UpdatePodDisruptionBudgetResponse)(nil), // 31: preemptd.v1.UpdatePodDisruptionBudgetResponse
-	(*PriorityClass)(nil),                     // 32: preemptd.v1.PriorityClass
-	(*UpdatePriorityClassRequest)(nil),        // 33: preemptd.v1.UpdatePriorityClassRequest
-	(*UpdatePriorityClassResponse)(nil),       // 34: preemptd.v1.UpdatePriorityClassResponse
-	(*Namespace)(nil),                         // 35: preemptd.v1.Namespace
-	(*UpdateNamespaceRequest)(nil),            // 36: preemptd.v1.UpdateNamespaceRequest
-	(*UpdateNamespaceResponse)(nil),           // 37: preemptd.v1.UpdateNamespaceResponse
-	(*PreemptRequest)(nil),                    // 38: preemptd.v1.PreemptRequest
-	(*FilterStatus)(nil),                      // 39: preemptd.v1.FilterStatus
-	(*NodeDiagnostic)(nil),                    // 40: preemptd.v1.NodeDiagnostic
-	(*PreemptResponse)(nil),                   // 41: preemptd.v1.PreemptResponse
-	(*Nomination)(nil),                        // 42: preemptd.v1.Nomination
-	(*ListNominationsRequest)(nil),            // 43: preemptd.v1.ListNominationsRequest
-	(*ListNominationsResponse)(nil),           // 44: preemptd.v1.ListNominationsResponse
-	(*WatchNominationsRequest)(nil),           // 45: preemptd.v1.WatchNominationsRequest
-	(*WatchNominationsResponse)(nil),          // 46: preemptd.v1.WatchNominationsResponse
-	(*SyncRequest)(nil),                       // 47: preemptd.v1.SyncRequest
-	(*SyncCounts)(nil),                        // 48: preemptd.v1.SyncCounts
-	(*SyncRejection)(nil),                     // 49: preemptd.v1.SyncRejection
-	(*SyncResponse)(nil),                      // 50: preemptd.v1.SyncResponse
-	nil,                                       // 51: preemptd.v1.LabelSelector.MatchLabelsEntry
-	nil,                                       // 52: preemptd.v1.Node.LabelsEntry
-	nil,                                       // 53: preemptd.v1.Node.AllocatableEntry
-	nil,                                       // 54: preemptd.v1.Pod.LabelsEntry
-	nil,                                       // 55: preemptd.v1.Pod.OverheadEntry
-	nil,                                       // 56: preemptd.v1.Pod.NodeSelectorEntry
-	nil,                                       // 57: preemptd.v1.Container.RequestsEntry
-	nil,                                       // 58: preemptd.v1.Container.LimitsEntry
-	nil,                                       // 59: preemptd.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 60: preemptd.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 61: preemptd.v1.Namespace.LabelsEntry
+	(*NodeCondition)(nil),                     // 9: preemptd.v1.NodeCondition
+	(*Taint)(nil),                             // 10: preemptd.v1.Taint
+	(*UpdateNodeRequest)(nil),                 // 11: preemptd.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),                // 12: preemptd.v1.UpdateNodeResponse
+	(*Pod)(nil),                               // 13: preemptd.v1.Pod
+	(*Container)(nil),                         // 14: preemptd.v1.Container
+	(*ContainerPort)(nil),                     // 15: preemptd.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 16: preemptd.v1.ResourceRequirements
+	(*Toleration)(nil),                        // 17: preemptd.v1.Toleration
+	(*Affinity)(nil),                          // 18: preemptd.v1.Affinity
+	(*NodeAffinity)(nil),                      // 19: preemptd.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 20: preemptd.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 21: preemptd.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 22: preemptd.v1.NodeSelectorRequirement
+	(*PodAffinity)(nil),                       // 23: preemptd.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 24: preemptd.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 25: preemptd.v1.PodAffinityTerm
+	(*TopologySpreadConstraint)(nil),          // 26: preemptd.v1.TopologySpreadConstraint
+	(*PodCondition)(nil),                      // 27: preemptd.v1.PodCondition
+	(*UpdatePodRequest)(nil),                  // 28: preemptd.v1.UpdatePodRequest
+	(*UpdatePodResponse)(nil),                 // 29: preemptd.v1.UpdatePodResponse
+	(*PodDisruptionBudget)(nil),               // 30: preemptd.v1.PodDisruptionBudget
+	(*UpdatePodDisruptionBudgetRequest)(nil),  // 31: preemptd.v1.UpdatePodDisruptionBudgetRequest
+	(*UpdatePodDisruptionBudgetResponse)(nil), // 32: preemptd.v1.UpdatePodDisruptionBudgetResponse
+	(*PriorityClass)(nil),                     // 33: preemptd.v1.PriorityClass
+	(*UpdatePriorityClassRequest)(nil),        // 34: preemptd.v1.UpdatePriorityClassRequest
+	(*UpdatePriorityClassResponse)(nil),       // 35: preemptd.v1.UpdatePriorityClassResponse
+	(*Namespace)(nil),                         // 36: preemptd.v1.Namespace
+	(*UpdateNamespaceRequest)(nil),            // 37: preemptd.v1.UpdateNamespaceRequest
+	(*UpdateNamespaceResponse)(nil),           // 38: preemptd.v1.UpdateNamespaceResponse
+	(*PreemptRequest)(nil),                    // 39: preemptd.v1.PreemptRequest
+	(*FilterStatus)(nil),                      // 40: preemptd.v1.FilterStatus
+	(*NodeDiagnostic)(nil),                    // 41: preemptd.v1.NodeDiagnostic
+	(*PreemptResponse)(nil),                   // 42: preemptd.v1.PreemptResponse
+	(*Nomination)(nil),                        // 43: preemptd.v1.Nomination
+	(*ListNominationsRequest)(nil),            // 44: preemptd.v1.ListNominationsRequest
+	(*ListNominationsResponse)(nil),           // 45: preemptd.v1.ListNominationsResponse
+	(*WatchNominationsRequest)(nil),           // 46: preemptd.v1.WatchNominationsRequest
+	(*WatchNominationsResponse)(nil),          // 47: preemptd.v1.WatchNominationsResponse
+	(*SyncRequest)(nil),                       // 48: preemptd.v1.SyncRequest
+	(*SyncCounts)(nil),                        // 49: preemptd.v1.SyncCounts
+	(*SyncRejection)(nil),                     // 50: preemptd.v1.SyncRejection
+	(*SyncResponse)(nil),                      // 51: preemptd.v1.SyncResponse
+	nil,                                       // 52: preemptd.v1.LabelSelector.MatchLabelsEntry
+	nil,                                       // 53: preemptd.v1.Node.LabelsEntry
+	nil,                                       // 54: preemptd.v1.Node.AllocatableEntry
+	nil,                                       // 55: preemptd.v1.Node.AnnotationsEntry
+	nil,                                       // 56: preemptd.v1.Pod.LabelsEntry
+	nil,                                       // 57: preemptd.v1.Pod.OverheadEntry
+	nil,                                       // 58: preemptd.v1.Pod.NodeSelectorEntry
+	nil,                                       // 59: preemptd.v1.Container.RequestsEntry
+	nil,                                       // 60: preemptd.v1.Container.LimitsEntry
+	nil,                                       // 61: preemptd.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 62: preemptd.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 63: preemptd.v1.Namespace.LabelsEntry
 }
 var file_preemptd_v1_preemptd_proto_depIdxs = []int32{
-	51, // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
+	52, // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
 	7,  // 1: preemptd.v1.LabelSelector.match_expressions:type_name -> preemptd.v1.LabelSelectorRequirement
-	52, // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
-	9,  // 3: preemptd.v1.Node.taints:type_name -> preemptd.v1.Taint
-	53, // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
-	8,  // 5: preemptd.v1.UpdateNodeRequest.upsert:type_name -> preemptd.v1.Node
-	4,  // 6: preemptd.v1.UpdateNodeRequest.delete:type_name -> preemptd.v1.ObjectRef
-	54, // 7: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
-	13, // 8: preemptd.v1.Pod.containers:type_name -> preemptd.v1.Container
-	13, // 9: preemptd.v1.Pod.init_containers:type_name -> preemptd.v1.Container
-	55, // 10: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
-	15, // 11: preemptd.v1.Pod.resources:type_name -> preemptd.v1.ResourceRequirements
-	16, // 12: preemptd.v1.Pod.tolerations:type_name -> preemptd.v1.Toleration
-	56, // 13: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
-	17, // 14: preemptd.v1.Pod.affinity:type_name -> preemptd.v1.Affinity
-	25, // 15: preemptd.v1.Pod.topology_spread_constraints:type_name -> preemptd.v1.TopologySpreadConstraint
-	26, // 16: preemptd.v1.Pod.conditions:type_name -> preemptd.v1.PodCondition
-	57, // 17: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
-	58, // 18: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
-	14, // 19: preemptd.v1.Container.ports:type_name -> preemptd.v1.ContainerPort
-	59, // 20: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
-	60, // 21: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
-	18, // 22: preemptd.v1.Affinity.node_affinity:type_name -> preemptd.v1.NodeAffinity
-	22, // 23: preemptd.v1.Affinity.pod_affinity:type_name -> preemptd.v1.PodAffinity
-	23, // 24: preemptd.v1.Affinity.pod_anti_affinity:type_name -> preemptd.v1.PodAntiAffinity
-	19, // 25: preemptd.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.NodeSelector
-	20, // 26: preemptd.v1.NodeSelector.node_selector_terms:type_name -> preemptd.v1.NodeSelectorTerm
-	21, // 27: preemptd.v1.NodeSelectorTerm.match_expressions:type_name -> preemptd.v1.NodeSelectorRequirement
-	21, // 28: preemptd.v1.NodeSelectorTerm.match_fields:type_name -> preemptd.v1.NodeSelectorRequirement
-	24, // 29: preemptd.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
-	24, // 30: preemptd.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
-	6,  // 31: preemptd.v1.PodAffinityTerm.label_selector:type_name -> preemptd.v1.LabelSelector
-	6,  // 32: preemptd.v1.PodAffinityTerm.namespace_selector:type_name -> preemptd.v1.LabelSelector
-	6,  // 33: preemptd.v1.TopologySpreadConstraint.label_selector:type_name -> preemptd.v1.LabelSelector
-	12, // 34: preemptd.v1.UpdatePodRequest.upsert:type_name -> preemptd.v1.Pod
-	4,  // 35: preemptd.v1.UpdatePodRequest.delete:type_name -> preemptd.v1.ObjectRef
-	6,  // 36: preemptd.v1.PodDisruptionBudget.selector:type_name -> preemptd.v1.LabelSelector
-	29, // 37: preemptd.v1.UpdatePodDisruptionBudgetRequest.upsert:type_name -> preemptd.v1.PodDisruptionBudget
-	4,  // 38: preemptd.v1.UpdatePodDisruptionBudgetRequest.delete:type_name -> preemptd.v1.ObjectRef
-	32, // 39: preemptd.v1.UpdatePriorityClassRequest.upsert:type_name -> preemptd.v1.PriorityClass
-	4,  // 40: preemptd.v1.UpdatePriorityClassRequest.delete:type_name -> preemptd.v1.ObjectRef
-	61, // 41: preemptd.v1.Namespace.labels:type_name -> preemptd.v1.Namespace.LabelsEntry
-	35, // 42: preemptd.v1.UpdateNamespaceRequest.upsert:type_name -> preemptd.v1.Namespace
-	4,  // 43: preemptd.v1.UpdateNamespaceRequest.delete:type_name -> preemptd.v1.ObjectRef
-	12, // 44: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
-	5,  // 45: preemptd.v1.PreemptRequest.pod_ref:type_name -> preemptd.v1.PodRef
-	0,  // 46: preemptd.v1.PreemptRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
-	2,  // 47: preemptd.v1.FilterStatus.code:type_name -> preemptd.v1.StatusCode
-	39, // 48: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
-	39, // 49: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
-	5,  // 50: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
-	1,  // 51: preemptd.v1.PreemptResponse.outcome:type_name -> preemptd.v1.Outcome
-	5,  // 52: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
-	5,  // 53: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
-	40, // 54: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
-	5,  // 55: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
-	42, // 56: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
-	3,  // 57: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
-	5,  // 58: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
-	10, // 59: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
-	27, // 60: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
-	30, // 61: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	33, // 62: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
-	36, // 63: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
-	48, // 64: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
-	48, // 65: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
-	49, // 66: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
-	10, // 67: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
-	27, // 68: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
-	30, // 69: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	33, // 70: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
-	36, // 71: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
-	38, // 72: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
-	43, // 73: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
-	45, // 74: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
-	47, // 75: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
-	11, // 76: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
-	28, // 77: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
-	31, // 78: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
-	34, // 79: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
-	37, // 80: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
-	41, // 81: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
-	44, // 82: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
-	46, // 83: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
-	50, // 84: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
-	76, // [76:85] is the sub-list for method output_type
-	67, // [67:76] is the sub-list for method input_type
-	67, // [67:67] is the sub-list for extension type_name
-	67, // [67:67] is the sub-list for extension extendee
-	0,  // [0:67] is the sub-list for field type_name
+	53, // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
+	10, // 3: preemptd.v1.Node.taints:type_name -> preemptd.v1.Taint
+	54, // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
+	55, // 5: preemptd.v1.Node.annotations:type_name -> preemptd.v1.Node.AnnotationsEntry
+	9,  // 6: preemptd.v1.Node.conditions:type_name -> preemptd.v1.NodeCondition
+	8,  // 7: preemptd.v1.UpdateNodeRequest.upsert:type_name -> preemptd.v1.Node
+	4,  // 8: preemptd.v1.UpdateNodeRequest.delete:type_name -> preemptd.v1.ObjectRef
+	56, // 9: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
+	14, // 10: preemptd.v1.Pod.containers:type_name -> preemptd.v1.Container
+	14, // 11: preemptd.v1.Pod.init_containers:type_name -> preemptd.v1.Container
+	57, // 12: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
+	16, // 13: preemptd.v1.Pod.resources:type_name -> preemptd.v1.ResourceRequirements
+	17, // 14: preemptd.v1.Pod.tolerations:type_name -> preemptd.v1.Toleration
+	58, // 15: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
+	18, // 16: preemptd.v1.Pod.affinity:type_name -> preemptd.v1.Affinity
+	26, // 17: preemptd.v1.Pod.topology_spread_constraints:type_name -> preemptd.v1.TopologySpreadConstraint
+	27, // 18: preemptd.v1.Pod.conditions:type_name -> preemptd.v1.PodCondition
+	59, // 19: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
+	60, // 20: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
+	15, // 21: preemptd.v1.Container.ports:type_name -> preemptd.v1.ContainerPort
+	61, // 22: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
+	62, // 23: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
+	19, // 24: preemptd.v1.Affinity.node_affinity:type_name -> preemptd.v1.NodeAffinity
+	23, // 25: preemptd.v1.Affinity.pod_affinity:type_name -> preemptd.v1.PodAffinity
+	24, // 26: preemptd.v1.Affinity.pod_anti_affinity:type_name -> preemptd.v1.PodAntiAffinity
+	20, // 27: preemptd.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.NodeSelector
+	21, // 28: preemptd.v1.NodeSelector.node_selector_terms:type_name -> preemptd.v1.NodeSelectorTerm
+	22, // 29: preemptd.v1.NodeSelectorTerm.match_expressions:type_name -> preemptd.v1.NodeSelectorRequirement
+	22, // 30: preemptd.v1.NodeSelectorTerm.match_fields:type_name -> preemptd.v1.NodeSelectorRequirement
+	25, // 31: preemptd.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
+	25, // 32: preemptd.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
+	6,  // 33: preemptd.v1.PodAffinityTerm.label_selector:type_name -> preemptd.v1.LabelSelector
+	6,  // 34: preemptd.v1.PodAffinityTerm.namespace_selector:type_name -> preemptd.v1.LabelSelector
+	6,  // 35: preemptd.v1.TopologySpreadConstraint.label_selector:type_name -> preemptd.v1.LabelSelector
+	13, // 36: preemptd.v1.UpdatePodRequest.upsert:type_name -> preemptd.v1.Pod
+	4,  // 37: preemptd.v1.UpdatePodRequest.delete:type_name -> preemptd.v1.ObjectRef
+	6,  // 38: preemptd.v1.PodDisruptionBudget.selector:type_name -> preemptd.v1.LabelSelector
+	30, // 39: preemptd.v1.UpdatePodDisruptionBudgetRequest.upsert:type_name -> preemptd.v1.PodDisruptionBudget
+	4,  // 40: preemptd.v1.UpdatePodDisruptionBudgetRequest.delete:type_name -> preemptd.v1.ObjectRef
+	33, // 41: preemptd.v1.UpdatePriorityClassRequest.upsert:type_name -> preemptd.v1.PriorityClass
+	4,  // 42: preemptd.v1.UpdatePriorityClassRequest.delete:type_name -> preemptd.v1.ObjectRef
+	63, // 43: preemptd.v1.Namespace.labels:type_name -> preemptd.v1.Namespace.LabelsEntry
+	36, // 44: preemptd.v1.UpdateNamespaceRequest.upsert:type_name -> preemptd.v1.Namespace
+	4,  // 45: preemptd.v1.UpdateNamespaceRequest.delete:type_name -> preemptd.v1.ObjectRef
+	13, // 46: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
+	5,  // 47: preemptd.v1.PreemptRequest.pod_ref:type_name -> preemptd.v1.PodRef
+	0,  // 48: preemptd.v1.PreemptRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
+	2,  // 49: preemptd.v1.FilterStatus.code:type_name -> preemptd.v1.StatusCode
+	40, // 50: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
+	40, // 51: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
+	5,  // 52: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
+	1,  // 53: preemptd.v1.PreemptResponse.outcome:type_name -> preemptd.v1.Outcome
+	5,  // 54: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
+	5,  // 55: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
+	41, // 56: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
+	5,  // 57: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
+	43, // 58: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
+	3,  // 59: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
+	5,  // 60: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
+	11, // 61: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
+	28, // 62: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
+	31, // 63: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	34, // 64: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
+	37, // 65: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
+	49, // 66: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
+	49, // 67: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
+	50, // 68: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
+	11, // 69: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
+	28, // 70: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
+	31, // 71: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	34, // 72: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
+	37, // 73: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
+	39, // 74: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
+	44, // 75: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
+	46, // 76: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
+	48, // 77: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
+	12, // 78: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
+	29, // 79: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
+	32, // 80: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
+	35, // 81: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
+	38, // 82: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
+	42, // 83: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
+	45, // 84: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
+	47, // 85: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
+	51, // 86: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
+	78, // [78:87] is the sub-list for method output_type
+	69, // [69:78] is the sub-list for method input_type
+	69, // [69:69] is the sub-list for extension type_name
+	69, // [69:69] is the sub-list for extension extendee
+	0,  // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_preemptd_v1_preemptd_proto_init() }
@@ -4718,40 +4825,40 @@ func file_preemptd_v1_preemptd_proto_init() {
 		return
 	}
 	file_preemptd_v1_preemptd_proto_msgTypes[0].OneofWrappers = []any{}
-	file_preemptd_v1_preemptd_proto_msgTypes[6].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[7].OneofWrappers = []any{
 		(*UpdateNodeRequest_Upsert)(nil),
 		(*UpdateNodeRequest_UpsertJson)(nil),
 		(*UpdateNodeRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[8].OneofWrappers = []any{}
-	file_preemptd_v1_preemptd_proto_msgTypes[12].OneofWrappers = []any{}
-	file_preemptd_v1_preemptd_proto_msgTypes[21].OneofWrappers = []any{}
-	file_preemptd_v1_preemptd_proto_msgTypes[23].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[9].OneofWrappers = []any{}
+	file_preemptd_v1_preemptd_proto_msgTypes[13].OneofWrappers = []any{}
+	file_preemptd_v1_preemptd_proto_msgTypes[22].OneofWrappers = []any{}
+	file_preemptd_v1_preemptd_proto_msgTypes[24].OneofWrappers = []any{
 		(*UpdatePodRequest_Upsert)(nil),
 		(*UpdatePodRequest_UpsertJson)(nil),
 		(*UpdatePodRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[26].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[27].OneofWrappers = []any{
 		(*UpdatePodDisruptionBudgetRequest_Upsert)(nil),
 		(*UpdatePodDisruptionBudgetRequest_UpsertJson)(nil),
 		(*UpdatePodDisruptionBudgetRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[29].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[30].OneofWrappers = []any{
 		(*UpdatePriorityClassRequest_Upsert)(nil),
 		(*UpdatePriorityClassRequest_UpsertJson)(nil),
 		(*UpdatePriorityClassRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[32].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[33].OneofWrappers = []any{
 		(*UpdateNamespaceRequest_Upsert)(nil),
 		(*UpdateNamespaceRequest_UpsertJson)(nil),
 		(*UpdateNamespaceRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[34].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[35].OneofWrappers = []any{
 		(*PreemptRequest_Pod)(nil),
 		(*PreemptRequest_PodJson)(nil),
 		(*PreemptRequest_PodRef)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[43].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[44].OneofWrappers = []any{
 		(*SyncRequest_Node)(nil),
 		(*SyncRequest_Pod)(nil),
 		(*SyncRequest_Pdb)(nil),
@@ -4764,7 +4871,7 @@ func file_preemptd_v1_preemptd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_preemptd_v1_preemptd_proto_rawDesc), len(file_preemptd_v1_preemptd_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   58,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

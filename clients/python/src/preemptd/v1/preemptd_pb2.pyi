@@ -97,7 +97,7 @@ class LabelSelectorRequirement(_message.Message):
     def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("name", "uid", "resource_version", "labels", "taints", "unschedulable", "allocatable")
+    __slots__ = ("name", "uid", "resource_version", "labels", "taints", "unschedulable", "allocatable", "annotations", "conditions")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -112,6 +112,13 @@ class Node(_message.Message):
         key: str
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AnnotationsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     UID_FIELD_NUMBER: _ClassVar[int]
     RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +126,8 @@ class Node(_message.Message):
     TAINTS_FIELD_NUMBER: _ClassVar[int]
     UNSCHEDULABLE_FIELD_NUMBER: _ClassVar[int]
     ALLOCATABLE_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
     uid: str
     resource_version: int
@@ -126,7 +135,21 @@ class Node(_message.Message):
     taints: _containers.RepeatedCompositeFieldContainer[Taint]
     unschedulable: bool
     allocatable: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., unschedulable: _Optional[bool] = ..., allocatable: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    annotations: _containers.ScalarMap[str, str]
+    conditions: _containers.RepeatedCompositeFieldContainer[NodeCondition]
+    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., unschedulable: _Optional[bool] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ...) -> None: ...
+
+class NodeCondition(_message.Message):
+    __slots__ = ("type", "status", "reason", "message")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    status: str
+    reason: str
+    message: str
+    def __init__(self, type: _Optional[str] = ..., status: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Taint(_message.Message):
     __slots__ = ("key", "value", "effect")

@@ -326,6 +326,10 @@ export interface Node {
    * "pods": "110", "example.com/gpu": "2").
    */
   allocatable: { [key: string]: string };
+  /** metadata.annotations. Only a placement policy's termination-notice signals read them. */
+  annotations: { [key: string]: string };
+  /** status.conditions. Only a placement policy's termination-notice signals read them. */
+  conditions: NodeCondition[];
 }
 
 export interface Node_LabelsEntry {
@@ -336,6 +340,23 @@ export interface Node_LabelsEntry {
 export interface Node_AllocatableEntry {
   key: string;
   value: string;
+}
+
+export interface Node_AnnotationsEntry {
+  key: string;
+  value: string;
+}
+
+/** NodeCondition is one of a node's status.conditions. */
+export interface NodeCondition {
+  /** "Ready", "MemoryPressure", ...; required. */
+  type: string;
+  /** "True", "False" or "Unknown". */
+  status: string;
+  /** Machine-readable reason of the last transition. */
+  reason: string;
+  /** Human-readable message ("node is shutting down"). */
+  message: string;
 }
 
 /** Taint is a node taint. */
@@ -1575,7 +1596,17 @@ export const LabelSelectorRequirement: MessageFns<LabelSelectorRequirement> = {
 };
 
 function createBaseNode(): Node {
-  return { name: "", uid: "", resourceVersion: 0n, labels: {}, taints: [], unschedulable: false, allocatable: {} };
+  return {
+    name: "",
+    uid: "",
+    resourceVersion: 0n,
+    labels: {},
+    taints: [],
+    unschedulable: false,
+    allocatable: {},
+    annotations: {},
+    conditions: [],
+  };
 }
 
 export const Node: MessageFns<Node> = {
@@ -1604,6 +1635,12 @@ export const Node: MessageFns<Node> = {
     globalThis.Object.entries(message.allocatable).forEach(([key, value]: [string, string]) => {
       Node_AllocatableEntry.encode({ key: key as any, value }, writer.uint32(58).fork()).join();
     });
+    globalThis.Object.entries(message.annotations).forEach(([key, value]: [string, string]) => {
+      Node_AnnotationsEntry.encode({ key: key as any, value }, writer.uint32(66).fork()).join();
+    });
+    for (const v of message.conditions) {
+      NodeCondition.encode(v!, writer.uint32(74).fork()).join();
+    }
     return writer;
   },
 
@@ -1682,6 +1719,25 @@ export const Node: MessageFns<Node> = {
             }
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            const entry8 = Node_AnnotationsEntry.decode(reader, reader.uint32());
+            if (entry8.value !== undefined) {
+              message.annotations[entry8.key] = entry8.value;
+            }
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.conditions.push(NodeCondition.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1733,6 +1789,23 @@ export const Node: MessageFns<Node> = {
           {},
         )
         : {},
+      annotations: isObject(object.annotations)
+        ? (globalThis.Object.entries(object.annotations) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      conditions: globalThis.Array.isArray(object?.conditions)
+        ? object.conditions.map((e: any) => NodeCondition.fromJSON(e))
+        : [],
     };
   },
 
@@ -1771,6 +1844,18 @@ export const Node: MessageFns<Node> = {
         });
       }
     }
+    if (message.annotations) {
+      const entries = globalThis.Object.entries(message.annotations) as [string, string][];
+      if (entries.length > 0) {
+        obj.annotations = {};
+        entries.forEach(([k, v]) => {
+          obj.annotations[k] = v;
+        });
+      }
+    }
+    if (message.conditions?.length) {
+      obj.conditions = message.conditions.map((e) => NodeCondition.toJSON(e));
+    }
     return obj;
   },
 
@@ -1804,6 +1889,16 @@ export const Node: MessageFns<Node> = {
       },
       {},
     );
+    message.annotations = (globalThis.Object.entries(object.annotations ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.conditions = object.conditions?.map((e) => NodeCondition.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1974,6 +2069,208 @@ export const Node_AllocatableEntry: MessageFns<Node_AllocatableEntry> = {
     const message = createBaseNode_AllocatableEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseNode_AnnotationsEntry(): Node_AnnotationsEntry {
+  return { key: "", value: "" };
+}
+
+export const Node_AnnotationsEntry: MessageFns<Node_AnnotationsEntry> = {
+  encode(message: Node_AnnotationsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Node_AnnotationsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNode_AnnotationsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Node_AnnotationsEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: Node_AnnotationsEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Node_AnnotationsEntry>): Node_AnnotationsEntry {
+    return Node_AnnotationsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Node_AnnotationsEntry>): Node_AnnotationsEntry {
+    const message = createBaseNode_AnnotationsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseNodeCondition(): NodeCondition {
+  return { type: "", status: "", reason: "", message: "" };
+}
+
+export const NodeCondition: MessageFns<NodeCondition> = {
+  encode(message: NodeCondition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    if (message.message !== "") {
+      writer.uint32(34).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeCondition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeCondition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NodeCondition {
+    return {
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: NodeCondition): unknown {
+    const obj: any = {};
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<NodeCondition>): NodeCondition {
+    return NodeCondition.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<NodeCondition>): NodeCondition {
+    const message = createBaseNodeCondition();
+    message.type = object.type ?? "";
+    message.status = object.status ?? "";
+    message.reason = object.reason ?? "";
+    message.message = object.message ?? "";
     return message;
   },
 };

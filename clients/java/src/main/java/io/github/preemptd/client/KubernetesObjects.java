@@ -18,6 +18,7 @@ import preemptd.v1.Preemptd.LabelSelector;
 import preemptd.v1.Preemptd.LabelSelectorRequirement;
 import preemptd.v1.Preemptd.Node;
 import preemptd.v1.Preemptd.NodeAffinity;
+import preemptd.v1.Preemptd.NodeCondition;
 import preemptd.v1.Preemptd.NodeSelector;
 import preemptd.v1.Preemptd.NodeSelectorRequirement;
 import preemptd.v1.Preemptd.NodeSelectorTerm;
@@ -353,7 +354,17 @@ public final class KubernetesObjects {
             .setResourceVersion(meta.resourceVersion("resourceVersion"))
             .putAllLabels(meta.stringMap("labels"))
             .setUnschedulable(spec.bool("unschedulable"))
-            .putAllAllocatable(status.quantities("allocatable"));
+            .putAllAllocatable(status.quantities("allocatable"))
+            // Read by a placement policy's termination-notice signals.
+            .putAllAnnotations(meta.stringMap("annotations"));
+    for (At c : status.list("conditions")) {
+      n.addConditions(
+          NodeCondition.newBuilder()
+              .setType(c.str("type"))
+              .setStatus(c.str("status"))
+              .setReason(c.str("reason"))
+              .setMessage(c.str("message")));
+    }
     for (At t : spec.list("taints")) {
       n.addTaints(
           Taint.newBuilder()
