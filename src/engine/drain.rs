@@ -241,12 +241,13 @@ fn working_copy(
         kept.push(info);
     }
     noticed.sort();
-    let pods = kept
+    let pods: Vec<Held<Pod>> = kept
         .iter()
-        .flat_map(|info| info.pods.iter().chain(info.nominated.iter()).cloned());
-    for result in working.upsert_pods(pods) {
+        .flat_map(|info| info.pods.iter().chain(info.nominated.iter()).cloned())
+        .collect();
+    for (pod, result) in pods.iter().zip(working.upsert_pods(pods.iter().cloned())) {
         result.map_err(|error| DrainError::WorkingState {
-            pod: String::new(),
+            pod: format!("{}/{}", pod.namespace, pod.name()),
             message: error.to_string(),
         })?;
     }
