@@ -226,3 +226,60 @@ async fn a_policy_server_keeps_critical_pods_on_demand_and_off_noticed_nodes() {
     .await
     .expect("test timed out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plans_shed_with_preempt_calls_when_the_decision_slots_are_taken() {
+    timeout(TEST_TIMEOUT, async {
+        let (_server, mut client) = start_with(preemptd::server::ServeConfig {
+            max_concurrent_preempts: 1,
+            ..loopback_config()
+        })
+        .await;
+        // A plan of a few hundred decisions holds the one slot for a while.
+        upsert_node(&mut client, node("drained", "1000")).await;
+        for n in 0..20 {
+            upsert_node(&mut client, node(&format!("n{n}"), "100")).await;
+        }
+        for p in 0..300 {
+            upsert_pod(&mut client, pod(&format!("p{p}"), p % 7, "100m", "drained")).await;
+        }
+        // Rounds repeat in the unlikely case no two plans overlapped.
+        let mut shed = None;
+        for _round in 0..20 {
+            let calls: Vec<_> = (0..6)
+                .map(|_| {
+                    let mut client = client.clone();
+                    tokio::spawn(async move { plan(&mut client, &["drained"]).await })
+                })
+                .collect();
+            let mut served = 0;
+            for call in calls {
+                match call.await.expect("join") {
+                    Ok(response) => {
+                        assert_eq!(response.pods.len(), 300);
+                        served += 1;
+                    }
+                    Err(status) => {
+                        assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+                        shed = Some(status);
+                    }
+                }
+            }
+            assert!(served >= 1, "at least the first plan is served");
+            if shed.is_some() {
+                break;
+            }
+        }
+        let shed = shed.expect("no plan was shed");
+        assert!(
+            shed.message()
+                .contains("too many concurrent preempt calls and drain plans (limit 1)"),
+            "{}",
+            shed.message()
+        );
+        // The slot is free again once the plans are done.
+        plan(&mut client, &["drained"]).await.expect("plan after");
+    })
+    .await
+    .expect("test timed out");
+}

@@ -124,6 +124,13 @@ impl ApiError {
         ))
     }
 
+    /// A `PlanDrain` while `--max-concurrent-preempts` decisions (plans included) run.
+    pub fn drain_overloaded(limit: usize) -> Self {
+        ApiError::ResourceExhausted(format!(
+            "too many concurrent preempt calls and drain plans (limit {limit}); retry with backoff"
+        ))
+    }
+
     /// More `WatchNominations` streams than `--max-watchers`.
     pub fn too_many_watchers(limit: usize) -> Self {
         ApiError::ResourceExhausted(format!(
@@ -322,6 +329,7 @@ mod tests {
                 ApiError::permission_denied("preemptd.v1.Preemption/UpdatePod", "writer", None),
                 Code::PermissionDenied,
             ),
+            (ApiError::drain_overloaded(4), Code::ResourceExhausted),
             (ApiError::too_many_watchers(2), Code::ResourceExhausted),
             (ApiError::too_many_sync_streams(2), Code::ResourceExhausted),
             (

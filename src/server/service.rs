@@ -651,11 +651,21 @@ impl pb::preemption_server::Preemption for PreemptionService {
         self.state.check_listed()?;
         let request = request.into_inner();
         let pdb_mode = convert::pdb_mode(request.pdb_mode)?;
+        // A plan is a batch of decisions: it sheds with Preempt, from the same permits.
+        let permit = self
+            .state
+            .preempt_permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::drain_overloaded(self.state.max_concurrent_preempts()))?;
         let state = self.state.clone();
         let span = tracing::Span::current();
         // A plan copies the cluster and makes one decision per pod: blocking pool.
         let response = tokio::task::spawn_blocking(move || {
-            span.in_scope(|| state.plan_drain(&request.node_names, pdb_mode, request.explain))
+            let planned =
+                span.in_scope(|| state.plan_drain(&request.node_names, pdb_mode, request.explain));
+            drop(permit);
+            planned
         })
         .await
         .map_err(ApiError::from)??;
