@@ -12,6 +12,7 @@ pub mod kubernetes;
 pub mod model;
 pub mod nominations;
 pub mod ops;
+pub mod plan_drain;
 pub mod recent;
 pub mod server;
 pub mod simulate;

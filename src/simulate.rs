@@ -239,7 +239,10 @@ fn object(
 }
 
 /// Reads a file's objects; a note names what was skipped.
-fn read_file(path: &Path, strict: bool) -> Result<(Vec<Object>, Option<String>), SimulateError> {
+pub(crate) fn read_file(
+    path: &Path,
+    strict: bool,
+) -> Result<(Vec<Object>, Option<String>), SimulateError> {
     let text = std::fs::read_to_string(path).map_err(|source| SimulateError::Unreadable {
         path: path.to_path_buf(),
         source,

@@ -30,6 +30,7 @@ const RPCS: &[&str] = &[
     "ListNominations",
     "WatchNominations",
     "Sync",
+    "PlanDrain",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

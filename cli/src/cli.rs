@@ -1,5 +1,5 @@
-//! The command line: `preemptd serve`, `preemptd simulate`, `preemptd health` and
-//! `preemptd bench`.
+//! The command line: `preemptd serve`, `preemptd simulate`, `preemptd plan-drain`,
+//! `preemptd health` and `preemptd bench`.
 //! Parsing and wiring only; the work is done by the library and the load generator.
 //!
 //! Every `serve` flag can also be set through an environment variable (`PREEMPTD_...`,
@@ -17,6 +17,7 @@ use clap::{CommandFactory as _, Parser, Subcommand};
 use preemptd::engine::Policy;
 use preemptd::kubernetes;
 use preemptd::ops::telemetry::{self, LogFormat, TelemetryConfig};
+use preemptd::plan_drain::{self, PlanDrainOptions};
 use preemptd::server::authz::AuthzPolicy;
 use preemptd::server::tls::TlsSettings;
 use preemptd::server::{self, ServeConfig};
@@ -72,6 +73,10 @@ pub enum Command {
         #[arg(long, value_name = "FILE", value_parser = parse_policy)]
         policy: Option<Arc<Policy>>,
     },
+    /// Plan the drain of nodes about to go away, offline: where each of their pods would
+    /// go if evicted now (fits / needs preemption / nowhere) and an eviction order within
+    /// every PodDisruptionBudget. Nothing is evicted.
+    PlanDrain(PlanDrainArgs),
     /// Check a running server over the gRPC health protocol (grpc.health.v1): exit 0 when
     /// it is SERVING, 1 otherwise. The container image's HEALTHCHECK.
     Health(HealthArgs),
@@ -80,6 +85,45 @@ pub enum Command {
     /// process unless --target or --in-process); the last stdout line is a JSON object
     /// with every figure. See BENCHMARKS.md.
     Bench(bench::BenchArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PlanDrainArgs {
+    /// Nodes, Pods, PodDisruptionBudgets, PriorityClasses and Namespaces (JSON or YAML), as
+    /// `simulate --cluster` reads them.
+    #[arg(
+        long,
+        value_name = "CLUSTER.json",
+        required_unless_present = "kubeconfig",
+        conflicts_with = "kubeconfig"
+    )]
+    cluster: Option<PathBuf>,
+    /// Instead of --cluster: list the live cluster of this kubeconfig once; without a path,
+    /// KUBECONFIG or ~/.kube/config.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    kubeconfig: Option<PathBuf>,
+    /// The nodes to drain, comma-separated.
+    #[arg(
+        long,
+        value_name = "NODE,...",
+        required = true,
+        value_delimiter = ',',
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
+    )]
+    nodes: Vec<String>,
+    /// Plan under this placement policy (YAML), as `serve --policy` would: critical pods to
+    /// on-demand capacity, nodes with a termination notice take no pod.
+    #[arg(long, value_name = "FILE", value_parser = parse_policy)]
+    policy: Option<Arc<Policy>>,
+    /// `text` for people, `json` for the proto3 JSON of preemptd.v1.PlanDrainResponse.
+    #[arg(long, value_enum, default_value_t = PlanOutput::Text)]
+    output: PlanOutput,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum PlanOutput {
+    Text,
+    Json,
 }
 
 #[derive(clap::Args, Debug)]
@@ -614,23 +658,72 @@ fn env_source(arg: &str) -> Option<String> {
 /// sysexits.h EX_SOFTWARE: the decision could not be rendered (a build defect).
 const EXIT_SOFTWARE: u8 = 70;
 
+/// Lists the cluster of `source` once.
+fn list_live(
+    source: kubernetes::Source,
+) -> Result<Vec<preemptd::model::decode::Object>, simulate::SimulateError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| simulate::SimulateError::Cluster(error.to_string()))?;
+    runtime
+        .block_on(async {
+            let client = kubernetes::client(&source).await?;
+            kubernetes::list_once(client).await
+        })
+        .map_err(|error| simulate::SimulateError::Cluster(format!("{error:#}")))
+}
+
 /// Lists the cluster of `source` once and decides for the pod in `pod`.
 fn simulate_live(
     source: kubernetes::Source,
     pod: &Path,
     options: SimulateOptions,
 ) -> Result<simulate::Simulation, simulate::SimulateError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| simulate::SimulateError::Cluster(error.to_string()))?;
-    let objects = runtime
-        .block_on(async {
-            let client = kubernetes::client(&source).await?;
-            kubernetes::list_once(client).await
-        })
-        .map_err(|error| simulate::SimulateError::Cluster(format!("{error:#}")))?;
-    simulate::simulate_objects(objects, pod, options)
+    simulate::simulate_objects(list_live(source)?, pod, options)
+}
+
+fn plan_drain(args: PlanDrainArgs) -> ExitCode {
+    let options = PlanDrainOptions {
+        policy: args.policy,
+        pdb_mode: None,
+    };
+    let planned = match args.cluster {
+        Some(cluster) => plan_drain::plan_drain(&cluster, &args.nodes, &options),
+        None => {
+            let path = args.kubeconfig.filter(|p| !p.as_os_str().is_empty());
+            list_live(kubernetes::Source::Kubeconfig(path))
+                .map_err(plan_drain::PlanDrainError::from)
+                .and_then(|objects| plan_drain::plan_drain_objects(objects, &args.nodes, &options))
+        }
+    };
+    let planned = match planned {
+        Ok(planned) => planned,
+        Err(error) => {
+            eprintln!("preemptd: error: {error}");
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(EXIT_SOFTWARE));
+        }
+    };
+    for note in &planned.notes {
+        eprintln!("preemptd: {note}");
+    }
+    let rendered = match args.output {
+        PlanOutput::Text => Ok(plan_drain::plan_text(&planned.plan)),
+        PlanOutput::Json => plan_drain::plan_json(&planned.plan)
+            .map_err(|error| error.to_string())
+            .and_then(|json| serde_json::to_string_pretty(&json).map_err(|error| error.to_string()))
+            .map(|text| text + "\n"),
+    };
+    match rendered {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("preemptd: error: {error}");
+            ExitCode::from(EXIT_SOFTWARE)
+        }
+    }
 }
 
 fn run_simulate(simulation: Result<simulate::Simulation, simulate::SimulateError>) -> ExitCode {
@@ -665,6 +758,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Health(args) => health(args),
         Command::Bench(args) => bench::run(args),
+        Command::PlanDrain(args) => plan_drain(args),
         Command::Simulate {
             cluster,
             kubeconfig,

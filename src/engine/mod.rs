@@ -11,8 +11,11 @@
 //!
 //! A [`policy`] (optional) rules nodes out in phase 1 and candidates out in phase 4, and
 //! names each in the diagnostics; without one the decision is upstream's.
+//!
+//! [`drain`] plans where the pods of nodes about to go away would go, decision by decision.
 
 mod bounds;
+pub mod drain;
 mod eligibility;
 mod filter_pass;
 pub mod filters;

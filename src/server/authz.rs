@@ -28,7 +28,8 @@ use super::tls::{CertIdentity, PeerInfo};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
-    /// Dry-run `Preempt`, `ListNominations`, `WatchNominations`, health, reflection.
+    /// Dry-run `Preempt`, `PlanDrain`, `ListNominations`, `WatchNominations`, health,
+    /// reflection.
     Reader,
     /// A reader that may also change the cache: `Update*`, `Sync`, committing `Preempt`.
     Writer,
@@ -69,7 +70,7 @@ pub fn required_role(path: &str) -> Role {
     }
     match path.strip_prefix("/preemptd.v1.Preemption/") {
         // A committing Preempt needs a writer: `check_commit`, once the body is read.
-        Some("Preempt" | "ListNominations" | "WatchNominations") => Role::Reader,
+        Some("Preempt" | "PlanDrain" | "ListNominations" | "WatchNominations") => Role::Reader,
         Some(
             "UpdateNode"
             | "UpdatePod"
@@ -541,6 +542,7 @@ clients:
         let p = |m: &str| required_role(&format!("/preemptd.v1.Preemption/{m}"));
         assert_eq!(p("Preempt"), Role::Reader);
         assert_eq!(p("WatchNominations"), Role::Reader);
+        assert_eq!(p("PlanDrain"), Role::Reader);
         assert_eq!(p("UpdatePod"), Role::Writer);
         assert_eq!(p("Sync"), Role::Writer);
         assert_eq!(p("SomethingNew"), Role::Admin);

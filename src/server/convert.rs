@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use crate::engine::drain::{DrainPlan, Eviction, Placement, PodPlan};
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, PdbMode, Status as FilterStatus};
 use crate::model::build::{
     self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, Memo,
@@ -368,6 +369,70 @@ pub fn decision(d: &Decision) -> pb::PreemptResponse {
         diagnostics: d.diagnostics.iter().map(diagnostic).collect(),
         ..Default::default()
     }
+}
+
+/// The drain plan; `epoch` and `revision` are filled by the caller.
+pub fn drain_plan(plan: &DrainPlan) -> pb::PlanDrainResponse {
+    pb::PlanDrainResponse {
+        pods: plan.pods.iter().map(pod_drain_plan).collect(),
+        batches: plan
+            .batches
+            .iter()
+            .map(|batch| pb::DrainBatch {
+                pods: batch
+                    .iter()
+                    .filter_map(|&index| plan.pods.get(index))
+                    .map(|p| pod_ref(&p.pod))
+                    .collect(),
+            })
+            .collect(),
+        noticed_nodes: plan
+            .noticed_nodes
+            .iter()
+            .map(|(node, signal)| pb::NoticedNode {
+                node: node.to_string(),
+                signal: signal.clone(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn pod_drain_plan(p: &PodPlan) -> pb::PodDrainPlan {
+    let mut out = pb::PodDrainPlan {
+        pod: Some(pod_ref(&p.pod)),
+        priority: p.priority,
+        from_node: p.from_node.to_string(),
+        critical: p.critical,
+        diagnostics: p.diagnostics.iter().map(diagnostic).collect(),
+        ..Default::default()
+    };
+    match &p.placement {
+        Placement::Fits { node } => {
+            out.set_outcome(pb::DrainOutcome::Fits);
+            out.node_name = node.to_string();
+        }
+        Placement::Preempt { node, victims } => {
+            out.set_outcome(pb::DrainOutcome::Preempt);
+            out.node_name = node.to_string();
+            out.victims = victims.iter().map(pod_ref).collect();
+        }
+        Placement::Nowhere { reason } => {
+            out.set_outcome(pb::DrainOutcome::Nowhere);
+            out.reason = reason.clone();
+        }
+    }
+    match &p.eviction {
+        Eviction::Batch(index) => out.batch = u32::try_from(*index + 1).unwrap_or(u32::MAX),
+        Eviction::BlockedBy { namespace, name } => {
+            out.blocked_by_pdb = Some(pb::ObjectRef {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                uid: None,
+            });
+        }
+    }
+    out
 }
 
 pub fn event(e: &Event, epoch: &str) -> pb::WatchNominationsResponse {

@@ -8,6 +8,7 @@
 use tonic::{Code, Status};
 
 use crate::cache::{CacheError, CommitConflict};
+use crate::engine::drain::DrainError;
 use crate::model::build::BuildError;
 use crate::model::decode::DecodeError;
 use crate::nominations::{End, SubscribeError};
@@ -120,6 +121,13 @@ impl ApiError {
     pub fn preempt_overloaded(limit: usize) -> Self {
         ApiError::ResourceExhausted(format!(
             "too many concurrent preempt calls (limit {limit}); retry with backoff"
+        ))
+    }
+
+    /// A `PlanDrain` while `--max-concurrent-preempts` decisions (plans included) run.
+    pub fn drain_overloaded(limit: usize) -> Self {
+        ApiError::ResourceExhausted(format!(
+            "too many concurrent preempt calls and drain plans (limit {limit}); retry with backoff"
         ))
     }
 
@@ -261,6 +269,18 @@ impl From<End> for ApiError {
     }
 }
 
+impl From<DrainError> for ApiError {
+    fn from(err: DrainError) -> Self {
+        match &err {
+            DrainError::NoNodes => ApiError::invalid("node_names", err.to_string()),
+            DrainError::UnknownNode { index, .. } => {
+                ApiError::invalid(format!("node_names[{index}]"), err.to_string())
+            }
+            DrainError::WorkingState { .. } => ApiError::Internal(err.to_string()),
+        }
+    }
+}
+
 impl From<tokio::task::JoinError> for ApiError {
     fn from(err: tokio::task::JoinError) -> Self {
         tracing::error!(error = %err, "decision task failed");
@@ -309,11 +329,21 @@ mod tests {
                 ApiError::permission_denied("preemptd.v1.Preemption/UpdatePod", "writer", None),
                 Code::PermissionDenied,
             ),
+            (ApiError::drain_overloaded(4), Code::ResourceExhausted),
             (ApiError::too_many_watchers(2), Code::ResourceExhausted),
             (ApiError::too_many_sync_streams(2), Code::ResourceExhausted),
             (
                 ApiError::deadline_exceeded(std::time::Duration::from_millis(10)),
                 Code::DeadlineExceeded,
+            ),
+            (DrainError::NoNodes.into(), Code::InvalidArgument),
+            (
+                DrainError::WorkingState {
+                    pod: "default/a".into(),
+                    message: "uid conflict".into(),
+                }
+                .into(),
+                Code::Internal,
             ),
         ];
         for (err, code) in cases {
@@ -337,6 +367,12 @@ mod tests {
             status.message(),
             "upsert_json: status.allocatable[cpu]: invalid quantity \"x\""
         );
+        let status = Status::from(ApiError::from(DrainError::UnknownNode {
+            index: 2,
+            name: "ghost".into(),
+        }));
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert_eq!(status.message(), "node_names[2]: unknown node \"ghost\"");
         // A typed object's field comes after the request field, in the same words.
         let status = Status::from(ApiError::from_build(
             "upsert",

@@ -45,6 +45,7 @@ macro_rules! proto_names {
 
 proto_names!(
     PreemptResponse,
+    PlanDrainResponse,
     ListNominationsResponse,
     WatchNominationsResponse
 );
@@ -112,6 +113,7 @@ mod tests {
         let pool = POOL.as_ref().expect("descriptor set");
         for name in [
             pb::PreemptResponse::FULL_NAME,
+            pb::PlanDrainResponse::FULL_NAME,
             pb::ListNominationsResponse::FULL_NAME,
             pb::WatchNominationsResponse::FULL_NAME,
         ] {

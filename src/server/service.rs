@@ -318,6 +318,27 @@ impl State {
         )))
     }
 
+    /// Plans the drain of `nodes` on the current cache. Blocking: run on the blocking pool.
+    fn plan_drain(
+        &self,
+        nodes: &[String],
+        pdb_mode: Option<PdbMode>,
+        explain: bool,
+    ) -> Result<pb::PlanDrainResponse, ApiError> {
+        let snapshot = self.cache.snapshot();
+        let options = engine::drain::DrainOptions {
+            policy: self.policy.clone(),
+            pdb_mode,
+            explain,
+            now: None,
+        };
+        let plan = engine::drain::plan(&snapshot, nodes, &options)?;
+        let mut response = convert::drain_plan(&plan);
+        response.epoch = self.epoch.clone();
+        response.revision = snapshot.revision;
+        Ok(response)
+    }
+
     /// The current nominations and the log revision they are as of.
     fn list(&self) -> (Vec<Nomination>, u64) {
         let _sync = self.sync.lock();
@@ -620,6 +641,34 @@ impl pb::preemption_server::Preemption for PreemptionService {
             response.victims.len(),
             start.elapsed(),
         );
+        Ok(Response::new(response))
+    }
+
+    async fn plan_drain(
+        &self,
+        request: Request<pb::PlanDrainRequest>,
+    ) -> Result<Response<pb::PlanDrainResponse>, Status> {
+        self.state.check_listed()?;
+        let request = request.into_inner();
+        let pdb_mode = convert::pdb_mode(request.pdb_mode)?;
+        // A plan is a batch of decisions: it sheds with Preempt, from the same permits.
+        let permit = self
+            .state
+            .preempt_permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::drain_overloaded(self.state.max_concurrent_preempts()))?;
+        let state = self.state.clone();
+        let span = tracing::Span::current();
+        // A plan copies the cluster and makes one decision per pod: blocking pool.
+        let response = tokio::task::spawn_blocking(move || {
+            let planned =
+                span.in_scope(|| state.plan_drain(&request.node_names, pdb_mode, request.explain));
+            drop(permit);
+            planned
+        })
+        .await
+        .map_err(ApiError::from)??;
         Ok(Response::new(response))
     }
 

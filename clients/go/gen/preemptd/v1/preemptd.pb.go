@@ -271,6 +271,63 @@ func (NominationEventType) EnumDescriptor() ([]byte, []int) {
 	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{3}
 }
 
+// DrainOutcome is where an evicted pod would go.
+type DrainOutcome int32
+
+const (
+	// Never sent.
+	DrainOutcome_DRAIN_OUTCOME_UNSPECIFIED DrainOutcome = 0
+	// The pod fits on node_name as it is, counting the pods the plan placed before it.
+	DrainOutcome_DRAIN_OUTCOME_FITS DrainOutcome = 1
+	// The pod fits on node_name once victims are preempted.
+	DrainOutcome_DRAIN_OUTCOME_PREEMPT DrainOutcome = 2
+	// No node can take the pod; reason says why.
+	DrainOutcome_DRAIN_OUTCOME_NOWHERE DrainOutcome = 3
+)
+
+// Enum value maps for DrainOutcome.
+var (
+	DrainOutcome_name = map[int32]string{
+		0: "DRAIN_OUTCOME_UNSPECIFIED",
+		1: "DRAIN_OUTCOME_FITS",
+		2: "DRAIN_OUTCOME_PREEMPT",
+		3: "DRAIN_OUTCOME_NOWHERE",
+	}
+	DrainOutcome_value = map[string]int32{
+		"DRAIN_OUTCOME_UNSPECIFIED": 0,
+		"DRAIN_OUTCOME_FITS":        1,
+		"DRAIN_OUTCOME_PREEMPT":     2,
+		"DRAIN_OUTCOME_NOWHERE":     3,
+	}
+)
+
+func (x DrainOutcome) Enum() *DrainOutcome {
+	p := new(DrainOutcome)
+	*p = x
+	return p
+}
+
+func (x DrainOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DrainOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_preemptd_v1_preemptd_proto_enumTypes[4].Descriptor()
+}
+
+func (DrainOutcome) Type() protoreflect.EnumType {
+	return &file_preemptd_v1_preemptd_proto_enumTypes[4]
+}
+
+func (x DrainOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DrainOutcome.Descriptor instead.
+func (DrainOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{4}
+}
+
 // ObjectRef names an object to delete.
 type ObjectRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4272,6 +4329,393 @@ func (x *SyncResponse) GetNominationsRevision() uint64 {
 	return 0
 }
 
+// PlanDrainRequest names the nodes to drain.
+type PlanDrainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The nodes about to go away; at least one, each a node the cache holds.
+	NodeNames []string `protobuf:"bytes,1,rep,name=node_names,json=nodeNames,proto3" json:"node_names,omitempty"`
+	// How PodDisruptionBudgets weigh in the preemption decisions; unset: the server's
+	// policy (`serve --policy`), PDB_MODE_PREFER without one.
+	PdbMode PdbMode `protobuf:"varint,2,opt,name=pdb_mode,json=pdbMode,proto3,enum=preemptd.v1.PdbMode" json:"pdb_mode,omitempty"`
+	// Fill PodDrainPlan.diagnostics with one entry per node.
+	Explain       bool `protobuf:"varint,3,opt,name=explain,proto3" json:"explain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanDrainRequest) Reset() {
+	*x = PlanDrainRequest{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanDrainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanDrainRequest) ProtoMessage() {}
+
+func (x *PlanDrainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanDrainRequest.ProtoReflect.Descriptor instead.
+func (*PlanDrainRequest) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *PlanDrainRequest) GetNodeNames() []string {
+	if x != nil {
+		return x.NodeNames
+	}
+	return nil
+}
+
+func (x *PlanDrainRequest) GetPdbMode() PdbMode {
+	if x != nil {
+		return x.PdbMode
+	}
+	return PdbMode_PDB_MODE_UNSPECIFIED
+}
+
+func (x *PlanDrainRequest) GetExplain() bool {
+	if x != nil {
+		return x.Explain
+	}
+	return false
+}
+
+// PodDrainPlan is one pod of a drained node.
+type PodDrainPlan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod.
+	Pod *PodRef `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// Its priority.
+	Priority int32 `protobuf:"varint,2,opt,name=priority,proto3" json:"priority,omitempty"`
+	// The drained node it runs on.
+	FromNode string `protobuf:"bytes,3,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	// Where it would go.
+	Outcome DrainOutcome `protobuf:"varint,4,opt,name=outcome,proto3,enum=preemptd.v1.DrainOutcome" json:"outcome,omitempty"`
+	// For DRAIN_OUTCOME_FITS and DRAIN_OUTCOME_PREEMPT: the node.
+	NodeName string `protobuf:"bytes,5,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// For DRAIN_OUTCOME_PREEMPT: the pods to preempt, most important first. They are not
+	// planned themselves.
+	Victims []*PodRef `protobuf:"bytes,6,rep,name=victims,proto3" json:"victims,omitempty"`
+	// For DRAIN_OUTCOME_NOWHERE: kube-scheduler style summary of why.
+	Reason string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The policy counts the pod critical (it goes to on-demand capacity only).
+	Critical bool `protobuf:"varint,8,opt,name=critical,proto3" json:"critical,omitempty"`
+	// The 1-based eviction batch; 0 when blocked_by_pdb is set.
+	Batch uint32 `protobuf:"varint,9,opt,name=batch,proto3" json:"batch,omitempty"`
+	// A PodDisruptionBudget covering the pod that allows no disruption now: the pod is in
+	// no batch.
+	BlockedByPdb *ObjectRef `protobuf:"bytes,10,opt,name=blocked_by_pdb,json=blockedByPdb,proto3" json:"blocked_by_pdb,omitempty"`
+	// One entry per node when explain was set.
+	Diagnostics   []*NodeDiagnostic `protobuf:"bytes,11,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodDrainPlan) Reset() {
+	*x = PodDrainPlan{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodDrainPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodDrainPlan) ProtoMessage() {}
+
+func (x *PodDrainPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodDrainPlan.ProtoReflect.Descriptor instead.
+func (*PodDrainPlan) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *PodDrainPlan) GetPod() *PodRef {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *PodDrainPlan) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *PodDrainPlan) GetFromNode() string {
+	if x != nil {
+		return x.FromNode
+	}
+	return ""
+}
+
+func (x *PodDrainPlan) GetOutcome() DrainOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return DrainOutcome_DRAIN_OUTCOME_UNSPECIFIED
+}
+
+func (x *PodDrainPlan) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *PodDrainPlan) GetVictims() []*PodRef {
+	if x != nil {
+		return x.Victims
+	}
+	return nil
+}
+
+func (x *PodDrainPlan) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PodDrainPlan) GetCritical() bool {
+	if x != nil {
+		return x.Critical
+	}
+	return false
+}
+
+func (x *PodDrainPlan) GetBatch() uint32 {
+	if x != nil {
+		return x.Batch
+	}
+	return 0
+}
+
+func (x *PodDrainPlan) GetBlockedByPdb() *ObjectRef {
+	if x != nil {
+		return x.BlockedByPdb
+	}
+	return nil
+}
+
+func (x *PodDrainPlan) GetDiagnostics() []*NodeDiagnostic {
+	if x != nil {
+		return x.Diagnostics
+	}
+	return nil
+}
+
+// DrainBatch is pods that may be evicted together without exceeding any
+// PodDisruptionBudget's disruptionsAllowed, once the previous batch's pods run again.
+type DrainBatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pods, in plan order.
+	Pods          []*PodRef `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainBatch) Reset() {
+	*x = DrainBatch{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainBatch) ProtoMessage() {}
+
+func (x *DrainBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainBatch.ProtoReflect.Descriptor instead.
+func (*DrainBatch) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *DrainBatch) GetPods() []*PodRef {
+	if x != nil {
+		return x.Pods
+	}
+	return nil
+}
+
+// NoticedNode is a node the plan places no pod on because of a termination notice.
+type NoticedNode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Node name.
+	Node string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// The signal, e.g. "taint karpenter.sh/disrupted".
+	Signal        string `protobuf:"bytes,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NoticedNode) Reset() {
+	*x = NoticedNode{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NoticedNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NoticedNode) ProtoMessage() {}
+
+func (x *NoticedNode) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NoticedNode.ProtoReflect.Descriptor instead.
+func (*NoticedNode) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *NoticedNode) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NoticedNode) GetSignal() string {
+	if x != nil {
+		return x.Signal
+	}
+	return ""
+}
+
+// PlanDrainResponse is the plan.
+type PlanDrainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every pod of the drained nodes, highest priority first: the order they were placed in.
+	Pods []*PodDrainPlan `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
+	// The eviction batches, in order.
+	Batches []*DrainBatch `protobuf:"bytes,2,rep,name=batches,proto3" json:"batches,omitempty"`
+	// Under a policy: nodes with a termination notice, which take no pod.
+	NoticedNodes []*NoticedNode `protobuf:"bytes,3,rep,name=noticed_nodes,json=noticedNodes,proto3" json:"noticed_nodes,omitempty"`
+	// The server's epoch.
+	Epoch string `protobuf:"bytes,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The cache revision the plan was made on.
+	Revision      uint64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanDrainResponse) Reset() {
+	*x = PlanDrainResponse{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanDrainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanDrainResponse) ProtoMessage() {}
+
+func (x *PlanDrainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanDrainResponse.ProtoReflect.Descriptor instead.
+func (*PlanDrainResponse) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *PlanDrainResponse) GetPods() []*PodDrainPlan {
+	if x != nil {
+		return x.Pods
+	}
+	return nil
+}
+
+func (x *PlanDrainResponse) GetBatches() []*DrainBatch {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
+func (x *PlanDrainResponse) GetNoticedNodes() []*NoticedNode {
+	if x != nil {
+		return x.NoticedNodes
+	}
+	return nil
+}
+
+func (x *PlanDrainResponse) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *PlanDrainResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 var File_preemptd_v1_preemptd_proto protoreflect.FileDescriptor
 
 const file_preemptd_v1_preemptd_proto_rawDesc = "" +
@@ -4609,7 +5053,37 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"rejections\x12\x1a\n" +
 	"\brevision\x18\x05 \x01(\x04R\brevision\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\tR\x05epoch\x121\n" +
-	"\x14nominations_revision\x18\a \x01(\x04R\x13nominationsRevision*M\n" +
+	"\x14nominations_revision\x18\a \x01(\x04R\x13nominationsRevision\"|\n" +
+	"\x10PlanDrainRequest\x12\x1d\n" +
+	"\n" +
+	"node_names\x18\x01 \x03(\tR\tnodeNames\x12/\n" +
+	"\bpdb_mode\x18\x02 \x01(\x0e2\x14.preemptd.v1.PdbModeR\apdbMode\x12\x18\n" +
+	"\aexplain\x18\x03 \x01(\bR\aexplain\"\xb6\x03\n" +
+	"\fPodDrainPlan\x12%\n" +
+	"\x03pod\x18\x01 \x01(\v2\x13.preemptd.v1.PodRefR\x03pod\x12\x1a\n" +
+	"\bpriority\x18\x02 \x01(\x05R\bpriority\x12\x1b\n" +
+	"\tfrom_node\x18\x03 \x01(\tR\bfromNode\x123\n" +
+	"\aoutcome\x18\x04 \x01(\x0e2\x19.preemptd.v1.DrainOutcomeR\aoutcome\x12\x1b\n" +
+	"\tnode_name\x18\x05 \x01(\tR\bnodeName\x12-\n" +
+	"\avictims\x18\x06 \x03(\v2\x13.preemptd.v1.PodRefR\avictims\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x1a\n" +
+	"\bcritical\x18\b \x01(\bR\bcritical\x12\x14\n" +
+	"\x05batch\x18\t \x01(\rR\x05batch\x12<\n" +
+	"\x0eblocked_by_pdb\x18\n" +
+	" \x01(\v2\x16.preemptd.v1.ObjectRefR\fblockedByPdb\x12=\n" +
+	"\vdiagnostics\x18\v \x03(\v2\x1b.preemptd.v1.NodeDiagnosticR\vdiagnostics\"5\n" +
+	"\n" +
+	"DrainBatch\x12'\n" +
+	"\x04pods\x18\x01 \x03(\v2\x13.preemptd.v1.PodRefR\x04pods\"9\n" +
+	"\vNoticedNode\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\tR\x06signal\"\xe6\x01\n" +
+	"\x11PlanDrainResponse\x12-\n" +
+	"\x04pods\x18\x01 \x03(\v2\x19.preemptd.v1.PodDrainPlanR\x04pods\x121\n" +
+	"\abatches\x18\x02 \x03(\v2\x17.preemptd.v1.DrainBatchR\abatches\x12=\n" +
+	"\rnoticed_nodes\x18\x03 \x03(\v2\x18.preemptd.v1.NoticedNodeR\fnoticedNodes\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x1a\n" +
+	"\brevision\x18\x05 \x01(\x04R\brevision*M\n" +
 	"\aPdbMode\x12\x18\n" +
 	"\x14PDB_MODE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fPDB_MODE_PREFER\x10\x01\x12\x13\n" +
@@ -4630,7 +5104,12 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"!NOMINATION_EVENT_TYPE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fNOMINATION_EVENT_TYPE_NOMINATED\x10\x01\x12!\n" +
 	"\x1dNOMINATION_EVENT_TYPE_CLEARED\x10\x02\x12'\n" +
-	"#NOMINATION_EVENT_TYPE_VICTIM_MARKED\x10\x032\xb1\x06\n" +
+	"#NOMINATION_EVENT_TYPE_VICTIM_MARKED\x10\x03*{\n" +
+	"\fDrainOutcome\x12\x1d\n" +
+	"\x19DRAIN_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12DRAIN_OUTCOME_FITS\x10\x01\x12\x19\n" +
+	"\x15DRAIN_OUTCOME_PREEMPT\x10\x02\x12\x19\n" +
+	"\x15DRAIN_OUTCOME_NOWHERE\x10\x032\xfd\x06\n" +
 	"\n" +
 	"Preemption\x12M\n" +
 	"\n" +
@@ -4642,7 +5121,8 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\aPreempt\x12\x1b.preemptd.v1.PreemptRequest\x1a\x1c.preemptd.v1.PreemptResponse\x12\\\n" +
 	"\x0fListNominations\x12#.preemptd.v1.ListNominationsRequest\x1a$.preemptd.v1.ListNominationsResponse\x12a\n" +
 	"\x10WatchNominations\x12$.preemptd.v1.WatchNominationsRequest\x1a%.preemptd.v1.WatchNominationsResponse0\x01\x12=\n" +
-	"\x04Sync\x12\x18.preemptd.v1.SyncRequest\x1a\x19.preemptd.v1.SyncResponse(\x01b\x06proto3"
+	"\x04Sync\x12\x18.preemptd.v1.SyncRequest\x1a\x19.preemptd.v1.SyncResponse(\x01\x12J\n" +
+	"\tPlanDrain\x12\x1d.preemptd.v1.PlanDrainRequest\x1a\x1e.preemptd.v1.PlanDrainResponseb\x06proto3"
 
 var (
 	file_preemptd_v1_preemptd_proto_rawDescOnce sync.Once
@@ -4656,167 +5136,185 @@ func file_preemptd_v1_preemptd_proto_rawDescGZIP() []byte {
 	return file_preemptd_v1_preemptd_proto_rawDescData
 }
 
-var file_preemptd_v1_preemptd_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_preemptd_v1_preemptd_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_preemptd_v1_preemptd_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_preemptd_v1_preemptd_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_preemptd_v1_preemptd_proto_goTypes = []any{
 	(PdbMode)(0),                              // 0: preemptd.v1.PdbMode
 	(Outcome)(0),                              // 1: preemptd.v1.Outcome
 	(StatusCode)(0),                           // 2: preemptd.v1.StatusCode
 	(NominationEventType)(0),                  // 3: preemptd.v1.NominationEventType
-	(*ObjectRef)(nil),                         // 4: preemptd.v1.ObjectRef
-	(*PodRef)(nil),                            // 5: preemptd.v1.PodRef
-	(*LabelSelector)(nil),                     // 6: preemptd.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),          // 7: preemptd.v1.LabelSelectorRequirement
-	(*Node)(nil),                              // 8: preemptd.v1.Node
-	(*NodeCondition)(nil),                     // 9: preemptd.v1.NodeCondition
-	(*Taint)(nil),                             // 10: preemptd.v1.Taint
-	(*UpdateNodeRequest)(nil),                 // 11: preemptd.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),                // 12: preemptd.v1.UpdateNodeResponse
-	(*Pod)(nil),                               // 13: preemptd.v1.Pod
-	(*Container)(nil),                         // 14: preemptd.v1.Container
-	(*ContainerPort)(nil),                     // 15: preemptd.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 16: preemptd.v1.ResourceRequirements
-	(*Toleration)(nil),                        // 17: preemptd.v1.Toleration
-	(*Affinity)(nil),                          // 18: preemptd.v1.Affinity
-	(*NodeAffinity)(nil),                      // 19: preemptd.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 20: preemptd.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 21: preemptd.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),           // 22: preemptd.v1.NodeSelectorRequirement
-	(*PodAffinity)(nil),                       // 23: preemptd.v1.PodAffinity
-	(*PodAntiAffinity)(nil),                   // 24: preemptd.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),                   // 25: preemptd.v1.PodAffinityTerm
-	(*TopologySpreadConstraint)(nil),          // 26: preemptd.v1.TopologySpreadConstraint
-	(*PodCondition)(nil),                      // 27: preemptd.v1.PodCondition
-	(*UpdatePodRequest)(nil),                  // 28: preemptd.v1.UpdatePodRequest
-	(*UpdatePodResponse)(nil),                 // 29: preemptd.v1.UpdatePodResponse
-	(*PodDisruptionBudget)(nil),               // 30: preemptd.v1.PodDisruptionBudget
-	(*UpdatePodDisruptionBudgetRequest)(nil),  // 31: preemptd.v1.UpdatePodDisruptionBudgetRequest
-	(*UpdatePodDisruptionBudgetResponse)(nil), // 32: preemptd.v1.UpdatePodDisruptionBudgetResponse
-	(*PriorityClass)(nil),                     // 33: preemptd.v1.PriorityClass
-	(*UpdatePriorityClassRequest)(nil),        // 34: preemptd.v1.UpdatePriorityClassRequest
-	(*UpdatePriorityClassResponse)(nil),       // 35: preemptd.v1.UpdatePriorityClassResponse
-	(*Namespace)(nil),                         // 36: preemptd.v1.Namespace
-	(*UpdateNamespaceRequest)(nil),            // 37: preemptd.v1.UpdateNamespaceRequest
-	(*UpdateNamespaceResponse)(nil),           // 38: preemptd.v1.UpdateNamespaceResponse
-	(*PreemptRequest)(nil),                    // 39: preemptd.v1.PreemptRequest
-	(*FilterStatus)(nil),                      // 40: preemptd.v1.FilterStatus
-	(*NodeDiagnostic)(nil),                    // 41: preemptd.v1.NodeDiagnostic
-	(*PreemptResponse)(nil),                   // 42: preemptd.v1.PreemptResponse
-	(*Nomination)(nil),                        // 43: preemptd.v1.Nomination
-	(*ListNominationsRequest)(nil),            // 44: preemptd.v1.ListNominationsRequest
-	(*ListNominationsResponse)(nil),           // 45: preemptd.v1.ListNominationsResponse
-	(*WatchNominationsRequest)(nil),           // 46: preemptd.v1.WatchNominationsRequest
-	(*WatchNominationsResponse)(nil),          // 47: preemptd.v1.WatchNominationsResponse
-	(*SyncRequest)(nil),                       // 48: preemptd.v1.SyncRequest
-	(*SyncCounts)(nil),                        // 49: preemptd.v1.SyncCounts
-	(*SyncRejection)(nil),                     // 50: preemptd.v1.SyncRejection
-	(*SyncResponse)(nil),                      // 51: preemptd.v1.SyncResponse
-	nil,                                       // 52: preemptd.v1.LabelSelector.MatchLabelsEntry
-	nil,                                       // 53: preemptd.v1.Node.LabelsEntry
-	nil,                                       // 54: preemptd.v1.Node.AllocatableEntry
-	nil,                                       // 55: preemptd.v1.Node.AnnotationsEntry
-	nil,                                       // 56: preemptd.v1.Pod.LabelsEntry
-	nil,                                       // 57: preemptd.v1.Pod.OverheadEntry
-	nil,                                       // 58: preemptd.v1.Pod.NodeSelectorEntry
-	nil,                                       // 59: preemptd.v1.Container.RequestsEntry
-	nil,                                       // 60: preemptd.v1.Container.LimitsEntry
-	nil,                                       // 61: preemptd.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 62: preemptd.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 63: preemptd.v1.Namespace.LabelsEntry
+	(DrainOutcome)(0),                         // 4: preemptd.v1.DrainOutcome
+	(*ObjectRef)(nil),                         // 5: preemptd.v1.ObjectRef
+	(*PodRef)(nil),                            // 6: preemptd.v1.PodRef
+	(*LabelSelector)(nil),                     // 7: preemptd.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 8: preemptd.v1.LabelSelectorRequirement
+	(*Node)(nil),                              // 9: preemptd.v1.Node
+	(*NodeCondition)(nil),                     // 10: preemptd.v1.NodeCondition
+	(*Taint)(nil),                             // 11: preemptd.v1.Taint
+	(*UpdateNodeRequest)(nil),                 // 12: preemptd.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),                // 13: preemptd.v1.UpdateNodeResponse
+	(*Pod)(nil),                               // 14: preemptd.v1.Pod
+	(*Container)(nil),                         // 15: preemptd.v1.Container
+	(*ContainerPort)(nil),                     // 16: preemptd.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 17: preemptd.v1.ResourceRequirements
+	(*Toleration)(nil),                        // 18: preemptd.v1.Toleration
+	(*Affinity)(nil),                          // 19: preemptd.v1.Affinity
+	(*NodeAffinity)(nil),                      // 20: preemptd.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 21: preemptd.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 22: preemptd.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 23: preemptd.v1.NodeSelectorRequirement
+	(*PodAffinity)(nil),                       // 24: preemptd.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 25: preemptd.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 26: preemptd.v1.PodAffinityTerm
+	(*TopologySpreadConstraint)(nil),          // 27: preemptd.v1.TopologySpreadConstraint
+	(*PodCondition)(nil),                      // 28: preemptd.v1.PodCondition
+	(*UpdatePodRequest)(nil),                  // 29: preemptd.v1.UpdatePodRequest
+	(*UpdatePodResponse)(nil),                 // 30: preemptd.v1.UpdatePodResponse
+	(*PodDisruptionBudget)(nil),               // 31: preemptd.v1.PodDisruptionBudget
+	(*UpdatePodDisruptionBudgetRequest)(nil),  // 32: preemptd.v1.UpdatePodDisruptionBudgetRequest
+	(*UpdatePodDisruptionBudgetResponse)(nil), // 33: preemptd.v1.UpdatePodDisruptionBudgetResponse
+	(*PriorityClass)(nil),                     // 34: preemptd.v1.PriorityClass
+	(*UpdatePriorityClassRequest)(nil),        // 35: preemptd.v1.UpdatePriorityClassRequest
+	(*UpdatePriorityClassResponse)(nil),       // 36: preemptd.v1.UpdatePriorityClassResponse
+	(*Namespace)(nil),                         // 37: preemptd.v1.Namespace
+	(*UpdateNamespaceRequest)(nil),            // 38: preemptd.v1.UpdateNamespaceRequest
+	(*UpdateNamespaceResponse)(nil),           // 39: preemptd.v1.UpdateNamespaceResponse
+	(*PreemptRequest)(nil),                    // 40: preemptd.v1.PreemptRequest
+	(*FilterStatus)(nil),                      // 41: preemptd.v1.FilterStatus
+	(*NodeDiagnostic)(nil),                    // 42: preemptd.v1.NodeDiagnostic
+	(*PreemptResponse)(nil),                   // 43: preemptd.v1.PreemptResponse
+	(*Nomination)(nil),                        // 44: preemptd.v1.Nomination
+	(*ListNominationsRequest)(nil),            // 45: preemptd.v1.ListNominationsRequest
+	(*ListNominationsResponse)(nil),           // 46: preemptd.v1.ListNominationsResponse
+	(*WatchNominationsRequest)(nil),           // 47: preemptd.v1.WatchNominationsRequest
+	(*WatchNominationsResponse)(nil),          // 48: preemptd.v1.WatchNominationsResponse
+	(*SyncRequest)(nil),                       // 49: preemptd.v1.SyncRequest
+	(*SyncCounts)(nil),                        // 50: preemptd.v1.SyncCounts
+	(*SyncRejection)(nil),                     // 51: preemptd.v1.SyncRejection
+	(*SyncResponse)(nil),                      // 52: preemptd.v1.SyncResponse
+	(*PlanDrainRequest)(nil),                  // 53: preemptd.v1.PlanDrainRequest
+	(*PodDrainPlan)(nil),                      // 54: preemptd.v1.PodDrainPlan
+	(*DrainBatch)(nil),                        // 55: preemptd.v1.DrainBatch
+	(*NoticedNode)(nil),                       // 56: preemptd.v1.NoticedNode
+	(*PlanDrainResponse)(nil),                 // 57: preemptd.v1.PlanDrainResponse
+	nil,                                       // 58: preemptd.v1.LabelSelector.MatchLabelsEntry
+	nil,                                       // 59: preemptd.v1.Node.LabelsEntry
+	nil,                                       // 60: preemptd.v1.Node.AllocatableEntry
+	nil,                                       // 61: preemptd.v1.Node.AnnotationsEntry
+	nil,                                       // 62: preemptd.v1.Pod.LabelsEntry
+	nil,                                       // 63: preemptd.v1.Pod.OverheadEntry
+	nil,                                       // 64: preemptd.v1.Pod.NodeSelectorEntry
+	nil,                                       // 65: preemptd.v1.Container.RequestsEntry
+	nil,                                       // 66: preemptd.v1.Container.LimitsEntry
+	nil,                                       // 67: preemptd.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 68: preemptd.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 69: preemptd.v1.Namespace.LabelsEntry
 }
 var file_preemptd_v1_preemptd_proto_depIdxs = []int32{
-	52, // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
-	7,  // 1: preemptd.v1.LabelSelector.match_expressions:type_name -> preemptd.v1.LabelSelectorRequirement
-	53, // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
-	10, // 3: preemptd.v1.Node.taints:type_name -> preemptd.v1.Taint
-	54, // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
-	55, // 5: preemptd.v1.Node.annotations:type_name -> preemptd.v1.Node.AnnotationsEntry
-	9,  // 6: preemptd.v1.Node.conditions:type_name -> preemptd.v1.NodeCondition
-	8,  // 7: preemptd.v1.UpdateNodeRequest.upsert:type_name -> preemptd.v1.Node
-	4,  // 8: preemptd.v1.UpdateNodeRequest.delete:type_name -> preemptd.v1.ObjectRef
-	56, // 9: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
-	14, // 10: preemptd.v1.Pod.containers:type_name -> preemptd.v1.Container
-	14, // 11: preemptd.v1.Pod.init_containers:type_name -> preemptd.v1.Container
-	57, // 12: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
-	16, // 13: preemptd.v1.Pod.resources:type_name -> preemptd.v1.ResourceRequirements
-	17, // 14: preemptd.v1.Pod.tolerations:type_name -> preemptd.v1.Toleration
-	58, // 15: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
-	18, // 16: preemptd.v1.Pod.affinity:type_name -> preemptd.v1.Affinity
-	26, // 17: preemptd.v1.Pod.topology_spread_constraints:type_name -> preemptd.v1.TopologySpreadConstraint
-	27, // 18: preemptd.v1.Pod.conditions:type_name -> preemptd.v1.PodCondition
-	59, // 19: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
-	60, // 20: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
-	15, // 21: preemptd.v1.Container.ports:type_name -> preemptd.v1.ContainerPort
-	61, // 22: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
-	62, // 23: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
-	19, // 24: preemptd.v1.Affinity.node_affinity:type_name -> preemptd.v1.NodeAffinity
-	23, // 25: preemptd.v1.Affinity.pod_affinity:type_name -> preemptd.v1.PodAffinity
-	24, // 26: preemptd.v1.Affinity.pod_anti_affinity:type_name -> preemptd.v1.PodAntiAffinity
-	20, // 27: preemptd.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.NodeSelector
-	21, // 28: preemptd.v1.NodeSelector.node_selector_terms:type_name -> preemptd.v1.NodeSelectorTerm
-	22, // 29: preemptd.v1.NodeSelectorTerm.match_expressions:type_name -> preemptd.v1.NodeSelectorRequirement
-	22, // 30: preemptd.v1.NodeSelectorTerm.match_fields:type_name -> preemptd.v1.NodeSelectorRequirement
-	25, // 31: preemptd.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
-	25, // 32: preemptd.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
-	6,  // 33: preemptd.v1.PodAffinityTerm.label_selector:type_name -> preemptd.v1.LabelSelector
-	6,  // 34: preemptd.v1.PodAffinityTerm.namespace_selector:type_name -> preemptd.v1.LabelSelector
-	6,  // 35: preemptd.v1.TopologySpreadConstraint.label_selector:type_name -> preemptd.v1.LabelSelector
-	13, // 36: preemptd.v1.UpdatePodRequest.upsert:type_name -> preemptd.v1.Pod
-	4,  // 37: preemptd.v1.UpdatePodRequest.delete:type_name -> preemptd.v1.ObjectRef
-	6,  // 38: preemptd.v1.PodDisruptionBudget.selector:type_name -> preemptd.v1.LabelSelector
-	30, // 39: preemptd.v1.UpdatePodDisruptionBudgetRequest.upsert:type_name -> preemptd.v1.PodDisruptionBudget
-	4,  // 40: preemptd.v1.UpdatePodDisruptionBudgetRequest.delete:type_name -> preemptd.v1.ObjectRef
-	33, // 41: preemptd.v1.UpdatePriorityClassRequest.upsert:type_name -> preemptd.v1.PriorityClass
-	4,  // 42: preemptd.v1.UpdatePriorityClassRequest.delete:type_name -> preemptd.v1.ObjectRef
-	63, // 43: preemptd.v1.Namespace.labels:type_name -> preemptd.v1.Namespace.LabelsEntry
-	36, // 44: preemptd.v1.UpdateNamespaceRequest.upsert:type_name -> preemptd.v1.Namespace
-	4,  // 45: preemptd.v1.UpdateNamespaceRequest.delete:type_name -> preemptd.v1.ObjectRef
-	13, // 46: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
-	5,  // 47: preemptd.v1.PreemptRequest.pod_ref:type_name -> preemptd.v1.PodRef
+	58, // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
+	8,  // 1: preemptd.v1.LabelSelector.match_expressions:type_name -> preemptd.v1.LabelSelectorRequirement
+	59, // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
+	11, // 3: preemptd.v1.Node.taints:type_name -> preemptd.v1.Taint
+	60, // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
+	61, // 5: preemptd.v1.Node.annotations:type_name -> preemptd.v1.Node.AnnotationsEntry
+	10, // 6: preemptd.v1.Node.conditions:type_name -> preemptd.v1.NodeCondition
+	9,  // 7: preemptd.v1.UpdateNodeRequest.upsert:type_name -> preemptd.v1.Node
+	5,  // 8: preemptd.v1.UpdateNodeRequest.delete:type_name -> preemptd.v1.ObjectRef
+	62, // 9: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
+	15, // 10: preemptd.v1.Pod.containers:type_name -> preemptd.v1.Container
+	15, // 11: preemptd.v1.Pod.init_containers:type_name -> preemptd.v1.Container
+	63, // 12: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
+	17, // 13: preemptd.v1.Pod.resources:type_name -> preemptd.v1.ResourceRequirements
+	18, // 14: preemptd.v1.Pod.tolerations:type_name -> preemptd.v1.Toleration
+	64, // 15: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
+	19, // 16: preemptd.v1.Pod.affinity:type_name -> preemptd.v1.Affinity
+	27, // 17: preemptd.v1.Pod.topology_spread_constraints:type_name -> preemptd.v1.TopologySpreadConstraint
+	28, // 18: preemptd.v1.Pod.conditions:type_name -> preemptd.v1.PodCondition
+	65, // 19: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
+	66, // 20: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
+	16, // 21: preemptd.v1.Container.ports:type_name -> preemptd.v1.ContainerPort
+	67, // 22: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
+	68, // 23: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
+	20, // 24: preemptd.v1.Affinity.node_affinity:type_name -> preemptd.v1.NodeAffinity
+	24, // 25: preemptd.v1.Affinity.pod_affinity:type_name -> preemptd.v1.PodAffinity
+	25, // 26: preemptd.v1.Affinity.pod_anti_affinity:type_name -> preemptd.v1.PodAntiAffinity
+	21, // 27: preemptd.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.NodeSelector
+	22, // 28: preemptd.v1.NodeSelector.node_selector_terms:type_name -> preemptd.v1.NodeSelectorTerm
+	23, // 29: preemptd.v1.NodeSelectorTerm.match_expressions:type_name -> preemptd.v1.NodeSelectorRequirement
+	23, // 30: preemptd.v1.NodeSelectorTerm.match_fields:type_name -> preemptd.v1.NodeSelectorRequirement
+	26, // 31: preemptd.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
+	26, // 32: preemptd.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
+	7,  // 33: preemptd.v1.PodAffinityTerm.label_selector:type_name -> preemptd.v1.LabelSelector
+	7,  // 34: preemptd.v1.PodAffinityTerm.namespace_selector:type_name -> preemptd.v1.LabelSelector
+	7,  // 35: preemptd.v1.TopologySpreadConstraint.label_selector:type_name -> preemptd.v1.LabelSelector
+	14, // 36: preemptd.v1.UpdatePodRequest.upsert:type_name -> preemptd.v1.Pod
+	5,  // 37: preemptd.v1.UpdatePodRequest.delete:type_name -> preemptd.v1.ObjectRef
+	7,  // 38: preemptd.v1.PodDisruptionBudget.selector:type_name -> preemptd.v1.LabelSelector
+	31, // 39: preemptd.v1.UpdatePodDisruptionBudgetRequest.upsert:type_name -> preemptd.v1.PodDisruptionBudget
+	5,  // 40: preemptd.v1.UpdatePodDisruptionBudgetRequest.delete:type_name -> preemptd.v1.ObjectRef
+	34, // 41: preemptd.v1.UpdatePriorityClassRequest.upsert:type_name -> preemptd.v1.PriorityClass
+	5,  // 42: preemptd.v1.UpdatePriorityClassRequest.delete:type_name -> preemptd.v1.ObjectRef
+	69, // 43: preemptd.v1.Namespace.labels:type_name -> preemptd.v1.Namespace.LabelsEntry
+	37, // 44: preemptd.v1.UpdateNamespaceRequest.upsert:type_name -> preemptd.v1.Namespace
+	5,  // 45: preemptd.v1.UpdateNamespaceRequest.delete:type_name -> preemptd.v1.ObjectRef
+	14, // 46: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
+	6,  // 47: preemptd.v1.PreemptRequest.pod_ref:type_name -> preemptd.v1.PodRef
 	0,  // 48: preemptd.v1.PreemptRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
 	2,  // 49: preemptd.v1.FilterStatus.code:type_name -> preemptd.v1.StatusCode
-	40, // 50: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
-	40, // 51: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
-	5,  // 52: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
+	41, // 50: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
+	41, // 51: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
+	6,  // 52: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
 	1,  // 53: preemptd.v1.PreemptResponse.outcome:type_name -> preemptd.v1.Outcome
-	5,  // 54: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
-	5,  // 55: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
-	41, // 56: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
-	5,  // 57: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
-	43, // 58: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
+	6,  // 54: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
+	6,  // 55: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
+	42, // 56: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
+	6,  // 57: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
+	44, // 58: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
 	3,  // 59: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
-	5,  // 60: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
-	11, // 61: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
-	28, // 62: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
-	31, // 63: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	34, // 64: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
-	37, // 65: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
-	49, // 66: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
-	49, // 67: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
-	50, // 68: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
-	11, // 69: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
-	28, // 70: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
-	31, // 71: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	34, // 72: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
-	37, // 73: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
-	39, // 74: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
-	44, // 75: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
-	46, // 76: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
-	48, // 77: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
-	12, // 78: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
-	29, // 79: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
-	32, // 80: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
-	35, // 81: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
-	38, // 82: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
-	42, // 83: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
-	45, // 84: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
-	47, // 85: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
-	51, // 86: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
-	78, // [78:87] is the sub-list for method output_type
-	69, // [69:78] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	6,  // 60: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
+	12, // 61: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
+	29, // 62: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
+	32, // 63: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	35, // 64: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
+	38, // 65: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
+	50, // 66: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
+	50, // 67: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
+	51, // 68: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
+	0,  // 69: preemptd.v1.PlanDrainRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
+	6,  // 70: preemptd.v1.PodDrainPlan.pod:type_name -> preemptd.v1.PodRef
+	4,  // 71: preemptd.v1.PodDrainPlan.outcome:type_name -> preemptd.v1.DrainOutcome
+	6,  // 72: preemptd.v1.PodDrainPlan.victims:type_name -> preemptd.v1.PodRef
+	5,  // 73: preemptd.v1.PodDrainPlan.blocked_by_pdb:type_name -> preemptd.v1.ObjectRef
+	42, // 74: preemptd.v1.PodDrainPlan.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
+	6,  // 75: preemptd.v1.DrainBatch.pods:type_name -> preemptd.v1.PodRef
+	54, // 76: preemptd.v1.PlanDrainResponse.pods:type_name -> preemptd.v1.PodDrainPlan
+	55, // 77: preemptd.v1.PlanDrainResponse.batches:type_name -> preemptd.v1.DrainBatch
+	56, // 78: preemptd.v1.PlanDrainResponse.noticed_nodes:type_name -> preemptd.v1.NoticedNode
+	12, // 79: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
+	29, // 80: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
+	32, // 81: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	35, // 82: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
+	38, // 83: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
+	40, // 84: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
+	45, // 85: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
+	47, // 86: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
+	49, // 87: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
+	53, // 88: preemptd.v1.Preemption.PlanDrain:input_type -> preemptd.v1.PlanDrainRequest
+	13, // 89: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
+	30, // 90: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
+	33, // 91: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
+	36, // 92: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
+	39, // 93: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
+	43, // 94: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
+	46, // 95: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
+	48, // 96: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
+	52, // 97: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
+	57, // 98: preemptd.v1.Preemption.PlanDrain:output_type -> preemptd.v1.PlanDrainResponse
+	89, // [89:99] is the sub-list for method output_type
+	79, // [79:89] is the sub-list for method input_type
+	79, // [79:79] is the sub-list for extension type_name
+	79, // [79:79] is the sub-list for extension extendee
+	0,  // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_preemptd_v1_preemptd_proto_init() }
@@ -4870,8 +5368,8 @@ func file_preemptd_v1_preemptd_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_preemptd_v1_preemptd_proto_rawDesc), len(file_preemptd_v1_preemptd_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   60,
+			NumEnums:      5,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -48,6 +48,7 @@ const (
 	Preemption_ListNominations_FullMethodName           = "/preemptd.v1.Preemption/ListNominations"
 	Preemption_WatchNominations_FullMethodName          = "/preemptd.v1.Preemption/WatchNominations"
 	Preemption_Sync_FullMethodName                      = "/preemptd.v1.Preemption/Sync"
+	Preemption_PlanDrain_FullMethodName                 = "/preemptd.v1.Preemption/PlanDrain"
 )
 
 // PreemptionClient is the client API for Preemption service.
@@ -89,6 +90,10 @@ type PreemptionClient interface {
 	// and does not stop the items after it. The response comes once the client closes the
 	// stream and every item has been applied.
 	Sync(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SyncRequest, SyncResponse], error)
+	// PlanDrain plans the drain of nodes about to go away: where each of their pods would
+	// go if evicted now, and an eviction order within every PodDisruptionBudget. Nothing is
+	// evicted or changed. Unknown node names are INVALID_ARGUMENT.
+	PlanDrain(ctx context.Context, in *PlanDrainRequest, opts ...grpc.CallOption) (*PlanDrainResponse, error)
 }
 
 type preemptionClient struct {
@@ -201,6 +206,16 @@ func (c *preemptionClient) Sync(ctx context.Context, opts ...grpc.CallOption) (g
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Preemption_SyncClient = grpc.ClientStreamingClient[SyncRequest, SyncResponse]
 
+func (c *preemptionClient) PlanDrain(ctx context.Context, in *PlanDrainRequest, opts ...grpc.CallOption) (*PlanDrainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PlanDrainResponse)
+	err := c.cc.Invoke(ctx, Preemption_PlanDrain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PreemptionServer is the server API for Preemption service.
 // All implementations must embed UnimplementedPreemptionServer
 // for forward compatibility.
@@ -240,6 +255,10 @@ type PreemptionServer interface {
 	// and does not stop the items after it. The response comes once the client closes the
 	// stream and every item has been applied.
 	Sync(grpc.ClientStreamingServer[SyncRequest, SyncResponse]) error
+	// PlanDrain plans the drain of nodes about to go away: where each of their pods would
+	// go if evicted now, and an eviction order within every PodDisruptionBudget. Nothing is
+	// evicted or changed. Unknown node names are INVALID_ARGUMENT.
+	PlanDrain(context.Context, *PlanDrainRequest) (*PlanDrainResponse, error)
 	mustEmbedUnimplementedPreemptionServer()
 }
 
@@ -276,6 +295,9 @@ func (UnimplementedPreemptionServer) WatchNominations(*WatchNominationsRequest, 
 }
 func (UnimplementedPreemptionServer) Sync(grpc.ClientStreamingServer[SyncRequest, SyncResponse]) error {
 	return status.Error(codes.Unimplemented, "method Sync not implemented")
+}
+func (UnimplementedPreemptionServer) PlanDrain(context.Context, *PlanDrainRequest) (*PlanDrainResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PlanDrain not implemented")
 }
 func (UnimplementedPreemptionServer) mustEmbedUnimplementedPreemptionServer() {}
 func (UnimplementedPreemptionServer) testEmbeddedByValue()                    {}
@@ -442,6 +464,24 @@ func _Preemption_Sync_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Preemption_SyncServer = grpc.ClientStreamingServer[SyncRequest, SyncResponse]
 
+func _Preemption_PlanDrain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PlanDrainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PreemptionServer).PlanDrain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Preemption_PlanDrain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PreemptionServer).PlanDrain(ctx, req.(*PlanDrainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Preemption_ServiceDesc is the grpc.ServiceDesc for Preemption service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -476,6 +516,10 @@ var Preemption_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListNominations",
 			Handler:    _Preemption_ListNominations_Handler,
+		},
+		{
+			MethodName: "PlanDrain",
+			Handler:    _Preemption_PlanDrain_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

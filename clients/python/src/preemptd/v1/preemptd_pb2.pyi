@@ -34,6 +34,13 @@ class NominationEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     NOMINATION_EVENT_TYPE_NOMINATED: _ClassVar[NominationEventType]
     NOMINATION_EVENT_TYPE_CLEARED: _ClassVar[NominationEventType]
     NOMINATION_EVENT_TYPE_VICTIM_MARKED: _ClassVar[NominationEventType]
+
+class DrainOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DRAIN_OUTCOME_UNSPECIFIED: _ClassVar[DrainOutcome]
+    DRAIN_OUTCOME_FITS: _ClassVar[DrainOutcome]
+    DRAIN_OUTCOME_PREEMPT: _ClassVar[DrainOutcome]
+    DRAIN_OUTCOME_NOWHERE: _ClassVar[DrainOutcome]
 PDB_MODE_UNSPECIFIED: PdbMode
 PDB_MODE_PREFER: PdbMode
 PDB_MODE_STRICT: PdbMode
@@ -50,6 +57,10 @@ NOMINATION_EVENT_TYPE_UNSPECIFIED: NominationEventType
 NOMINATION_EVENT_TYPE_NOMINATED: NominationEventType
 NOMINATION_EVENT_TYPE_CLEARED: NominationEventType
 NOMINATION_EVENT_TYPE_VICTIM_MARKED: NominationEventType
+DRAIN_OUTCOME_UNSPECIFIED: DrainOutcome
+DRAIN_OUTCOME_FITS: DrainOutcome
+DRAIN_OUTCOME_PREEMPT: DrainOutcome
+DRAIN_OUTCOME_NOWHERE: DrainOutcome
 
 class ObjectRef(_message.Message):
     __slots__ = ("namespace", "name", "uid")
@@ -748,3 +759,67 @@ class SyncResponse(_message.Message):
     epoch: str
     nominations_revision: int
     def __init__(self, applied: _Optional[_Union[SyncCounts, _Mapping]] = ..., stale: _Optional[_Union[SyncCounts, _Mapping]] = ..., rejected: _Optional[int] = ..., rejections: _Optional[_Iterable[_Union[SyncRejection, _Mapping]]] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., nominations_revision: _Optional[int] = ...) -> None: ...
+
+class PlanDrainRequest(_message.Message):
+    __slots__ = ("node_names", "pdb_mode", "explain")
+    NODE_NAMES_FIELD_NUMBER: _ClassVar[int]
+    PDB_MODE_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    node_names: _containers.RepeatedScalarFieldContainer[str]
+    pdb_mode: PdbMode
+    explain: bool
+    def __init__(self, node_names: _Optional[_Iterable[str]] = ..., pdb_mode: _Optional[_Union[PdbMode, str]] = ..., explain: _Optional[bool] = ...) -> None: ...
+
+class PodDrainPlan(_message.Message):
+    __slots__ = ("pod", "priority", "from_node", "outcome", "node_name", "victims", "reason", "critical", "batch", "blocked_by_pdb", "diagnostics")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    VICTIMS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CRITICAL_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_BY_PDB_FIELD_NUMBER: _ClassVar[int]
+    DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
+    pod: PodRef
+    priority: int
+    from_node: str
+    outcome: DrainOutcome
+    node_name: str
+    victims: _containers.RepeatedCompositeFieldContainer[PodRef]
+    reason: str
+    critical: bool
+    batch: int
+    blocked_by_pdb: ObjectRef
+    diagnostics: _containers.RepeatedCompositeFieldContainer[NodeDiagnostic]
+    def __init__(self, pod: _Optional[_Union[PodRef, _Mapping]] = ..., priority: _Optional[int] = ..., from_node: _Optional[str] = ..., outcome: _Optional[_Union[DrainOutcome, str]] = ..., node_name: _Optional[str] = ..., victims: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., reason: _Optional[str] = ..., critical: _Optional[bool] = ..., batch: _Optional[int] = ..., blocked_by_pdb: _Optional[_Union[ObjectRef, _Mapping]] = ..., diagnostics: _Optional[_Iterable[_Union[NodeDiagnostic, _Mapping]]] = ...) -> None: ...
+
+class DrainBatch(_message.Message):
+    __slots__ = ("pods",)
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    pods: _containers.RepeatedCompositeFieldContainer[PodRef]
+    def __init__(self, pods: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ...) -> None: ...
+
+class NoticedNode(_message.Message):
+    __slots__ = ("node", "signal")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    node: str
+    signal: str
+    def __init__(self, node: _Optional[str] = ..., signal: _Optional[str] = ...) -> None: ...
+
+class PlanDrainResponse(_message.Message):
+    __slots__ = ("pods", "batches", "noticed_nodes", "epoch", "revision")
+    PODS_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    NOTICED_NODES_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    pods: _containers.RepeatedCompositeFieldContainer[PodDrainPlan]
+    batches: _containers.RepeatedCompositeFieldContainer[DrainBatch]
+    noticed_nodes: _containers.RepeatedCompositeFieldContainer[NoticedNode]
+    epoch: str
+    revision: int
+    def __init__(self, pods: _Optional[_Iterable[_Union[PodDrainPlan, _Mapping]]] = ..., batches: _Optional[_Iterable[_Union[DrainBatch, _Mapping]]] = ..., noticed_nodes: _Optional[_Iterable[_Union[NoticedNode, _Mapping]]] = ..., epoch: _Optional[str] = ..., revision: _Optional[int] = ...) -> None: ...

@@ -80,6 +80,11 @@ class PreemptionStub:
                 request_serializer=preemptd_dot_v1_dot_preemptd__pb2.SyncRequest.SerializeToString,
                 response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.SyncResponse.FromString,
                 _registered_method=True)
+        self.PlanDrain = channel.unary_unary(
+                '/preemptd.v1.Preemption/PlanDrain',
+                request_serializer=preemptd_dot_v1_dot_preemptd__pb2.PlanDrainRequest.SerializeToString,
+                response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.PlanDrainResponse.FromString,
+                _registered_method=True)
 
 
 class PreemptionServicer:
@@ -164,6 +169,15 @@ class PreemptionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PlanDrain(self, request, context):
+        """PlanDrain plans the drain of nodes about to go away: where each of their pods would
+        go if evicted now, and an eviction order within every PodDisruptionBudget. Nothing is
+        evicted or changed. Unknown node names are INVALID_ARGUMENT.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PreemptionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -211,6 +225,11 @@ def add_PreemptionServicer_to_server(servicer, server):
                     servicer.Sync,
                     request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.SyncRequest.FromString,
                     response_serializer=preemptd_dot_v1_dot_preemptd__pb2.SyncResponse.SerializeToString,
+            ),
+            'PlanDrain': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanDrain,
+                    request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.PlanDrainRequest.FromString,
+                    response_serializer=preemptd_dot_v1_dot_preemptd__pb2.PlanDrainResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -457,6 +476,33 @@ class Preemption:
             '/preemptd.v1.Preemption/Sync',
             preemptd_dot_v1_dot_preemptd__pb2.SyncRequest.SerializeToString,
             preemptd_dot_v1_dot_preemptd__pb2.SyncResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanDrain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/preemptd.v1.Preemption/PlanDrain',
+            preemptd_dot_v1_dot_preemptd__pb2.PlanDrainRequest.SerializeToString,
+            preemptd_dot_v1_dot_preemptd__pb2.PlanDrainResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -255,6 +255,56 @@ export function nominationEventTypeToJSON(object: NominationEventType): string {
   }
 }
 
+/** DrainOutcome is where an evicted pod would go. */
+export enum DrainOutcome {
+  /** DRAIN_OUTCOME_UNSPECIFIED - Never sent. */
+  DRAIN_OUTCOME_UNSPECIFIED = 0,
+  /** DRAIN_OUTCOME_FITS - The pod fits on node_name as it is, counting the pods the plan placed before it. */
+  DRAIN_OUTCOME_FITS = 1,
+  /** DRAIN_OUTCOME_PREEMPT - The pod fits on node_name once victims are preempted. */
+  DRAIN_OUTCOME_PREEMPT = 2,
+  /** DRAIN_OUTCOME_NOWHERE - No node can take the pod; reason says why. */
+  DRAIN_OUTCOME_NOWHERE = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function drainOutcomeFromJSON(object: any): DrainOutcome {
+  switch (object) {
+    case 0:
+    case "DRAIN_OUTCOME_UNSPECIFIED":
+      return DrainOutcome.DRAIN_OUTCOME_UNSPECIFIED;
+    case 1:
+    case "DRAIN_OUTCOME_FITS":
+      return DrainOutcome.DRAIN_OUTCOME_FITS;
+    case 2:
+    case "DRAIN_OUTCOME_PREEMPT":
+      return DrainOutcome.DRAIN_OUTCOME_PREEMPT;
+    case 3:
+    case "DRAIN_OUTCOME_NOWHERE":
+      return DrainOutcome.DRAIN_OUTCOME_NOWHERE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return DrainOutcome.UNRECOGNIZED;
+  }
+}
+
+export function drainOutcomeToJSON(object: DrainOutcome): string {
+  switch (object) {
+    case DrainOutcome.DRAIN_OUTCOME_UNSPECIFIED:
+      return "DRAIN_OUTCOME_UNSPECIFIED";
+    case DrainOutcome.DRAIN_OUTCOME_FITS:
+      return "DRAIN_OUTCOME_FITS";
+    case DrainOutcome.DRAIN_OUTCOME_PREEMPT:
+      return "DRAIN_OUTCOME_PREEMPT";
+    case DrainOutcome.DRAIN_OUTCOME_NOWHERE:
+      return "DRAIN_OUTCOME_NOWHERE";
+    case DrainOutcome.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /** ObjectRef names an object to delete. */
 export interface ObjectRef {
   /**
@@ -1073,6 +1123,86 @@ export interface SyncResponse {
    * nominated_node_name publish NOMINATED/CLEARED events as UpdatePod does).
    */
   nominationsRevision: bigint;
+}
+
+/** PlanDrainRequest names the nodes to drain. */
+export interface PlanDrainRequest {
+  /** The nodes about to go away; at least one, each a node the cache holds. */
+  nodeNames: string[];
+  /**
+   * How PodDisruptionBudgets weigh in the preemption decisions; unset: the server's
+   * policy (`serve --policy`), PDB_MODE_PREFER without one.
+   */
+  pdbMode: PdbMode;
+  /** Fill PodDrainPlan.diagnostics with one entry per node. */
+  explain: boolean;
+}
+
+/** PodDrainPlan is one pod of a drained node. */
+export interface PodDrainPlan {
+  /** The pod. */
+  pod:
+    | PodRef
+    | undefined;
+  /** Its priority. */
+  priority: number;
+  /** The drained node it runs on. */
+  fromNode: string;
+  /** Where it would go. */
+  outcome: DrainOutcome;
+  /** For DRAIN_OUTCOME_FITS and DRAIN_OUTCOME_PREEMPT: the node. */
+  nodeName: string;
+  /**
+   * For DRAIN_OUTCOME_PREEMPT: the pods to preempt, most important first. They are not
+   * planned themselves.
+   */
+  victims: PodRef[];
+  /** For DRAIN_OUTCOME_NOWHERE: kube-scheduler style summary of why. */
+  reason: string;
+  /** The policy counts the pod critical (it goes to on-demand capacity only). */
+  critical: boolean;
+  /** The 1-based eviction batch; 0 when blocked_by_pdb is set. */
+  batch: number;
+  /**
+   * A PodDisruptionBudget covering the pod that allows no disruption now: the pod is in
+   * no batch.
+   */
+  blockedByPdb:
+    | ObjectRef
+    | undefined;
+  /** One entry per node when explain was set. */
+  diagnostics: NodeDiagnostic[];
+}
+
+/**
+ * DrainBatch is pods that may be evicted together without exceeding any
+ * PodDisruptionBudget's disruptionsAllowed, once the previous batch's pods run again.
+ */
+export interface DrainBatch {
+  /** The pods, in plan order. */
+  pods: PodRef[];
+}
+
+/** NoticedNode is a node the plan places no pod on because of a termination notice. */
+export interface NoticedNode {
+  /** Node name. */
+  node: string;
+  /** The signal, e.g. "taint karpenter.sh/disrupted". */
+  signal: string;
+}
+
+/** PlanDrainResponse is the plan. */
+export interface PlanDrainResponse {
+  /** Every pod of the drained nodes, highest priority first: the order they were placed in. */
+  pods: PodDrainPlan[];
+  /** The eviction batches, in order. */
+  batches: DrainBatch[];
+  /** Under a policy: nodes with a termination notice, which take no pod. */
+  noticedNodes: NoticedNode[];
+  /** The server's epoch. */
+  epoch: string;
+  /** The cache revision the plan was made on. */
+  revision: bigint;
 }
 
 function createBaseObjectRef(): ObjectRef {
@@ -8958,6 +9088,664 @@ export const SyncResponse: MessageFns<SyncResponse> = {
   },
 };
 
+function createBasePlanDrainRequest(): PlanDrainRequest {
+  return { nodeNames: [], pdbMode: 0, explain: false };
+}
+
+export const PlanDrainRequest: MessageFns<PlanDrainRequest> = {
+  encode(message: PlanDrainRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.nodeNames) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.pdbMode !== 0) {
+      writer.uint32(16).int32(message.pdbMode);
+    }
+    if (message.explain !== false) {
+      writer.uint32(24).bool(message.explain);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PlanDrainRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePlanDrainRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.nodeNames.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.pdbMode = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.explain = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PlanDrainRequest {
+    return {
+      nodeNames: globalThis.Array.isArray(object?.nodeNames)
+        ? object.nodeNames.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.node_names)
+        ? object.node_names.map((e: any) => globalThis.String(e))
+        : [],
+      pdbMode: isSet(object.pdbMode)
+        ? pdbModeFromJSON(object.pdbMode)
+        : isSet(object.pdb_mode)
+        ? pdbModeFromJSON(object.pdb_mode)
+        : 0,
+      explain: isSet(object.explain) ? globalThis.Boolean(object.explain) : false,
+    };
+  },
+
+  toJSON(message: PlanDrainRequest): unknown {
+    const obj: any = {};
+    if (message.nodeNames?.length) {
+      obj.nodeNames = message.nodeNames;
+    }
+    if (message.pdbMode !== 0) {
+      obj.pdbMode = pdbModeToJSON(message.pdbMode);
+    }
+    if (message.explain !== false) {
+      obj.explain = message.explain;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PlanDrainRequest>): PlanDrainRequest {
+    return PlanDrainRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PlanDrainRequest>): PlanDrainRequest {
+    const message = createBasePlanDrainRequest();
+    message.nodeNames = object.nodeNames?.map((e) => e) || [];
+    message.pdbMode = object.pdbMode ?? 0;
+    message.explain = object.explain ?? false;
+    return message;
+  },
+};
+
+function createBasePodDrainPlan(): PodDrainPlan {
+  return {
+    pod: undefined,
+    priority: 0,
+    fromNode: "",
+    outcome: 0,
+    nodeName: "",
+    victims: [],
+    reason: "",
+    critical: false,
+    batch: 0,
+    blockedByPdb: undefined,
+    diagnostics: [],
+  };
+}
+
+export const PodDrainPlan: MessageFns<PodDrainPlan> = {
+  encode(message: PodDrainPlan, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pod !== undefined) {
+      PodRef.encode(message.pod, writer.uint32(10).fork()).join();
+    }
+    if (message.priority !== 0) {
+      writer.uint32(16).int32(message.priority);
+    }
+    if (message.fromNode !== "") {
+      writer.uint32(26).string(message.fromNode);
+    }
+    if (message.outcome !== 0) {
+      writer.uint32(32).int32(message.outcome);
+    }
+    if (message.nodeName !== "") {
+      writer.uint32(42).string(message.nodeName);
+    }
+    for (const v of message.victims) {
+      PodRef.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.reason !== "") {
+      writer.uint32(58).string(message.reason);
+    }
+    if (message.critical !== false) {
+      writer.uint32(64).bool(message.critical);
+    }
+    if (message.batch !== 0) {
+      writer.uint32(72).uint32(message.batch);
+    }
+    if (message.blockedByPdb !== undefined) {
+      ObjectRef.encode(message.blockedByPdb, writer.uint32(82).fork()).join();
+    }
+    for (const v of message.diagnostics) {
+      NodeDiagnostic.encode(v!, writer.uint32(90).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodDrainPlan {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodDrainPlan();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pod = PodRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.fromNode = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.outcome = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.nodeName = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.victims.push(PodRef.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.critical = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.batch = reader.uint32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.blockedByPdb = ObjectRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.diagnostics.push(NodeDiagnostic.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PodDrainPlan {
+    return {
+      pod: isSet(object.pod) ? PodRef.fromJSON(object.pod) : undefined,
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
+      fromNode: isSet(object.fromNode)
+        ? globalThis.String(object.fromNode)
+        : isSet(object.from_node)
+        ? globalThis.String(object.from_node)
+        : "",
+      outcome: isSet(object.outcome) ? drainOutcomeFromJSON(object.outcome) : 0,
+      nodeName: isSet(object.nodeName)
+        ? globalThis.String(object.nodeName)
+        : isSet(object.node_name)
+        ? globalThis.String(object.node_name)
+        : "",
+      victims: globalThis.Array.isArray(object?.victims) ? object.victims.map((e: any) => PodRef.fromJSON(e)) : [],
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      critical: isSet(object.critical) ? globalThis.Boolean(object.critical) : false,
+      batch: isSet(object.batch) ? globalThis.Number(object.batch) : 0,
+      blockedByPdb: isSet(object.blockedByPdb)
+        ? ObjectRef.fromJSON(object.blockedByPdb)
+        : isSet(object.blocked_by_pdb)
+        ? ObjectRef.fromJSON(object.blocked_by_pdb)
+        : undefined,
+      diagnostics: globalThis.Array.isArray(object?.diagnostics)
+        ? object.diagnostics.map((e: any) => NodeDiagnostic.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: PodDrainPlan): unknown {
+    const obj: any = {};
+    if (message.pod !== undefined) {
+      obj.pod = PodRef.toJSON(message.pod);
+    }
+    if (message.priority !== 0) {
+      obj.priority = Math.round(message.priority);
+    }
+    if (message.fromNode !== "") {
+      obj.fromNode = message.fromNode;
+    }
+    if (message.outcome !== 0) {
+      obj.outcome = drainOutcomeToJSON(message.outcome);
+    }
+    if (message.nodeName !== "") {
+      obj.nodeName = message.nodeName;
+    }
+    if (message.victims?.length) {
+      obj.victims = message.victims.map((e) => PodRef.toJSON(e));
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.critical !== false) {
+      obj.critical = message.critical;
+    }
+    if (message.batch !== 0) {
+      obj.batch = Math.round(message.batch);
+    }
+    if (message.blockedByPdb !== undefined) {
+      obj.blockedByPdb = ObjectRef.toJSON(message.blockedByPdb);
+    }
+    if (message.diagnostics?.length) {
+      obj.diagnostics = message.diagnostics.map((e) => NodeDiagnostic.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PodDrainPlan>): PodDrainPlan {
+    return PodDrainPlan.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PodDrainPlan>): PodDrainPlan {
+    const message = createBasePodDrainPlan();
+    message.pod = (object.pod !== undefined && object.pod !== null) ? PodRef.fromPartial(object.pod) : undefined;
+    message.priority = object.priority ?? 0;
+    message.fromNode = object.fromNode ?? "";
+    message.outcome = object.outcome ?? 0;
+    message.nodeName = object.nodeName ?? "";
+    message.victims = object.victims?.map((e) => PodRef.fromPartial(e)) || [];
+    message.reason = object.reason ?? "";
+    message.critical = object.critical ?? false;
+    message.batch = object.batch ?? 0;
+    message.blockedByPdb = (object.blockedByPdb !== undefined && object.blockedByPdb !== null)
+      ? ObjectRef.fromPartial(object.blockedByPdb)
+      : undefined;
+    message.diagnostics = object.diagnostics?.map((e) => NodeDiagnostic.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDrainBatch(): DrainBatch {
+  return { pods: [] };
+}
+
+export const DrainBatch: MessageFns<DrainBatch> = {
+  encode(message: DrainBatch, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.pods) {
+      PodRef.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DrainBatch {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDrainBatch();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pods.push(PodRef.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DrainBatch {
+    return { pods: globalThis.Array.isArray(object?.pods) ? object.pods.map((e: any) => PodRef.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: DrainBatch): unknown {
+    const obj: any = {};
+    if (message.pods?.length) {
+      obj.pods = message.pods.map((e) => PodRef.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DrainBatch>): DrainBatch {
+    return DrainBatch.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DrainBatch>): DrainBatch {
+    const message = createBaseDrainBatch();
+    message.pods = object.pods?.map((e) => PodRef.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseNoticedNode(): NoticedNode {
+  return { node: "", signal: "" };
+}
+
+export const NoticedNode: MessageFns<NoticedNode> = {
+  encode(message: NoticedNode, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.node !== "") {
+      writer.uint32(10).string(message.node);
+    }
+    if (message.signal !== "") {
+      writer.uint32(18).string(message.signal);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NoticedNode {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNoticedNode();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.node = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.signal = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NoticedNode {
+    return {
+      node: isSet(object.node) ? globalThis.String(object.node) : "",
+      signal: isSet(object.signal) ? globalThis.String(object.signal) : "",
+    };
+  },
+
+  toJSON(message: NoticedNode): unknown {
+    const obj: any = {};
+    if (message.node !== "") {
+      obj.node = message.node;
+    }
+    if (message.signal !== "") {
+      obj.signal = message.signal;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<NoticedNode>): NoticedNode {
+    return NoticedNode.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<NoticedNode>): NoticedNode {
+    const message = createBaseNoticedNode();
+    message.node = object.node ?? "";
+    message.signal = object.signal ?? "";
+    return message;
+  },
+};
+
+function createBasePlanDrainResponse(): PlanDrainResponse {
+  return { pods: [], batches: [], noticedNodes: [], epoch: "", revision: 0n };
+}
+
+export const PlanDrainResponse: MessageFns<PlanDrainResponse> = {
+  encode(message: PlanDrainResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.pods) {
+      PodDrainPlan.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.batches) {
+      DrainBatch.encode(v!, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.noticedNodes) {
+      NoticedNode.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.epoch !== "") {
+      writer.uint32(34).string(message.epoch);
+    }
+    if (message.revision !== 0n) {
+      if (BigInt.asUintN(64, message.revision) !== message.revision) {
+        throw new globalThis.Error("value provided for field message.revision of type uint64 too large");
+      }
+      writer.uint32(40).uint64(message.revision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PlanDrainResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePlanDrainResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pods.push(PodDrainPlan.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.batches.push(DrainBatch.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.noticedNodes.push(NoticedNode.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.epoch = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.revision = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PlanDrainResponse {
+    return {
+      pods: globalThis.Array.isArray(object?.pods) ? object.pods.map((e: any) => PodDrainPlan.fromJSON(e)) : [],
+      batches: globalThis.Array.isArray(object?.batches) ? object.batches.map((e: any) => DrainBatch.fromJSON(e)) : [],
+      noticedNodes: globalThis.Array.isArray(object?.noticedNodes)
+        ? object.noticedNodes.map((e: any) => NoticedNode.fromJSON(e))
+        : globalThis.Array.isArray(object?.noticed_nodes)
+        ? object.noticed_nodes.map((e: any) => NoticedNode.fromJSON(e))
+        : [],
+      epoch: isSet(object.epoch) ? globalThis.String(object.epoch) : "",
+      revision: isSet(object.revision) ? BigInt(object.revision) : 0n,
+    };
+  },
+
+  toJSON(message: PlanDrainResponse): unknown {
+    const obj: any = {};
+    if (message.pods?.length) {
+      obj.pods = message.pods.map((e) => PodDrainPlan.toJSON(e));
+    }
+    if (message.batches?.length) {
+      obj.batches = message.batches.map((e) => DrainBatch.toJSON(e));
+    }
+    if (message.noticedNodes?.length) {
+      obj.noticedNodes = message.noticedNodes.map((e) => NoticedNode.toJSON(e));
+    }
+    if (message.epoch !== "") {
+      obj.epoch = message.epoch;
+    }
+    if (message.revision !== 0n) {
+      obj.revision = message.revision.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PlanDrainResponse>): PlanDrainResponse {
+    return PlanDrainResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PlanDrainResponse>): PlanDrainResponse {
+    const message = createBasePlanDrainResponse();
+    message.pods = object.pods?.map((e) => PodDrainPlan.fromPartial(e)) || [];
+    message.batches = object.batches?.map((e) => DrainBatch.fromPartial(e)) || [];
+    message.noticedNodes = object.noticedNodes?.map((e) => NoticedNode.fromPartial(e)) || [];
+    message.epoch = object.epoch ?? "";
+    message.revision = (object.revision !== undefined && object.revision !== null) ? BigInt(object.revision) : 0n;
+    return message;
+  },
+};
+
 /** Preemption keeps a cluster cache and makes preemption decisions on it. */
 export type PreemptionService = typeof PreemptionService;
 export const PreemptionService = {
@@ -9092,6 +9880,20 @@ export const PreemptionService = {
     responseSerialize: (value: SyncResponse): Buffer => Buffer.from(SyncResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SyncResponse => SyncResponse.decode(value),
   },
+  /**
+   * PlanDrain plans the drain of nodes about to go away: where each of their pods would
+   * go if evicted now, and an eviction order within every PodDisruptionBudget. Nothing is
+   * evicted or changed. Unknown node names are INVALID_ARGUMENT.
+   */
+  planDrain: {
+    path: "/preemptd.v1.Preemption/PlanDrain" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PlanDrainRequest): Buffer => Buffer.from(PlanDrainRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PlanDrainRequest => PlanDrainRequest.decode(value),
+    responseSerialize: (value: PlanDrainResponse): Buffer => Buffer.from(PlanDrainResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PlanDrainResponse => PlanDrainResponse.decode(value),
+  },
 } as const;
 
 export interface PreemptionServer extends UntypedServiceImplementation {
@@ -9142,6 +9944,12 @@ export interface PreemptionServer extends UntypedServiceImplementation {
    * stream and every item has been applied.
    */
   sync: handleClientStreamingCall<SyncRequest, SyncResponse>;
+  /**
+   * PlanDrain plans the drain of nodes about to go away: where each of their pods would
+   * go if evicted now, and an eviction order within every PodDisruptionBudget. Nothing is
+   * evicted or changed. Unknown node names are INVALID_ARGUMENT.
+   */
+  planDrain: handleUnaryCall<PlanDrainRequest, PlanDrainResponse>;
 }
 
 export interface PreemptionClient extends Client {
@@ -9311,6 +10119,26 @@ export interface PreemptionClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SyncResponse) => void,
   ): ClientWritableStream<SyncRequest>;
+  /**
+   * PlanDrain plans the drain of nodes about to go away: where each of their pods would
+   * go if evicted now, and an eviction order within every PodDisruptionBudget. Nothing is
+   * evicted or changed. Unknown node names are INVALID_ARGUMENT.
+   */
+  planDrain(
+    request: PlanDrainRequest,
+    callback: (error: ServiceError | null, response: PlanDrainResponse) => void,
+  ): ClientUnaryCall;
+  planDrain(
+    request: PlanDrainRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PlanDrainResponse) => void,
+  ): ClientUnaryCall;
+  planDrain(
+    request: PlanDrainRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PlanDrainResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const PreemptionClient = makeGenericClientConstructor(
