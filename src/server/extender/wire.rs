@@ -83,20 +83,15 @@ fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
                 "invalid JSON at line {} column {}: {}",
                 e.line(),
                 e.column(),
-                lowercase_first(&e.to_string())
+                without_position(&e.to_string())
             ),
         )),
     }
 }
 
-fn lowercase_first(text: &str) -> String {
-    let cut = text.rfind(" at line ").unwrap_or(text.len());
-    let text = &text[..cut];
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
+/// serde_json's message without its trailing " at line L column C" (said before it).
+fn without_position(text: &str) -> &str {
+    text.rfind(" at line ").map_or(text, |cut| &text[..cut])
 }
 
 /// Removes and returns field `name`, matched as Go's decoder does: exactly, else without
@@ -354,7 +349,7 @@ mod tests {
         for (body, message) in [
             (
                 &b"{"[..],
-                "body: invalid JSON at line 1 column 1: eof while parsing an object",
+                "body: invalid JSON at line 1 column 1: EOF while parsing an object",
             ),
             (b"[]", "body: expected a JSON object"),
             (br#"{"NodeNames":[]}"#, "Pod: is required"),
