@@ -187,8 +187,8 @@ impl Bodies {
         let pod = crate::scenarios::pod_json(&preemptor);
         let names: Vec<&str> = cluster.nodes.iter().map(|n| &*n.name).collect();
         let filter = json!({"Pod": pod, "Nodes": null, "NodeNames": names});
-        // Candidates spread over the cluster; each lists every lower-priority pod on it,
-        // the most the scheduler's dry run could name.
+        // Candidates spread over the cluster; each lists every pod on it, the most the
+        // scheduler's dry run could name.
         let step = (cluster.nodes.len() / candidates.max(1)).max(1);
         let chosen: std::collections::HashMap<&str, usize> = cluster
             .nodes
@@ -200,10 +200,7 @@ impl Bodies {
             .collect();
         let mut victims: Vec<Vec<Value>> = vec![Vec::new(); chosen.len()];
         for pod in &cluster.pods {
-            if let Some(&i) = pod.node_name.as_deref().and_then(|n| chosen.get(n))
-                && pod.priority < preemptor.priority
-                && !pod.terminating
-            {
+            if let Some(&i) = pod.node_name.as_deref().and_then(|n| chosen.get(n)) {
                 victims[i].push(json!({"UID": pod.uid()}));
             }
         }

@@ -144,6 +144,7 @@ pub fn preempt(state: &State, args: PreemptionArgsJson) -> Result<PreemptionResu
     let chosen = per_node::victims_on_nodes(&snapshot, &preemptor, &names, &options);
     let mut result = PreemptionResult::default();
     let mut diverged = 0;
+    let mut first_diverged = None;
     for ((node, listed), chosen) in args.candidates.drain(..).zip(chosen) {
         let victims = match chosen {
             Ok(victims) => victims,
@@ -160,13 +161,7 @@ pub fn preempt(state: &State, args: PreemptionArgsJson) -> Result<PreemptionResu
         let listed: HashSet<&str> = listed.iter().map(|uid| &**uid).collect();
         if let Some(unlisted) = victims.victims.iter().find(|v| !listed.contains(&*v.uid)) {
             diverged += 1;
-            tracing::warn!(
-                node = %node,
-                victim.namespace = %unlisted.namespace,
-                victim.name = %unlisted.name,
-                victim.uid = %unlisted.uid,
-                "preemption candidate dropped: preemptd's victim is not among the scheduler's"
-            );
+            first_diverged.get_or_insert_with(|| (node.clone(), unlisted.clone()));
             continue;
         }
         let pods = victims
@@ -184,7 +179,17 @@ pub fn preempt(state: &State, args: PreemptionArgsJson) -> Result<PreemptionResu
             },
         );
     }
-    if diverged > 0 {
+    if let Some((node, unlisted)) = first_diverged {
+        // One line a request, naming the first such node: the views of preemptd and the
+        // scheduler differ (a pod one of them has not seen yet).
+        tracing::warn!(
+            nodes = diverged,
+            node = %node,
+            victim.namespace = %unlisted.namespace,
+            victim.name = %unlisted.name,
+            victim.uid = %unlisted.uid,
+            "preemption candidates dropped: preemptd's victim is not among the scheduler's"
+        );
         crate::ops::metrics::extender_diverged(diverged);
     }
     Ok(result)
