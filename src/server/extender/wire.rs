@@ -206,18 +206,19 @@ pub fn parse_preemption_args(body: &[u8]) -> Result<PreemptionArgsJson, ApiError
     let mut candidates = Vec::new();
     if let Some(meta) = take_object(&mut map, "NodeNameToMetaVictims", "NodeNameToMetaVictims")? {
         for (node, victims) in meta {
-            let path = format!("NodeNameToMetaVictims[{node}]");
-            let pods = victim_pods(victims, &path)?;
+            // Paths are spelled out only for an error: a request holds thousands of UIDs.
+            let path = || format!("NodeNameToMetaVictims[{node}]");
+            let pods = victim_pods(victims, path)?;
             let uids = pods
                 .into_iter()
                 .enumerate()
-                .map(|(i, pod)| meta_pod_uid(pod, &format!("{path}.Pods[{i}]")))
+                .map(|(i, pod)| meta_pod_uid(pod, || format!("{}.Pods[{i}]", path())))
                 .collect::<Result<_, _>>()?;
             candidates.push((Str::from(node), VictimsJson::Uids(uids)));
         }
     } else if let Some(full) = take_object(&mut map, "NodeNameToVictims", "NodeNameToVictims")? {
         for (node, victims) in full {
-            let pods = victim_pods(victims, &format!("NodeNameToVictims[{node}]"))?;
+            let pods = victim_pods(victims, || format!("NodeNameToVictims[{node}]"))?;
             candidates.push((Str::from(node), VictimsJson::Pods(pods)));
         }
     }
@@ -225,24 +226,26 @@ pub fn parse_preemption_args(body: &[u8]) -> Result<PreemptionArgsJson, ApiError
 }
 
 /// The `Pods` of a `Victims` or `MetaVictims` (a nil one, or nil `Pods`: none).
-fn victim_pods(victims: Value, path: &str) -> Result<Vec<Value>, ApiError> {
+fn victim_pods(victims: Value, path: impl Fn() -> String) -> Result<Vec<Value>, ApiError> {
     match victims {
         Value::Null => Ok(Vec::new()),
-        Value::Object(mut victims) => {
-            Ok(take_array(&mut victims, "Pods", &format!("{path}.Pods"))?.unwrap_or_default())
-        }
-        _ => Err(invalid(path, "expected an object")),
+        Value::Object(mut victims) => match take(&mut victims, "Pods") {
+            None => Ok(Vec::new()),
+            Some(Value::Array(pods)) => Ok(pods),
+            Some(_) => Err(invalid(format!("{}.Pods", path()), "expected an array")),
+        },
+        _ => Err(invalid(path(), "expected an object")),
     }
 }
 
-fn meta_pod_uid(pod: Value, path: &str) -> Result<Str, ApiError> {
+fn meta_pod_uid(pod: Value, path: impl Fn() -> String) -> Result<Str, ApiError> {
     let Value::Object(mut pod) = pod else {
-        return Err(invalid(path, "expected an object"));
+        return Err(invalid(path(), "expected an object"));
     };
     match take(&mut pod, "UID") {
         Some(Value::String(uid)) if !uid.is_empty() => Ok(Str::from(uid)),
         _ => Err(invalid(
-            format!("{path}.UID"),
+            format!("{}.UID", path()),
             "expected a non-empty string",
         )),
     }
