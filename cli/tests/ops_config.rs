@@ -136,6 +136,11 @@ fn invalid_values_exit_64_naming_the_setting() {
         (&["serve", "--listen", "nowhere"], &[], &["--listen"]),
         (
             &["serve"],
+            &[("PREEMPTD_EXTENDER_LISTEN", "host-without-port")],
+            &["--extender-listen", "PREEMPTD_EXTENDER_LISTEN"],
+        ),
+        (
+            &["serve"],
             &[("PREEMPTD_LISTEN", "1.2.3.4")],
             &["--listen", "PREEMPTD_LISTEN"],
         ),

@@ -13,6 +13,8 @@
 //! names each in the diagnostics; without one the decision is upstream's.
 //!
 //! [`drain`] plans where the pods of nodes about to go away would go, decision by decision.
+//! [`per_node`] answers one node at a time for callers that already hold candidate
+//! nodes (kube-scheduler's extender verbs), with the same victim selection.
 
 mod bounds;
 pub mod drain;
@@ -21,6 +23,7 @@ mod filter_pass;
 pub mod filters;
 mod groups;
 mod lanes;
+pub mod per_node;
 mod pick;
 pub mod policy;
 mod potential;
