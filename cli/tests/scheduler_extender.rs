@@ -97,8 +97,7 @@ impl Drop for Process {
 }
 
 struct Preemptd {
-    /// Killed when the test ends.
-    _process: Process,
+    process: Process,
     grpc: SocketAddr,
     metrics: SocketAddr,
 }
@@ -112,7 +111,8 @@ impl Preemptd {
             "preemptd",
             Command::new(env!("CARGO_BIN_EXE_preemptd"))
                 .env_clear()
-                .env("RUST_LOG", "info")
+                // Debug for the extender: it logs each preemption candidate it drops.
+                .env("RUST_LOG", "info,preemptd::server::extender=debug")
                 .args(["serve", "--listen", &grpc.to_string()])
                 .args(["--metrics-listen", &metrics.to_string()])
                 .args(["--extender-listen", &extender.to_string()])
@@ -123,7 +123,7 @@ impl Preemptd {
             dir,
         );
         Preemptd {
-            _process: process,
+            process,
             grpc,
             metrics,
         }
@@ -373,19 +373,21 @@ async fn kube_scheduler_places_and_preempts_through_preemptd() {
 async fn places_by_capacity_and_notice(pods: &Api<Pod>) {
     let spot = names(SPOT);
     let on_demand = names(ON_DEMAND);
-    // Two of these fill a spot node; without the policy the scheduler's least-allocated
-    // scoring would spread them over all five nodes.
+    // On empty nodes: only the policy keeps critical pods off spot capacity, which the
+    // extender's scores favour for every other pod.
+    for i in 1..=2 {
+        create_pod(pods, pod(&format!("critical-{i}"), CRITICAL, "500m")).await;
+        let node = bound_node(pods, &format!("critical-{i}")).await;
+        assert!(on_demand.contains(&node), "critical-{i} bound to {node}");
+    }
+    // Two of these fill a spot node. Least-allocated scoring alone would put the third and
+    // fourth on the emptier on-demand nodes; the extender's scores keep them on spot.
     for i in 1..=4 {
         create_pod(pods, pod(&format!("batch-{i}"), BATCH, "900m")).await;
     }
     for i in 1..=4 {
         let node = bound_node(pods, &format!("batch-{i}")).await;
         assert!(spot.contains(&node), "batch-{i} bound to {node}");
-    }
-    for i in 1..=2 {
-        create_pod(pods, pod(&format!("critical-{i}"), CRITICAL, "500m")).await;
-        let node = bound_node(pods, &format!("critical-{i}")).await;
-        assert!(on_demand.contains(&node), "critical-{i} bound to {node}");
     }
     // Spot is full but for the noticed node, which has the most room: on-demand it is.
     create_pod(pods, pod("batch-overflow", BATCH, "900m")).await;
@@ -517,6 +519,21 @@ async fn preemptor_gets_preemptds_node_and_victims(
             victim.status
         );
     }
+    // The scheduler offered the spot nodes too (their victims have the lowest priority);
+    // preemptd's /preempt dropped them.
+    until("preemptd logs the spot candidates it dropped", || async {
+        let log = preemptd.process.log_text();
+        let dropped = |node: &str| {
+            let node = format!("node={node} ");
+            log.lines().any(|line| {
+                line.contains("verb=\"preempt\"")
+                    && line.contains("preemption candidate dropped")
+                    && line.contains(&node)
+            })
+        };
+        (SPOT.into_iter().chain([NOTICED]).all(dropped)).then_some(())
+    })
+    .await;
     let calls = preemptd
         .metric(EXTENDER_REQUESTS, PREEMPT_OK)
         .await
