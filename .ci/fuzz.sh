@@ -3,7 +3,7 @@
 # for a bounded time from a seed corpus of the conformance scenarios. cargo-fuzz needs a
 # nightly compiler's flags: RUSTC_BOOTSTRAP lets the stable toolchain accept them.
 # A crash fails the run; its input is in fuzz/artifacts/TARGET/ (make it a regression test).
-# Longer runs: FUZZ_SECONDS=3600 .ci/fuzz.sh
+# Longer runs: FUZZ_SECONDS=3600 .ci/fuzz.sh; some targets only: .ci/fuzz.sh extender_json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-30}"
@@ -13,7 +13,9 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 export RUSTC_BOOTSTRAP=1
 corpus=fuzz/corpus
-mkdir -p "${corpus}/kubernetes_json" "${corpus}/quantity" "${corpus}/wire_pod"
+mkdir -p "${corpus}/kubernetes_json" "${corpus}/quantity" "${corpus}/wire_pod" "${corpus}/extender_json"
+# The extender's seeds: kube-scheduler request bodies.
+cp fuzz/seeds/extender_json/*.json "${corpus}/extender_json/"
 # Seeds: every conformance scenario's cluster List and preemptor Pod, and some quantities.
 python3 - "${corpus}/kubernetes_json" tests/conformance/*.json tests/conformance/*/*.json <<'PY'
 import json, pathlib, sys
@@ -28,9 +30,10 @@ for q in 100m 1.5Gi 2e3 0.5 1Ki 128974848 129e6 123Mi 1E-3 12345678901234567890;
   printf '%s' "${q}" >"${corpus}/quantity/${q}"
 done
 cargo fuzz build --release
-for target in kubernetes_json quantity wire_pod; do
+targets="${*:-kubernetes_json quantity wire_pod extender_json}"
+for target in ${targets}; do
   echo "== [${SECONDS}s] fuzz ${target}"
   cargo fuzz run --release "${target}" "${corpus}/${target}" -- \
     -max_total_time="${seconds}" -rss_limit_mb=4096 -print_final_stats=1 2>&1 | tail -n 12
 done
-echo "fuzz: 3 targets ran ${seconds}s each without a crash"
+echo "fuzz: ${targets} ran ${seconds}s each without a crash"

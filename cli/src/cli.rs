@@ -243,6 +243,10 @@ pub struct ServeArgs {
     /// Prometheus metrics address (text format at /metrics); "off" disables it.
     #[arg(long, env = "PREEMPTD_METRICS_LISTEN", default_value = "127.0.0.1:9464", value_parser = parse_optional_addr, value_name = "ADDR|off")]
     pub metrics_listen: OptionalAddr,
+    /// kube-scheduler extender address (HTTP POST /filter, /prioritize, /preempt; TLS and
+    /// --authz as the gRPC port); "off" (the default) disables it.
+    #[arg(long, env = "PREEMPTD_EXTENDER_LISTEN", default_value = "off", value_parser = parse_optional_addr, value_name = "ADDR|off")]
+    pub extender_listen: OptionalAddr,
     /// Longest wait for any call's answer (a client's shorter grpc-timeout wins); does not
     /// limit how long a WatchNominations stream lives. "off" disables it.
     #[arg(long, env = "PREEMPTD_RPC_TIMEOUT", default_value_t = OptionalDuration(ServeConfig::default().rpc_timeout), value_parser = parse_optional_duration)]
@@ -414,6 +418,7 @@ impl ServeArgs {
             max_watchers: self.max_watchers,
             max_sync_streams: self.max_sync_streams,
             metrics_listen: self.metrics_listen.0,
+            extender_listen: self.extender_listen.0,
             shutdown_grace: self.shutdown_grace.0,
             cluster: self.cluster.source(),
             tls: self.security.tls()?,

@@ -108,3 +108,39 @@ fn non_loopback_targets_are_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("loopback"), "{stderr}");
 }
+
+#[test]
+fn tiny_extender_bench_measures_every_verb() {
+    let out = Command::new(env!("CARGO_BIN_EXE_preemptd"))
+        .args([
+            "bench",
+            "--extender",
+            "--nodes",
+            "60",
+            "--pods-per-node",
+            "5",
+            "--extender-requests",
+            "20",
+            "--extender-candidates",
+            "10",
+            "--duration",
+            "30",
+        ])
+        .output()
+        .expect("run preemptd bench --extender");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let last = stdout.lines().last().expect("some output");
+    let json: Value = serde_json::from_str(last).expect("last line is JSON");
+    let run = &json[0]["extender"];
+    assert_eq!(run["nodes"], 60, "{last}");
+    assert_eq!(run["candidates"], 10, "{last}");
+    for verb in ["filter", "prioritize", "preempt"] {
+        assert_eq!(run[verb]["count"], 20, "{verb} in {last}");
+        assert!(
+            run[verb]["p99_ms"].as_f64().is_some_and(|v| v > 0.0),
+            "{verb} in {last}"
+        );
+    }
+}

@@ -210,22 +210,26 @@ fn endpoint(addr: SocketAddr) -> anyhow::Result<Endpoint> {
 }
 
 /// The client's copy of the cluster: encoded `SyncRequest`s, ready to stream.
-struct Prepared {
+pub(crate) struct Prepared {
     /// Nodes then PDBs.
-    first: Vec<Bytes>,
-    pods: Vec<Bytes>,
-    nodes: usize,
-    pdbs: usize,
-    node_names: Vec<String>,
-    update_sample: Vec<pb::Pod>,
+    pub first: Vec<Bytes>,
+    pub pods: Vec<Bytes>,
+    pub nodes: usize,
+    pub pdbs: usize,
+    pub node_names: Vec<String>,
+    pub update_sample: Vec<pb::Pod>,
 }
 
 /// Generates the cluster and encodes every object as a `SyncRequest` (in parallel).
 /// Encoding up front keeps the client's work during the load to copying bytes, so the
 /// load rate measures the server.
 fn prepare(spec: &ClusterSpec) -> Prepared {
+    prepare_cluster(&generate::generate(spec))
+}
+
+/// [`prepare`] of a cluster already generated.
+pub(crate) fn prepare_cluster(cluster: &generate::GeneratedCluster) -> Prepared {
     use pb::sync_request::Item;
-    let cluster = generate::generate(spec);
     let encode = |item: Item| Bytes::from(pb::SyncRequest { item: Some(item) }.encode_to_vec());
     let mut first: Vec<Bytes> = cluster
         .nodes
@@ -273,7 +277,7 @@ fn prepare(spec: &ClusterSpec) -> Prepared {
     }
 }
 
-async fn sync_stream(
+pub(crate) async fn sync_stream(
     connection: &grpc::Connection,
     items: &[Bytes],
     label: &str,
@@ -287,7 +291,7 @@ async fn sync_stream(
     pb::SyncResponse::decode(response).context("sync response")
 }
 
-fn check_sync(response: &pb::SyncResponse, sent: usize) -> anyhow::Result<()> {
+pub(crate) fn check_sync(response: &pb::SyncResponse, sent: usize) -> anyhow::Result<()> {
     if let Some(first) = response.rejections.first() {
         bail!(
             "sync rejected {} items; first: #{} {} {}: {}",
@@ -669,9 +673,9 @@ fn watch_pod(uid: &str, node: &str) -> pb::Pod {
 
 /// `preemptd serve` in a process of its own, so its RSS is the server's alone (no client
 /// data, no allocator shared with the client); killed when dropped.
-struct ChildServer {
+pub(crate) struct ChildServer {
     process: std::process::Child,
-    addr: SocketAddr,
+    pub addr: SocketAddr,
 }
 
 impl ChildServer {
@@ -679,13 +683,12 @@ impl ChildServer {
     const START_TIMEOUT: Duration = Duration::from_secs(20);
 
     async fn start() -> anyhow::Result<Self> {
-        // A port the OS just handed out is free; nothing else on loopback races for it
-        // in the moment before the child binds it.
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|l| l.local_addr())
-            .context("find a free loopback port")?
-            .port();
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        Self::start_with(&[]).await
+    }
+
+    /// A server with `extra` flags (e.g. `--extender-listen`).
+    pub(crate) async fn start_with(extra: &[String]) -> anyhow::Result<Self> {
+        let addr = free_loopback_addr()?;
         let exe = std::env::current_exe().context("locate the preemptd binary")?;
         let process = std::process::Command::new(exe)
             .args([
@@ -695,6 +698,7 @@ impl ChildServer {
                 "--metrics-listen",
                 "off",
             ])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -718,6 +722,16 @@ impl ChildServer {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// A loopback address with a port the OS just handed out: free, and nothing else on
+/// loopback races for it in the moment before a child binds it.
+pub(crate) fn free_loopback_addr() -> anyhow::Result<SocketAddr> {
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .context("find a free loopback port")?
+        .port();
+    Ok(SocketAddr::from(([127, 0, 0, 1], port)))
 }
 
 impl Drop for ChildServer {

@@ -15,6 +15,7 @@
 //! `serve`.
 
 mod client;
+mod extender;
 mod grpc;
 mod report;
 mod scenarios;
@@ -126,6 +127,17 @@ pub struct BenchArgs {
     /// the objects a bench run loads and sends.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["target", "in_process", "svg"])]
     pub write_scenarios: Option<PathBuf>,
+    /// Measure the kube-scheduler extender verbs instead (nodeCacheCapable, over
+    /// loopback HTTP/1.1): /filter and /prioritize with every node, /preempt with
+    /// --extender-candidates candidates; p50/p99 per verb.
+    #[arg(long, conflicts_with_all = ["target", "write_scenarios", "svg"])]
+    pub extender: bool,
+    /// Requests per extender verb (each phase also stops at --duration).
+    #[arg(long, default_value_t = 1000)]
+    pub extender_requests: u64,
+    /// Candidate nodes in each /preempt request.
+    #[arg(long, default_value_t = 500)]
+    pub extender_candidates: usize,
 }
 
 impl BenchArgs {
@@ -163,6 +175,9 @@ impl BenchArgs {
                 bail!("{name} must be between 0 and 3600 seconds");
             }
         }
+        if self.extender_requests == 0 || self.extender_candidates == 0 {
+            bail!("--extender-requests and --extender-candidates must be at least 1");
+        }
         if !(1..=100).contains(&self.watch_runs) {
             bail!("--watch-runs must be between 1 and 100");
         }
@@ -199,6 +214,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
 }
 
 async fn run_all(args: &BenchArgs) -> anyhow::Result<()> {
+    if args.extender {
+        return run_extender(args).await;
+    }
     let mut reports = Vec::new();
     for size in args.sizes() {
         println!(
@@ -218,6 +236,25 @@ async fn run_all(args: &BenchArgs) -> anyhow::Result<()> {
     println!(
         "{}",
         serde_json::to_string(&json).context("encode the result")?
+    );
+    Ok(())
+}
+
+/// `--extender`: the extender verbs at each size; the last line is the JSON of every size.
+async fn run_extender(args: &BenchArgs) -> anyhow::Result<()> {
+    let mut results = Vec::new();
+    for size in args.sizes() {
+        println!(
+            "== extender: {} nodes x {} pods per node (seed {})",
+            size.nodes, size.pods_per_node, args.seed
+        );
+        let report = extender::measure(args, size).await?;
+        report.print_human();
+        results.push(report.json());
+    }
+    println!(
+        "{}",
+        serde_json::to_string(&serde_json::Value::Array(results)).context("encode the result")?
     );
     Ok(())
 }

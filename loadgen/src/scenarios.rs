@@ -286,7 +286,7 @@ fn spread_json(c: &TopologySpreadConstraint) -> Value {
 
 /// A v1 Pod. Its container specs must still be held (not [`Pod::compact`]ed): the
 /// effective requests are rendered from them.
-fn pod_json(pod: &Pod) -> Value {
+pub(crate) fn pod_json(pod: &Pod) -> Value {
     let d = &pod.details;
     let mut metadata = Map::new();
     metadata.insert("namespace".into(), json!(&*pod.namespace));

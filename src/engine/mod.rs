@@ -11,6 +11,9 @@
 //!
 //! A [`policy`] (optional) rules nodes out in phase 1 and candidates out in phase 4, and
 //! names each in the diagnostics; without one the decision is upstream's.
+//!
+//! [`per_node`] answers one node at a time for callers that already hold candidate
+//! nodes (kube-scheduler's extender verbs), with the same victim selection.
 
 mod bounds;
 mod eligibility;
@@ -18,6 +21,7 @@ mod filter_pass;
 pub mod filters;
 mod groups;
 mod lanes;
+pub mod per_node;
 mod pick;
 pub mod policy;
 mod potential;

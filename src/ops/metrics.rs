@@ -41,6 +41,9 @@ pub const KUBE_WATCH_ERRORS: &str = "preemptd_kube_watch_errors_total";
 pub const KUBE_REJECTED: &str = "preemptd_kube_rejected_objects_total";
 pub const KUBE_SECONDS_SINCE_EVENT: &str = "preemptd_kube_seconds_since_last_event";
 pub const AUTHZ_DENIED: &str = "preemptd_authz_denied_total";
+pub const EXTENDER_REQUESTS: &str = "preemptd_extender_requests_total";
+pub const EXTENDER_SECONDS: &str = "preemptd_extender_request_duration_seconds";
+pub const EXTENDER_DIVERGED: &str = "preemptd_extender_diverged_nodes_total";
 
 /// kube-scheduler's buckets for victims per preemption: exponential(1, 2, 7).
 const VICTIM_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
@@ -76,6 +79,9 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
         })
         .and_then(|b| {
             b.set_buckets_for_metric(Matcher::Full(DECISION_SECONDS.into()), DECISION_BUCKETS)
+        })
+        .and_then(|b| {
+            b.set_buckets_for_metric(Matcher::Full(EXTENDER_SECONDS.into()), DECISION_BUCKETS)
         })
         .context("metric buckets")?
         .build_recorder();
@@ -147,6 +153,31 @@ fn describe() {
         AUTHZ_DENIED,
         "Calls refused with PERMISSION_DENIED by --authz, by method and the caller's role (none: unknown identity)"
     );
+    describe_counter!(
+        EXTENDER_REQUESTS,
+        "kube-scheduler extender requests, by verb and outcome (ok, error: the reply's Error field, or the HTTP status)"
+    );
+    describe_histogram!(
+        EXTENDER_SECONDS,
+        "kube-scheduler extender request handling time, by verb"
+    );
+    describe_counter!(
+        EXTENDER_DIVERGED,
+        "Preemption candidates dropped because preemptd chose a victim the scheduler does not list on the node"
+    );
+}
+
+/// One extender request answered: `verb` (`filter`, `prioritize`, `preempt`) and
+/// `outcome` (`ok`, `error`, or the HTTP status class such as `400`).
+pub fn record_extender(verb: &'static str, outcome: &'static str, elapsed: Duration) {
+    metrics::counter!(EXTENDER_REQUESTS, "verb" => verb, "outcome" => outcome).increment(1);
+    metrics::histogram!(EXTENDER_SECONDS, "verb" => verb).record(elapsed.as_secs_f64());
+}
+
+/// A preemption candidate dropped because the views of preemptd and the scheduler
+/// diverged (see the extender's `/preempt`).
+pub fn extender_diverged(nodes: usize) {
+    metrics::counter!(EXTENDER_DIVERGED).increment(nodes as u64);
 }
 
 /// A call refused by `--authz`: `method` as `service/method`, `role` the caller's or

@@ -368,6 +368,35 @@ pub(crate) fn check_commit(extensions: &http::Extensions, enforced: bool) -> Res
     ))
 }
 
+/// A call to the extender's HTTP port: every verb needs a reader, identified by the
+/// connection's client certificate or a bearer token, as on the gRPC port. `method` is
+/// the metric's label (`extender/filter`).
+pub(crate) fn check_extender(
+    policy: &AuthzPolicy,
+    method: &'static str,
+    certificate: Option<&CertIdentity>,
+    headers: &http::HeaderMap,
+) -> Result<Caller, ApiError> {
+    let token = bearer_token(headers);
+    let caller = policy.resolve(certificate, token);
+    match caller {
+        Some(caller) if caller.role >= Role::Reader => Ok(caller),
+        caller => {
+            let presented = Presented {
+                certificate,
+                token: token.is_some(),
+            };
+            Err(deny(
+                method,
+                method,
+                Role::Reader,
+                caller.as_ref(),
+                &presented,
+            ))
+        }
+    }
+}
+
 /// The tower layer: with a policy, every call is checked; without one, calls pass.
 #[derive(Clone)]
 pub(crate) struct AuthzLayer {

@@ -1,6 +1,7 @@
 //! The one table from error types to gRPC statuses. Handlers return [`ApiError`];
 //! everything a lower layer can fail with converts into it here, and [`ApiError`] turns
-//! into a [`tonic::Status`] in exactly one `match`.
+//! into a [`tonic::Status`] in exactly one `match`, and for the HTTP extender port into
+//! an HTTP status in the one next to it ([`ApiError::http_status`]).
 //!
 //! Messages are lowercase without a trailing period; invalid-argument messages start
 //! with the offending field path.
@@ -47,6 +48,9 @@ pub enum ApiError {
     /// The server is shutting down, or has not finished listing its cluster.
     #[error("{0}")]
     Unavailable(String),
+    /// A request body over the size limit (the extender's HTTP port).
+    #[error("{0}")]
+    TooLarge(String),
     /// A bug: a decision task panicked.
     #[error("{0}")]
     Internal(String),
@@ -196,7 +200,7 @@ impl ApiError {
             ApiError::NotFound(_) => Code::NotFound,
             ApiError::AlreadyExists(_) => Code::AlreadyExists,
             ApiError::OutOfRange(_) => Code::OutOfRange,
-            ApiError::ResourceExhausted(_) => Code::ResourceExhausted,
+            ApiError::ResourceExhausted(_) | ApiError::TooLarge(_) => Code::ResourceExhausted,
             ApiError::DeadlineExceeded(_) => Code::DeadlineExceeded,
             ApiError::Aborted(_) => Code::Aborted,
             ApiError::FailedPrecondition(_) => Code::FailedPrecondition,
@@ -204,6 +208,28 @@ impl ApiError {
             ApiError::Unavailable(_) => Code::Unavailable,
             ApiError::Internal(_) | ApiError::Undecodable(_) => Code::Internal,
             ApiError::Transport { code, .. } => *code,
+        }
+    }
+}
+
+impl ApiError {
+    /// The HTTP status of the extender port for this error. Trouble inside a decision is
+    /// not an error here: kube-scheduler expects it in the reply's `Error` field.
+    pub fn http_status(&self) -> http::StatusCode {
+        use http::StatusCode as H;
+        match self {
+            ApiError::InvalidArgument { .. } | ApiError::Undecodable(_) => H::BAD_REQUEST,
+            ApiError::NotFound(_) => H::NOT_FOUND,
+            ApiError::AlreadyExists(_) | ApiError::Aborted(_) => H::CONFLICT,
+            ApiError::OutOfRange(_) => H::RANGE_NOT_SATISFIABLE,
+            ApiError::ResourceExhausted(_) => H::TOO_MANY_REQUESTS,
+            ApiError::TooLarge(_) => H::PAYLOAD_TOO_LARGE,
+            ApiError::DeadlineExceeded(_) => H::GATEWAY_TIMEOUT,
+            ApiError::FailedPrecondition(_) => H::PRECONDITION_FAILED,
+            ApiError::PermissionDenied(_) => H::FORBIDDEN,
+            ApiError::Unavailable(_) => H::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => H::INTERNAL_SERVER_ERROR,
+            ApiError::Transport { .. } => H::BAD_REQUEST,
         }
     }
 }
@@ -310,6 +336,10 @@ mod tests {
                 Code::PermissionDenied,
             ),
             (ApiError::too_many_watchers(2), Code::ResourceExhausted),
+            (
+                ApiError::TooLarge("body over 4 bytes".into()),
+                Code::ResourceExhausted,
+            ),
             (ApiError::too_many_sync_streams(2), Code::ResourceExhausted),
             (
                 ApiError::deadline_exceeded(std::time::Duration::from_millis(10)),
@@ -317,6 +347,8 @@ mod tests {
             ),
         ];
         for (err, code) in cases {
+            let http = err.http_status();
+            assert!(http.is_client_error() || http.is_server_error(), "{err:?}");
             let status = Status::from(err);
             assert_eq!(status.code(), code);
             let message = status.message();
@@ -349,5 +381,22 @@ mod tests {
             status.message(),
             "upsert.status.allocatable[cpu]: invalid quantity \"x\""
         );
+    }
+
+    #[test]
+    fn http_statuses_of_the_extender_port() {
+        use http::StatusCode as H;
+        for (err, status) in [
+            (ApiError::invalid("body", "invalid JSON"), H::BAD_REQUEST),
+            (
+                ApiError::permission_denied("extender/filter", "reader", None),
+                H::FORBIDDEN,
+            ),
+            (ApiError::TooLarge("body".into()), H::PAYLOAD_TOO_LARGE),
+            (ApiError::not_listed_yet(), H::SERVICE_UNAVAILABLE),
+            (ApiError::Internal("bug".into()), H::INTERNAL_SERVER_ERROR),
+        ] {
+            assert_eq!(err.http_status(), status, "{err:?}");
+        }
     }
 }

@@ -8,6 +8,7 @@
 pub mod authz;
 pub mod convert;
 pub mod errors;
+pub mod extender;
 pub mod json;
 #[cfg(any(test, feature = "generate"))]
 pub mod messages;
@@ -96,6 +97,9 @@ pub struct ServeConfig {
     pub authz: Option<Arc<authz::AuthzPolicy>>,
     /// The placement policy every `Preempt` applies. `None`: upstream's decisions exactly.
     pub policy: Option<Arc<crate::engine::Policy>>,
+    /// Where to serve the kube-scheduler extender (HTTP `/filter`, `/prioritize`,
+    /// `/preempt`; TLS and `authz` as the gRPC port). `None`: no extender.
+    pub extender_listen: Option<SocketAddr>,
 }
 
 impl Default for ServeConfig {
@@ -118,6 +122,7 @@ impl Default for ServeConfig {
             tls: None,
             authz: None,
             policy: None,
+            extender_listen: None,
         }
     }
 }
@@ -145,6 +150,7 @@ pub struct RunningServer {
     task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     grace: Duration,
     metrics: Option<crate::ops::metrics::MetricsEndpoint>,
+    extender: Option<extender::ExtenderEndpoint>,
     /// Kubernetes mode's watches, stopped with the server.
     watches: Option<JoinHandle<()>>,
 }
@@ -158,6 +164,11 @@ impl RunningServer {
     /// The address of the `/metrics` endpoint, when one is served.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics.as_ref().map(|m| m.local_addr())
+    }
+
+    /// The address of the kube-scheduler extender, when one is served.
+    pub fn extender_addr(&self) -> Option<SocketAddr> {
+        self.extender.as_ref().map(|e| e.local_addr())
     }
 
     /// The id this server chose at start; every response carries it.
@@ -180,6 +191,9 @@ impl RunningServer {
         }
         if let Some(metrics) = self.metrics.take() {
             metrics.shutdown().await;
+        }
+        if let Some(extender) = self.extender.take() {
+            extender.shutdown(self.grace).await;
         }
         if let Some(mut task) = self.task.take() {
             match tokio::time::timeout(self.grace, &mut task).await {
@@ -279,6 +293,20 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         }
     };
 
+    let extender = match config.extender_listen {
+        None => None,
+        Some(addr) => Some(
+            extender::ExtenderEndpoint::start(
+                addr,
+                state.clone(),
+                config.authz.clone(),
+                config.max_message_bytes,
+                tls.clone(),
+            )
+            .await?,
+        ),
+    };
+
     let (tx, rx) = oneshot::channel::<()>();
     let routes = routes::Routes::new(preemption)
         .add(health_service)
@@ -352,6 +380,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         task: Some(task),
         grace: config.shutdown_grace,
         metrics,
+        extender,
         watches,
     })
 }

@@ -142,7 +142,7 @@ impl State {
     }
 
     /// Decisions: only once the cluster is listed.
-    fn check_listed(&self) -> Result<(), ApiError> {
+    pub(crate) fn check_listed(&self) -> Result<(), ApiError> {
         self.check_running()?;
         if !self.listed.load(Ordering::Acquire) {
             return Err(ApiError::not_listed_yet());
@@ -165,6 +165,16 @@ impl State {
             .filter(|held| r.uid.is_empty() || held.uid() == r.uid)
             .map(|held| (*held).clone())
             .ok_or_else(|| ApiError::NotFound(format!("pod {namespace}/{} is not held", r.name)))
+    }
+
+    /// The placement policy decisions apply, if any.
+    pub(crate) fn policy(&self) -> Option<&Arc<crate::engine::Policy>> {
+        self.policy.as_ref()
+    }
+
+    /// Where decisions run (the extender's `/preempt` too).
+    pub(crate) fn lanes(&self) -> &crate::engine::DecisionLanes {
+        &self.lanes
     }
 
     /// Every watched kind has finished its first list.

@@ -1,0 +1,453 @@
+//! The kube-scheduler extender (`serve --extender-listen ADDR`): `POST /filter`,
+//! `/prioritize` and `/preempt` in the JSON of k8s.io/kube-scheduler/extender/v1
+//! ([`wire`]), over the cache and the engine ([`verbs`]). HTTP/1.1 and HTTP/2 on axum,
+//! over the gRPC port's TLS (and mTLS) when it has one; with `--authz`, every verb needs a
+//! reader.
+//!
+//! Errors: a malformed body is 400, a refused caller 403 (statuses from the one error
+//! table, [`ApiError::http_status`]). Trouble inside a decision — a pod the builder
+//! refuses — is, for `/filter`, the reply's `Error` field as kube-scheduler expects;
+//! `/prioritize` and `/preempt` have no such field in v1, so there it is a 400 with the
+//! message (an unknown field would be dropped silently by the scheduler's decoder).
+
+mod verbs;
+pub mod wire;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::connect_info::{ConnectInfo, Connected};
+use axum::extract::{DefaultBodyLimit, State as AxumState};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::serve::{IncomingStream, Listener};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use tokio_stream::StreamExt as _;
+
+use super::authz::{self, AuthzPolicy};
+use super::errors::ApiError;
+use super::service::State;
+use super::tls::{PeerInfo, TlsAcceptor, TlsConnection};
+
+pub use verbs::NOT_CACHED;
+
+/// What the handlers share.
+struct Extender {
+    state: Arc<State>,
+    authz: Option<Arc<AuthzPolicy>>,
+    max_body_bytes: usize,
+}
+
+/// The extender's listener, running in the background.
+pub(crate) struct ExtenderEndpoint {
+    local_addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl ExtenderEndpoint {
+    /// Binds `addr` and serves the verbs (over TLS with `tls`).
+    pub async fn start(
+        addr: SocketAddr,
+        state: Arc<State>,
+        authz: Option<Arc<AuthzPolicy>>,
+        max_body_bytes: usize,
+        tls: Option<TlsAcceptor>,
+    ) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("bind extender address {addr}"))?;
+        let local_addr = listener.local_addr().context("extender local address")?;
+        let extender = Arc::new(Extender {
+            state,
+            authz,
+            max_body_bytes,
+        });
+        let app = Router::new()
+            .route("/filter", post(filter))
+            .route("/prioritize", post(prioritize))
+            .route("/preempt", post(preempt))
+            // The handlers read the body with the gRPC message limit themselves.
+            .layer(DefaultBodyLimit::disable())
+            .with_state(extender);
+        let (tx, rx) = oneshot::channel::<()>();
+        let stopped = async {
+            let _ = rx.await;
+        };
+        let task = match tls {
+            None => spawn_serve(PlainListener(listener), app, stopped),
+            Some(acceptor) => spawn_serve(
+                TlsListener {
+                    incoming: acceptor.incoming(listener),
+                    local_addr,
+                },
+                app,
+                stopped,
+            ),
+        };
+        tracing::info!(addr = %local_addr, "serving the kube-scheduler extender at /filter, /prioritize, /preempt");
+        Ok(ExtenderEndpoint {
+            local_addr,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting, lets requests in flight finish within `grace`.
+    pub async fn shutdown(mut self, grace: Duration) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(mut task) = self.task.take() {
+            match tokio::time::timeout(grace, &mut task).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(error))) => tracing::warn!(%error, "extender server failed"),
+                Ok(Err(error)) => tracing::warn!(%error, "extender server task failed"),
+                Err(_) => {
+                    tracing::warn!(
+                        ?grace,
+                        "extender requests still open after the grace period; closing them"
+                    );
+                    task.abort();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ExtenderEndpoint {
+    fn drop(&mut self) {
+        // Dropping the sender resolves the shutdown signal.
+        self.shutdown.take();
+    }
+}
+
+fn spawn_serve<L>(
+    listener: L,
+    app: Router,
+    stopped: impl Future<Output = ()> + Send + 'static,
+) -> JoinHandle<std::io::Result<()>>
+where
+    L: Listener<Addr = PeerInfo>,
+    for<'a> PeerInfo: Connected<IncomingStream<'a, L>>,
+{
+    let service = app.into_make_service_with_connect_info::<PeerInfo>();
+    tokio::spawn(async move {
+        axum::serve(listener, service)
+            .with_graceful_shutdown(stopped)
+            .await
+    })
+}
+
+/// Plaintext connections, with TCP_NODELAY (small replies would otherwise wait for
+/// delayed ACKs).
+struct PlainListener(TcpListener);
+
+impl Listener for PlainListener {
+    type Io = TcpStream;
+    type Addr = PeerInfo;
+
+    async fn accept(&mut self) -> (TcpStream, PeerInfo) {
+        loop {
+            match self.0.accept().await {
+                Ok((tcp, remote_addr)) => {
+                    let _ = tcp.set_nodelay(true);
+                    let peer = PeerInfo {
+                        remote_addr: Some(remote_addr),
+                        certificate: None,
+                    };
+                    return (tcp, peer);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "extender accept failed");
+                    // Out of file descriptors and the like: do not spin.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<PeerInfo> {
+        Ok(PeerInfo {
+            remote_addr: Some(self.0.local_addr()?),
+            certificate: None,
+        })
+    }
+}
+
+/// TLS connections from the gRPC port's reusable acceptor (same certificates, reloads,
+/// client CA; handshakes off the accept loop).
+struct TlsListener {
+    incoming: tokio_stream::wrappers::ReceiverStream<std::io::Result<TlsConnection>>,
+    local_addr: SocketAddr,
+}
+
+impl Listener for TlsListener {
+    type Io = TlsConnection;
+    type Addr = PeerInfo;
+
+    async fn accept(&mut self) -> (TlsConnection, PeerInfo) {
+        loop {
+            match self.incoming.next().await {
+                Some(Ok(connection)) => {
+                    let peer = connection.peer().clone();
+                    return (connection, peer);
+                }
+                Some(Err(error)) => tracing::debug!(%error, "extender tls accept failed"),
+                // The acceptor stopped: nothing more will come.
+                None => std::future::pending::<()>().await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<PeerInfo> {
+        Ok(PeerInfo {
+            remote_addr: Some(self.local_addr),
+            certificate: None,
+        })
+    }
+}
+
+impl Connected<IncomingStream<'_, PlainListener>> for PeerInfo {
+    fn connect_info(stream: IncomingStream<'_, PlainListener>) -> Self {
+        stream.remote_addr().clone()
+    }
+}
+
+impl Connected<IncomingStream<'_, TlsListener>> for PeerInfo {
+    fn connect_info(stream: IncomingStream<'_, TlsListener>) -> Self {
+        stream.remote_addr().clone()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verb {
+    Filter,
+    Prioritize,
+    Preempt,
+}
+
+impl Verb {
+    fn name(self) -> &'static str {
+        match self {
+            Verb::Filter => "filter",
+            Verb::Prioritize => "prioritize",
+            Verb::Preempt => "preempt",
+        }
+    }
+
+    /// The label of refusals in `preemptd_authz_denied_total`.
+    fn method(self) -> &'static str {
+        match self {
+            Verb::Filter => "extender/filter",
+            Verb::Prioritize => "extender/prioritize",
+            Verb::Preempt => "extender/preempt",
+        }
+    }
+}
+
+/// A verb's answer: the JSON body, and whether it reports trouble in its `Error` field.
+struct Answer {
+    json: Vec<u8>,
+    error: bool,
+}
+
+impl Answer {
+    fn of<T: serde::Serialize>(value: &T, error: bool) -> Result<Self, ApiError> {
+        let json = serde_json::to_vec(value)
+            .map_err(|e| ApiError::Internal(format!("encode the reply: {e}")))?;
+        Ok(Answer { json, error })
+    }
+}
+
+async fn filter(
+    AxumState(extender): AxumState<Arc<Extender>>,
+    ConnectInfo(peer): ConnectInfo<PeerInfo>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    handle(Verb::Filter, extender, peer, headers, body).await
+}
+
+async fn prioritize(
+    AxumState(extender): AxumState<Arc<Extender>>,
+    ConnectInfo(peer): ConnectInfo<PeerInfo>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    handle(Verb::Prioritize, extender, peer, headers, body).await
+}
+
+async fn preempt(
+    AxumState(extender): AxumState<Arc<Extender>>,
+    ConnectInfo(peer): ConnectInfo<PeerInfo>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    handle(Verb::Preempt, extender, peer, headers, body).await
+}
+
+/// One request: authorize, read the body, answer off the async threads, count and time.
+async fn handle(
+    verb: Verb,
+    extender: Arc<Extender>,
+    peer: PeerInfo,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let start = Instant::now();
+    let span = tracing::info_span!(
+        "extender",
+        verb = verb.name(),
+        peer = ?peer.remote_addr,
+        status = tracing::field::Empty,
+        error = tracing::field::Empty,
+    );
+    let answered = {
+        let span = span.clone();
+        async move {
+            if let Some(policy) = &extender.authz {
+                authz::check_extender(
+                    policy,
+                    verb.method(),
+                    peer.certificate.as_deref(),
+                    &headers,
+                )?;
+            }
+            extender.state.check_listed()?;
+            let body = read_body(body, extender.max_body_bytes).await?;
+            answer(verb, extender.state.clone(), body, span).await
+        }
+    };
+    let answered = tracing::Instrument::instrument(answered, span.clone()).await;
+    let (response, outcome) = match answered {
+        Ok(answer) => {
+            let outcome = if answer.error { "error" } else { "ok" };
+            if answer.error {
+                span.record("error", true);
+            }
+            (json_response(StatusCode::OK, answer.json), outcome)
+        }
+        Err(error) => {
+            let status = error.http_status();
+            span.record("error", true);
+            if status.is_server_error() {
+                tracing::warn!(parent: &span, %error, "extender request failed");
+            } else {
+                tracing::debug!(parent: &span, %error, "extender request refused");
+            }
+            (error_response(status, &error), outcome_of(status))
+        }
+    };
+    span.record("status", response.status().as_u16());
+    crate::ops::metrics::record_extender(verb.name(), outcome, start.elapsed());
+    response
+}
+
+/// The metric outcome of an HTTP error status.
+fn outcome_of(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::FORBIDDEN => "denied",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+        s if s.is_client_error() => "client_error",
+        _ => "server_error",
+    }
+}
+
+async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
+    let too_large = || {
+        ApiError::TooLarge(format!(
+            "request body is larger than the limit of {limit} bytes (--max-message-bytes)"
+        ))
+    };
+    match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => Ok(bytes),
+        Err(error) => {
+            let over = std::error::Error::source(&error)
+                .is_some_and(|e| e.is::<http_body_util::LengthLimitError>());
+            if over {
+                Err(too_large())
+            } else {
+                Err(ApiError::invalid(
+                    "body",
+                    format!("cannot read the request body: {error}"),
+                ))
+            }
+        }
+    }
+}
+
+/// Runs the verb: `/filter` and `/prioritize` on the blocking pool, `/preempt` (a dry run
+/// per candidate) on a decision lane as gRPC `Preempt` does.
+async fn answer(
+    verb: Verb,
+    state: Arc<State>,
+    body: bytes::Bytes,
+    span: tracing::Span,
+) -> Result<Answer, ApiError> {
+    let for_lanes = state.clone();
+    let work = move || {
+        let _entered = span.enter();
+        run_verb(verb, &state, &body)
+    };
+    match verb {
+        Verb::Filter | Verb::Prioritize => tokio::task::spawn_blocking(work).await?,
+        Verb::Preempt => {
+            let (done, result) = oneshot::channel();
+            for_lanes.lanes().spawn(move || {
+                let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+                    .unwrap_or_else(|_| Err(ApiError::Internal("preempt panicked".to_string())));
+                let _ = done.send(answered);
+            });
+            result
+                .await
+                .map_err(|_| ApiError::Internal("preempt task dropped".to_string()))?
+        }
+    }
+}
+
+/// Decodes the body and answers. Blocking.
+fn run_verb(verb: Verb, state: &State, body: &[u8]) -> Result<Answer, ApiError> {
+    match verb {
+        Verb::Filter => {
+            let result = verbs::filter(state, wire::parse_args(body)?);
+            let error = !result.error.is_empty();
+            Answer::of(&result, error)
+        }
+        Verb::Prioritize => Answer::of(&verbs::prioritize(state, wire::parse_args(body)?)?, false),
+        Verb::Preempt => Answer::of(
+            &verbs::preempt(state, wire::parse_preemption_args(body)?)?,
+            false,
+        ),
+    }
+}
+
+fn json_response(status: StatusCode, json: Vec<u8>) -> Response {
+    let mut response = (status, json).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// An error as JSON: `{"error": message}` (kube-scheduler logs the body of a failed call).
+fn error_response(status: StatusCode, error: &ApiError) -> Response {
+    let json =
+        serde_json::to_vec(&serde_json::json!({ "error": error.to_string() })).unwrap_or_default();
+    json_response(status, json)
+}

@@ -1,0 +1,202 @@
+//! The three verbs over the cache and the engine. Blocking work: callers run them off the
+//! async threads.
+
+use std::collections::HashSet;
+
+use crate::engine::DecideOptions;
+use crate::engine::per_node::{self, NoVictims, NodeVerdict};
+use crate::model::{Node, Pod, Str};
+use crate::server::errors::ApiError;
+use crate::server::service::State;
+
+use super::wire::{
+    ArgsJson, ExtenderArgs, FilterResult, HostPriority, MetaPod, MetaVictims, NodeList, NodesGiven,
+    PreemptionArgsJson, PreemptionResult,
+};
+
+/// Why a node named in a nodeCacheCapable request fails: preemptd cannot judge it.
+pub const NOT_CACHED: &str = "node is not in preemptd's cache";
+
+/// The request's pod with its priority from its PriorityClass, as the Priority admission
+/// plugin sets it (the scheduler's copy normally has it already).
+fn admitted(state: &State, mut pod: Pod) -> Result<Pod, ApiError> {
+    pod.admit(&state.cache.priority_classes())
+        .map_err(|unknown| ApiError::invalid("Pod: spec.priorityClassName", unknown.to_string()))?;
+    Ok(pod)
+}
+
+fn built(state: &State, args: ArgsJson) -> Result<ExtenderArgs, ApiError> {
+    let mut args = args.build()?;
+    args.pod = admitted(state, args.pod)?;
+    Ok(args)
+}
+
+/// `/filter`: the nodes the placement policy allows; without a policy, every node the
+/// request names (that the cache holds, for nodeCacheCapable requests).
+pub fn filter(state: &State, args: ArgsJson) -> FilterResult {
+    match built(state, args) {
+        Ok(args) => filter_built(state, args),
+        Err(error) => FilterResult {
+            error: error.to_string(),
+            ..FilterResult::default()
+        },
+    }
+}
+
+fn filter_built(state: &State, args: ExtenderArgs) -> FilterResult {
+    let policy = state.policy().map(|p| &**p);
+    let critical = policy.is_some_and(|p| p.is_critical(&args.pod));
+    let mut result = FilterResult::default();
+    match args.nodes {
+        NodesGiven::Names(names) => {
+            let mut passed = Vec::with_capacity(names.len());
+            for name in names {
+                let Some(node) = state.cache.get_node(&name) else {
+                    result
+                        .failed_nodes
+                        .insert(name.to_string(), NOT_CACHED.to_string());
+                    continue;
+                };
+                let verdict = per_node::verdict(policy, critical, &node);
+                if result.record(&name, verdict) {
+                    passed.push(name.to_string());
+                }
+            }
+            result.node_names = Some(passed);
+        }
+        NodesGiven::Full(nodes) => {
+            let mut items = Vec::with_capacity(nodes.len());
+            for (node, json) in nodes {
+                let verdict = per_node::verdict(policy, critical, &node);
+                if result.record(&node.name, verdict) {
+                    items.push(json);
+                }
+            }
+            result.nodes = Some(NodeList {
+                items,
+                ..NodeList::default()
+            });
+        }
+    }
+    result
+}
+
+impl FilterResult {
+    /// Records a node the policy rules out with its reason; whether the node passes.
+    fn record(&mut self, name: &str, verdict: NodeVerdict) -> bool {
+        let failed = match verdict {
+            NodeVerdict::Allowed => return true,
+            NodeVerdict::Unschedulable(reason) => (&mut self.failed_nodes, reason),
+            NodeVerdict::Unresolvable(reason) => (&mut self.failed_and_unresolvable_nodes, reason),
+        };
+        failed.0.insert(name.to_string(), failed.1.into_owned());
+        false
+    }
+}
+
+/// `/prioritize`: every node the request names with the policy's score, 0 to 10
+/// (without a policy, or for a node the cache lacks: 0).
+pub fn prioritize(state: &State, args: ArgsJson) -> Result<Vec<HostPriority>, ApiError> {
+    let args = built(state, args)?;
+    let policy = state.policy().map(|p| &**p);
+    let score = |node: &Node| policy.map_or(0, |p| p.score(&args.pod, node));
+    Ok(match &args.nodes {
+        NodesGiven::Names(names) => names
+            .iter()
+            .map(|name| HostPriority {
+                host: name.to_string(),
+                score: state.cache.get_node(name).map_or(0, |node| score(&node)),
+            })
+            .collect(),
+        NodesGiven::Full(nodes) => nodes
+            .iter()
+            .map(|(node, _)| HostPriority {
+                host: node.name.to_string(),
+                score: score(node),
+            })
+            .collect(),
+    })
+}
+
+/// `/preempt`: of the scheduler's candidates, those the policy (and strict PDB mode)
+/// allows, each with the victims preemptd's engine chooses there — kept only when every
+/// one of them is a pod the scheduler lists for that node.
+pub fn preempt(state: &State, args: PreemptionArgsJson) -> Result<PreemptionResult, ApiError> {
+    let mut args = args.build()?;
+    let mut preemptor = admitted(state, args.pod)?;
+    if preemptor
+        .nominated_node_name
+        .as_ref()
+        .is_none_or(|n| n.is_empty())
+    {
+        // As gRPC Preempt (and upstream re-reading the pod): the cache's nomination.
+        preemptor.nominated_node_name = state
+            .cache
+            .get_pod(preemptor.uid())
+            .and_then(|held| held.nomination().cloned());
+    }
+    let options = DecideOptions {
+        policy: state.policy().cloned(),
+        ..DecideOptions::default()
+    };
+    let names: Vec<Str> = args.candidates.iter().map(|(n, _)| n.clone()).collect();
+    let snapshot = state.cache.snapshot();
+    let chosen = per_node::victims_on_nodes(&snapshot, &preemptor, &names, &options);
+    let mut result = PreemptionResult::default();
+    let mut diverged = 0;
+    for ((node, listed), chosen) in args.candidates.drain(..).zip(chosen) {
+        let victims = match chosen {
+            Ok(victims) => victims,
+            Err(why) => {
+                tracing::debug!(node = %node, reason = %no_victims_reason(&why), "preemption candidate dropped");
+                continue;
+            }
+        };
+        if listed.is_empty() {
+            // The scheduler found nothing to evict here: a node returned needs victims.
+            tracing::debug!(node = %node, "preemption candidate without victims dropped");
+            continue;
+        }
+        let listed: HashSet<&str> = listed.iter().map(|uid| &**uid).collect();
+        if let Some(unlisted) = victims.victims.iter().find(|v| !listed.contains(&*v.uid)) {
+            diverged += 1;
+            tracing::warn!(
+                node = %node,
+                victim.namespace = %unlisted.namespace,
+                victim.name = %unlisted.name,
+                victim.uid = %unlisted.uid,
+                "preemption candidate dropped: preemptd's victim is not among the scheduler's"
+            );
+            continue;
+        }
+        let pods = victims
+            .victims
+            .into_iter()
+            .map(|v| MetaPod {
+                uid: v.uid.to_string(),
+            })
+            .collect();
+        result.node_name_to_meta_victims.insert(
+            node.to_string(),
+            MetaVictims {
+                pods,
+                num_pdb_violations: i64::from(victims.pdb_violations),
+            },
+        );
+    }
+    if diverged > 0 {
+        crate::ops::metrics::extender_diverged(diverged);
+    }
+    Ok(result)
+}
+
+fn no_victims_reason(why: &NoVictims) -> String {
+    match why {
+        NoVictims::UnknownNode => NOT_CACHED.to_string(),
+        NoVictims::Policy(reason) => reason.to_string(),
+        NoVictims::StrictPdb => {
+            "every victim set violates a PodDisruptionBudget (pdbMode strict)".to_string()
+        }
+        NoVictims::Selection(status) => status.reasons.join(", "),
+    }
+}
