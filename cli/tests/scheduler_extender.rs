@@ -520,7 +520,7 @@ async fn preemptor_gets_preemptds_node_and_victims(
         );
     }
     // The scheduler offered the spot nodes too (their victims have the lowest priority);
-    // preemptd's /preempt dropped them.
+    // preemptd's /preempt dropped them for the policy's reasons.
     until("preemptd logs the spot candidates it dropped", || async {
         let log = preemptd.process.log_text();
         let dropped = |node: &str| {
@@ -529,6 +529,7 @@ async fn preemptor_gets_preemptds_node_and_victims(
                 line.contains("verb=\"preempt\"")
                     && line.contains("preemption candidate dropped")
                     && line.contains(&node)
+                    && line.contains("reason=node(s) were spot capacity")
             })
         };
         (SPOT.into_iter().chain([NOTICED]).all(dropped)).then_some(())
