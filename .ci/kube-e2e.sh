@@ -2,9 +2,16 @@
 # Kubernetes mode end to end: the real preemptd binary mirrors a real kube-apiserver
 # (k8s.io/kubernetes v1.35.4 with its etcd, built from upstream/harness's Go module and
 # cached in upstream/.cache) and answers from what it watched; see cli/tests/kube_mode.rs.
+# Then the stock kube-scheduler v1.35.4 (same module, same cache) schedules and preempts with
+# preemptd as its extender; see cli/tests/scheduler_extender.rs. On a cold machine the first
+# run builds etcd, kube-apiserver and kube-scheduler (several minutes; later runs reuse
+# upstream/.cache) and the test binaries; each test file gets its own fresh API server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== kubernetes mode against a real kube-apiserver and etcd"
 go version
 ./upstream/with-kube-apiserver \
   cargo test --locked -p preemptd-cli --features kube-e2e --test kube_mode -- --test-threads 1
+echo "== kube-scheduler v1.35.4 with preemptd as its extender"
+./upstream/with-kube-apiserver \
+  cargo test --locked -p preemptd-cli --features kube-e2e --test scheduler_extender
