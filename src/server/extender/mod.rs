@@ -10,6 +10,7 @@
 //! `/prioritize` and `/preempt` have no such field in v1, so there it is a 400 with the
 //! message (an unknown field would be dropped silently by the scheduler's decoder).
 
+mod envelope;
 mod verbs;
 pub mod wire;
 

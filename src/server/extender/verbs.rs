@@ -11,7 +11,7 @@ use crate::server::service::State;
 
 use super::wire::{
     ArgsJson, ExtenderArgs, FilterResult, HostPriority, MetaPod, MetaVictims, NodeList, NodesGiven,
-    PreemptionArgsJson, PreemptionResult,
+    PreemptionArgsJson, PreemptionResult, Text,
 };
 
 /// Why a node named in a nodeCacheCapable request fails: preemptd cannot judge it.
@@ -49,17 +49,18 @@ fn filter_built(state: &State, args: ExtenderArgs) -> FilterResult {
     let mut result = FilterResult::default();
     match args.nodes {
         NodesGiven::Names(names) => {
+            let snapshot = state.cache.snapshot();
             let mut passed = Vec::with_capacity(names.len());
             for name in names {
-                let Some(node) = state.cache.get_node(&name) else {
+                let Some(node) = snapshot.node(&name).and_then(|info| info.node.as_deref()) else {
                     result
                         .failed_nodes
-                        .insert(name.to_string(), NOT_CACHED.to_string());
+                        .insert(Text(name), NOT_CACHED.to_string());
                     continue;
                 };
-                let verdict = per_node::verdict(policy, critical, &node);
+                let verdict = per_node::verdict(policy, critical, node);
                 if result.record(&name, verdict) {
-                    passed.push(name.to_string());
+                    passed.push(Text(name));
                 }
             }
             result.node_names = Some(passed);
@@ -89,7 +90,7 @@ impl FilterResult {
             NodeVerdict::Unschedulable(reason) => (&mut self.failed_nodes, reason),
             NodeVerdict::Unresolvable(reason) => (&mut self.failed_and_unresolvable_nodes, reason),
         };
-        failed.0.insert(name.to_string(), failed.1.into_owned());
+        failed.0.insert(Text::from(name), failed.1.into_owned());
         false
     }
 }
@@ -101,17 +102,23 @@ pub fn prioritize(state: &State, args: ArgsJson) -> Result<Vec<HostPriority>, Ap
     let policy = state.policy().map(|p| &**p);
     let score = |node: &Node| policy.map_or(0, |p| p.score(&args.pod, node));
     Ok(match &args.nodes {
-        NodesGiven::Names(names) => names
-            .iter()
-            .map(|name| HostPriority {
-                host: name.to_string(),
-                score: state.cache.get_node(name).map_or(0, |node| score(&node)),
-            })
-            .collect(),
+        NodesGiven::Names(names) => {
+            let snapshot = state.cache.snapshot();
+            names
+                .iter()
+                .map(|name| HostPriority {
+                    host: Text(name.clone()),
+                    score: snapshot
+                        .node(name)
+                        .and_then(|info| info.node.as_deref())
+                        .map_or(0, score),
+                })
+                .collect()
+        }
         NodesGiven::Full(nodes) => nodes
             .iter()
             .map(|(node, _)| HostPriority {
-                host: node.name.to_string(),
+                host: Text(node.name.clone()),
                 score: score(node),
             })
             .collect(),
@@ -167,12 +174,10 @@ pub fn preempt(state: &State, args: PreemptionArgsJson) -> Result<PreemptionResu
         let pods = victims
             .victims
             .into_iter()
-            .map(|v| MetaPod {
-                uid: v.uid.to_string(),
-            })
+            .map(|v| MetaPod { uid: Text(v.uid) })
             .collect();
         result.node_name_to_meta_victims.insert(
-            node.to_string(),
+            Text(node),
             MetaVictims {
                 pods,
                 num_pdb_violations: i64::from(victims.pdb_violations),

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::envelope::{self, Read};
 use crate::model::decode::{self, DecodeError};
 use crate::model::{Node, Pod, Str};
 use crate::server::errors::ApiError;
@@ -72,11 +73,12 @@ fn invalid(path: impl Into<String>, message: impl Into<String>) -> ApiError {
     ApiError::invalid(path, message)
 }
 
-/// The body as a JSON object.
-fn object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(invalid("body", "expected a JSON object")),
+/// Reads a body as envelope `V`: malformed JSON and JSON other than an object are
+/// refused for the whole body.
+fn envelope<T, V: for<'de> envelope::Shape<'de, Item = T>>(body: &[u8]) -> Result<T, ApiError> {
+    match envelope::read_body::<T, V>(body) {
+        Ok(Some(envelope)) => Ok(envelope),
+        Ok(None) => Err(invalid("body", "expected a JSON object")),
         Err(e) => Err(invalid(
             "body",
             format!(
@@ -94,71 +96,24 @@ fn without_position(text: &str) -> &str {
     text.rfind(" at line ").map_or(text, |cut| &text[..cut])
 }
 
-/// Removes and returns field `name`, matched as Go's decoder does: exactly, else without
-/// case. `null` counts as missing.
-fn take(map: &mut Map<String, Value>, name: &str) -> Option<Value> {
-    let value = match map.remove(name) {
-        Some(value) => value,
-        None => {
-            let key = map.keys().find(|k| k.eq_ignore_ascii_case(name))?.clone();
-            map.remove(&key)?
-        }
-    };
-    (!value.is_null()).then_some(value)
+/// A field as read, its misfit refused under `field`.
+fn field<T>(read: Read<T>, field: &str) -> Result<Option<T>, ApiError> {
+    read.map_err(|misfit| invalid(format!("{field}{}", misfit.path), misfit.message))
 }
 
-fn take_object(
-    map: &mut Map<String, Value>,
-    name: &str,
-    path: &str,
-) -> Result<Option<Map<String, Value>>, ApiError> {
-    match take(map, name) {
-        None => Ok(None),
-        Some(Value::Object(inner)) => Ok(Some(inner)),
-        Some(_) => Err(invalid(path, "expected an object")),
-    }
-}
-
-fn take_array(
-    map: &mut Map<String, Value>,
-    name: &str,
-    path: &str,
-) -> Result<Option<Vec<Value>>, ApiError> {
-    match take(map, name) {
-        None => Ok(None),
-        Some(Value::Array(items)) => Ok(Some(items)),
-        Some(_) => Err(invalid(path, "expected an array")),
-    }
-}
-
-fn strings(items: Vec<Value>, path: &str) -> Result<Vec<Str>, ApiError> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| match item {
-            Value::String(s) => Ok(Str::from(s)),
-            _ => Err(invalid(format!("{path}[{i}]"), "expected a string")),
-        })
-        .collect()
-}
-
-fn required_pod(map: &mut Map<String, Value>) -> Result<Value, ApiError> {
-    match take(map, "Pod") {
-        Some(pod @ Value::Object(_)) => Ok(pod),
-        Some(_) => Err(invalid("Pod", "expected an object")),
-        None => Err(invalid("Pod", "is required")),
-    }
+fn required_pod(pod: Read<Value>) -> Result<Value, ApiError> {
+    field(pod, "Pod")?.ok_or_else(|| invalid("Pod", "is required"))
 }
 
 /// Takes an `ExtenderArgs` body apart (`/filter`, `/prioritize`).
 pub fn parse_args(body: &[u8]) -> Result<ArgsJson, ApiError> {
-    let mut map = object(body)?;
-    let pod = required_pod(&mut map)?;
+    let args = envelope::<_, envelope::ArgsShape>(body)?;
+    let pod = required_pod(args.pod)?;
     // nodeCacheCapable sends `NodeNames`, otherwise `Nodes`; names win if both come.
-    let nodes = if let Some(names) = take_array(&mut map, "NodeNames", "NodeNames")? {
-        NodesJson::Names(strings(names, "NodeNames")?)
-    } else if let Some(mut list) = take_object(&mut map, "Nodes", "Nodes")? {
-        NodesJson::Full(take_array(&mut list, "items", "Nodes.items")?.unwrap_or_default())
+    let nodes = if let Some(names) = field(args.node_names, "NodeNames")? {
+        NodesJson::Names(names)
+    } else if let Some(items) = field(args.nodes, "Nodes")? {
+        NodesJson::Full(items)
     } else {
         return Err(invalid(
             "NodeNames",
@@ -166,6 +121,24 @@ pub fn parse_args(body: &[u8]) -> Result<ArgsJson, ApiError> {
         ));
     };
     Ok(ArgsJson { pod, nodes })
+}
+
+/// Takes an `ExtenderPreemptionArgs` body apart (`/preempt`).
+pub fn parse_preemption_args(body: &[u8]) -> Result<PreemptionArgsJson, ApiError> {
+    let args = envelope::<_, envelope::PreemptionArgsShape>(body)?;
+    let pod = required_pod(args.pod)?;
+    let candidates = if let Some(meta) = field(args.meta_victims, "NodeNameToMetaVictims")? {
+        meta.into_iter()
+            .map(|(node, uids)| (node, VictimsJson::Uids(uids.unwrap_or_default())))
+            .collect()
+    } else if let Some(full) = field(args.victims, "NodeNameToVictims")? {
+        full.into_iter()
+            .map(|(node, pods)| (node, VictimsJson::Pods(pods.unwrap_or_default())))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(PreemptionArgsJson { pod, candidates })
 }
 
 /// The pod of a request, built.
@@ -199,58 +172,6 @@ impl ArgsJson {
     }
 }
 
-/// Takes an `ExtenderPreemptionArgs` body apart (`/preempt`).
-pub fn parse_preemption_args(body: &[u8]) -> Result<PreemptionArgsJson, ApiError> {
-    let mut map = object(body)?;
-    let pod = required_pod(&mut map)?;
-    let mut candidates = Vec::new();
-    if let Some(meta) = take_object(&mut map, "NodeNameToMetaVictims", "NodeNameToMetaVictims")? {
-        for (node, victims) in meta {
-            // Paths are spelled out only for an error: a request holds thousands of UIDs.
-            let path = || format!("NodeNameToMetaVictims[{node}]");
-            let pods = victim_pods(victims, path)?;
-            let uids = pods
-                .into_iter()
-                .enumerate()
-                .map(|(i, pod)| meta_pod_uid(pod, || format!("{}.Pods[{i}]", path())))
-                .collect::<Result<_, _>>()?;
-            candidates.push((Str::from(node), VictimsJson::Uids(uids)));
-        }
-    } else if let Some(full) = take_object(&mut map, "NodeNameToVictims", "NodeNameToVictims")? {
-        for (node, victims) in full {
-            let pods = victim_pods(victims, || format!("NodeNameToVictims[{node}]"))?;
-            candidates.push((Str::from(node), VictimsJson::Pods(pods)));
-        }
-    }
-    Ok(PreemptionArgsJson { pod, candidates })
-}
-
-/// The `Pods` of a `Victims` or `MetaVictims` (a nil one, or nil `Pods`: none).
-fn victim_pods(victims: Value, path: impl Fn() -> String) -> Result<Vec<Value>, ApiError> {
-    match victims {
-        Value::Null => Ok(Vec::new()),
-        Value::Object(mut victims) => match take(&mut victims, "Pods") {
-            None => Ok(Vec::new()),
-            Some(Value::Array(pods)) => Ok(pods),
-            Some(_) => Err(invalid(format!("{}.Pods", path()), "expected an array")),
-        },
-        _ => Err(invalid(path(), "expected an object")),
-    }
-}
-
-fn meta_pod_uid(pod: Value, path: impl Fn() -> String) -> Result<Str, ApiError> {
-    let Value::Object(mut pod) = pod else {
-        return Err(invalid(path(), "expected an object"));
-    };
-    match take(&mut pod, "UID") {
-        Some(Value::String(uid)) if !uid.is_empty() => Ok(Str::from(uid)),
-        _ => Err(invalid(
-            format!("{}.UID", path()),
-            "expected a non-empty string",
-        )),
-    }
-}
-
 impl PreemptionArgsJson {
     /// Builds the preemptor and (full-pod requests) the victims, keeping their UIDs.
     pub fn build(self) -> Result<PreemptionArgs, ApiError> {
@@ -279,17 +200,34 @@ impl PreemptionArgsJson {
     }
 }
 
+/// A shared string of a reply, written as a JSON string (without a copy; the model's
+/// `Arc<str>` has no `Serialize`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Text(pub Str);
+
+impl Serialize for Text {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl From<&str> for Text {
+    fn from(text: &str) -> Self {
+        Text(Str::from(text))
+    }
+}
+
 /// `ExtenderFilterResult`.
 #[derive(Debug, Default, Serialize)]
 pub struct FilterResult {
     #[serde(rename = "Nodes")]
     pub nodes: Option<NodeList>,
     #[serde(rename = "NodeNames")]
-    pub node_names: Option<Vec<String>>,
+    pub node_names: Option<Vec<Text>>,
     #[serde(rename = "FailedNodes")]
-    pub failed_nodes: BTreeMap<String, String>,
+    pub failed_nodes: BTreeMap<Text, String>,
     #[serde(rename = "FailedAndUnresolvableNodes")]
-    pub failed_and_unresolvable_nodes: BTreeMap<String, String>,
+    pub failed_and_unresolvable_nodes: BTreeMap<Text, String>,
     #[serde(rename = "Error")]
     pub error: String,
 }
@@ -305,7 +243,7 @@ pub struct NodeList {
 #[derive(Debug, Serialize, PartialEq, Eq)]
 pub struct HostPriority {
     #[serde(rename = "Host")]
-    pub host: String,
+    pub host: Text,
     #[serde(rename = "Score")]
     pub score: i64,
 }
@@ -314,7 +252,7 @@ pub struct HostPriority {
 #[derive(Debug, Default, Serialize)]
 pub struct PreemptionResult {
     #[serde(rename = "NodeNameToMetaVictims")]
-    pub node_name_to_meta_victims: BTreeMap<String, MetaVictims>,
+    pub node_name_to_meta_victims: BTreeMap<Text, MetaVictims>,
 }
 
 /// `MetaVictims`.
@@ -330,7 +268,7 @@ pub struct MetaVictims {
 #[derive(Debug, Serialize, PartialEq, Eq)]
 pub struct MetaPod {
     #[serde(rename = "UID")]
-    pub uid: String,
+    pub uid: Text,
 }
 
 #[cfg(test)]
@@ -342,9 +280,45 @@ mod tests {
         let args = parse_args(br#"{"pod":{"metadata":{"name":"p"}},"nodenames":["a","b"]}"#)
             .expect("lower-case keys");
         assert!(matches!(&args.nodes, NodesJson::Names(n) if n.len() == 2));
-        let mut map: Map<String, Value> =
-            serde_json::from_str(r#"{"uid":"lower","UID":"exact"}"#).expect("json");
-        assert_eq!(take(&mut map, "UID"), Some(Value::from("exact")));
+        for body in [
+            &br#"{"Pod":{},"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"exact","uid":"lower"}]}}}"#[..],
+            br#"{"Pod":{},"NodeNameToMetaVictims":{"n":{"Pods":[{"uid":"lower","UID":"exact"}]}}}"#,
+        ] {
+            let args = parse_preemption_args(body).expect("meta victims");
+            assert!(
+                matches!(&args.candidates[..], [(node, VictimsJson::Uids(uids))]
+                    if &**node == "n" && uids.len() == 1 && &*uids[0] == "exact"),
+                "{args:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_and_escaped_keys_and_nulls_read_as_go_does() {
+        let args = parse_args(
+            br#"{"Extra":{"x":[1,{}]},"Node\u004eames":["a","b\"c"],"Nodes":null,"Pod":{"metadata":{}}}"#,
+        )
+        .expect("escaped key");
+        assert!(
+            matches!(&args.nodes, NodesJson::Names(n) if n.iter().map(|n| &**n).eq(["a", "b\"c"])),
+            "{args:?}"
+        );
+        let args = parse_args(br#"{"Pod":{},"NodeNames":null,"nodes":{"items":[{"a":1}]}}"#)
+            .expect("full nodes");
+        assert!(matches!(&args.nodes, NodesJson::Full(items) if items.len() == 1));
+        let args = parse_preemption_args(
+            br#"{"Pod":{},"NodeNameToMetaVictims":{"b":{"Pods":[{"UID":"u1"}]},"a":null}}"#,
+        )
+        .expect("meta victims");
+        let nodes: Vec<(&str, usize)> = args
+            .candidates
+            .iter()
+            .map(|(node, victims)| match victims {
+                VictimsJson::Uids(uids) => (&**node, uids.len()),
+                VictimsJson::Pods(_) => ("pods", 0),
+            })
+            .collect();
+        assert_eq!(nodes, [("b", 1), ("a", 0)], "the body's order");
     }
 
     #[test]
@@ -378,6 +352,43 @@ mod tests {
             err.to_string(),
             "NodeNameToMetaVictims[n].Pods[0].UID: expected a non-empty string"
         );
+        for (body, message) in [
+            (
+                &br#"{"Pod":{},"NodeNameToMetaVictims":{"a":null,"n":[]}}"#[..],
+                "NodeNameToMetaVictims[n]: expected an object",
+            ),
+            (
+                br#"{"Pod":{},"NodeNameToMetaVictims":{"n":{"pods":[{"UID":"u"},7]}}}"#,
+                "NodeNameToMetaVictims[n].Pods[1]: expected an object",
+            ),
+            (
+                br#"{"Pod":{},"NodeNameToVictims":{"n":{"Pods":{}}}}"#,
+                "NodeNameToVictims[n].Pods: expected an array",
+            ),
+            (br#"{"Pod":"p"}"#, "Pod: expected an object"),
+        ] {
+            assert_eq!(
+                parse_preemption_args(body)
+                    .expect_err("malformed")
+                    .to_string(),
+                message
+            );
+        }
+        for (body, message) in [
+            (
+                &br#"{"Pod":{},"NodeNames":["a",null,"b"]}"#[..],
+                "NodeNames[1]: expected a string",
+            ),
+            (
+                br#"{"Pod":{},"Nodes":{"items":{"a":1}}}"#,
+                "Nodes.items: expected an array",
+            ),
+        ] {
+            assert_eq!(
+                parse_args(body).expect_err("malformed").to_string(),
+                message
+            );
+        }
     }
 
     #[test]
