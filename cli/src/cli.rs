@@ -45,20 +45,8 @@ pub enum Command {
     /// Decide preemption offline for one pod against a cluster file and print the decision
     /// as proto3 JSON (`preemptd.v1.PreemptResponse`).
     Simulate {
-        /// Nodes, Pods and PodDisruptionBudgets (JSON or YAML): a v1 List as `kubectl get
-        /// nodes,pods,pdb -A -o json` prints it, single objects, or several YAML documents.
-        /// Objects of other kinds are skipped and named on stderr.
-        #[arg(
-            long,
-            value_name = "CLUSTER.json",
-            required_unless_present = "kubeconfig",
-            conflicts_with = "kubeconfig"
-        )]
-        cluster: Option<PathBuf>,
-        /// Instead of --cluster: list the live cluster of this kubeconfig once ("what would
-        /// this pod evict?"); without a path, KUBECONFIG or ~/.kube/config.
-        #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
-        kubeconfig: Option<PathBuf>,
+        #[command(flatten)]
+        source: OfflineCluster,
         /// The pending pod to decide for (v1 Pod, JSON or YAML).
         #[arg(long, value_name = "POD.json")]
         pod: PathBuf,
@@ -87,10 +75,12 @@ pub enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// Where an offline command (`simulate`, `plan-drain`) reads the cluster from.
 #[derive(clap::Args, Debug)]
-pub struct PlanDrainArgs {
-    /// Nodes, Pods, PodDisruptionBudgets, PriorityClasses and Namespaces (JSON or YAML), as
-    /// `simulate --cluster` reads them.
+pub struct OfflineCluster {
+    /// Nodes, Pods, PodDisruptionBudgets, PriorityClasses and Namespaces (JSON or YAML): a
+    /// v1 List as `kubectl get nodes,pods,pdb -A -o json` prints it, single objects, or
+    /// several YAML documents. Objects of other kinds are skipped and named on stderr.
     #[arg(
         long,
         value_name = "CLUSTER.json",
@@ -102,6 +92,29 @@ pub struct PlanDrainArgs {
     /// KUBECONFIG or ~/.kube/config.
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
     kubeconfig: Option<PathBuf>,
+}
+
+/// A cluster file, or a live cluster to list once.
+enum ClusterInput {
+    File(PathBuf),
+    Live(kubernetes::Source),
+}
+
+impl OfflineCluster {
+    fn input(self) -> ClusterInput {
+        match self.cluster {
+            Some(path) => ClusterInput::File(path),
+            None => ClusterInput::Live(kubernetes::Source::Kubeconfig(
+                self.kubeconfig.filter(|p| !p.as_os_str().is_empty()),
+            )),
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PlanDrainArgs {
+    #[command(flatten)]
+    source: OfflineCluster,
     /// The nodes to drain, comma-separated.
     #[arg(
         long,
@@ -693,14 +706,11 @@ fn plan_drain(args: PlanDrainArgs) -> ExitCode {
         policy: args.policy,
         pdb_mode: None,
     };
-    let planned = match args.cluster {
-        Some(cluster) => plan_drain::plan_drain(&cluster, &args.nodes, &options),
-        None => {
-            let path = args.kubeconfig.filter(|p| !p.as_os_str().is_empty());
-            list_live(kubernetes::Source::Kubeconfig(path))
-                .map_err(plan_drain::PlanDrainError::from)
-                .and_then(|objects| plan_drain::plan_drain_objects(objects, &args.nodes, &options))
-        }
+    let planned = match args.source.input() {
+        ClusterInput::File(cluster) => plan_drain::plan_drain(&cluster, &args.nodes, &options),
+        ClusterInput::Live(source) => list_live(source)
+            .map_err(plan_drain::PlanDrainError::from)
+            .and_then(|objects| plan_drain::plan_drain_objects(objects, &args.nodes, &options)),
     };
     let planned = match planned {
         Ok(planned) => planned,
@@ -765,8 +775,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::PlanDrain(args) => plan_drain(args),
         Command::Simulate {
-            cluster,
-            kubeconfig,
+            source,
             pod,
             explain,
             strict,
@@ -777,16 +786,11 @@ pub fn run(cli: Cli) -> ExitCode {
                 strict,
                 policy,
             };
-            match (cluster, kubeconfig) {
-                (Some(cluster), _) => run_simulate(simulate::simulate(&cluster, &pod, options)),
-                (None, kubeconfig) => {
-                    let path = kubeconfig.filter(|p| !p.as_os_str().is_empty());
-                    run_simulate(simulate_live(
-                        kubernetes::Source::Kubeconfig(path),
-                        &pod,
-                        options,
-                    ))
+            match source.input() {
+                ClusterInput::File(cluster) => {
+                    run_simulate(simulate::simulate(&cluster, &pod, options))
                 }
+                ClusterInput::Live(source) => run_simulate(simulate_live(source, &pod, options)),
             }
         }
     }
