@@ -422,6 +422,80 @@ async fn preempt_returns_the_victims_grpc_preempt_chooses_on_each_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preempt_sheds_load_with_grpc_preempt_beyond_the_decision_slots() {
+    timeout(TEST_TIMEOUT, async {
+        let (server, mut client) = start_with(ServeConfig {
+            max_concurrent_preempts: 1,
+            ..config(None)
+        })
+        .await;
+        // Enough candidates that one request holds the one slot for a while.
+        let names: Vec<String> = (0..300).map(|n| format!("n{n}")).collect();
+        let mut candidates: Vec<(&str, Vec<String>)> = Vec::new();
+        for name in &names {
+            upsert_node(&mut client, node(name, "4")).await;
+            let mut uids = Vec::new();
+            for p in 0..8 {
+                let pod_name = format!("{name}-p{p}");
+                upsert_pod(&mut client, pod(&pod_name, p % 3, "500m", name)).await;
+                uids.push(format!("uid-{pod_name}"));
+            }
+            candidates.push((name, uids));
+        }
+        let uids: Vec<Vec<&str>> = candidates
+            .iter()
+            .map(|(_, uids)| uids.iter().map(String::as_str).collect())
+            .collect();
+        let meta: Vec<(&str, &[&str], i64)> = candidates
+            .iter()
+            .zip(&uids)
+            .map(|((name, _), uids)| (*name, &uids[..], 0))
+            .collect();
+        let body = Arc::new(preemption_args_meta(
+            &pod_json("urgent", 100, "2", "{}"),
+            &meta,
+        ));
+        let addr = extender(&server);
+        // Rounds repeat in the unlikely case no two requests overlapped.
+        let mut shed = None;
+        for _round in 0..20 {
+            let calls: Vec<_> = (0..6)
+                .map(|_| {
+                    let body = body.clone();
+                    tokio::spawn(async move { post(addr, "/preempt", &body).await })
+                })
+                .collect();
+            let mut served = 0;
+            for call in calls {
+                let reply = call.await.expect("join");
+                match reply.status {
+                    200 => {
+                        assert_eq!(victims(&reply.json()).len(), 300);
+                        served += 1;
+                    }
+                    429 => shed = Some(reply),
+                    status => panic!("unexpected {status}: {}", reply.body),
+                }
+            }
+            assert!(served >= 1, "at least the first request is served");
+            if shed.is_some() {
+                break;
+            }
+        }
+        let shed = shed.expect("no request was shed");
+        assert_eq!(
+            shed.json()["error"],
+            "too many concurrent preempt calls (limit 1); retry with backoff"
+        );
+        // The slot is free again once the requests are done.
+        let reply = post(addr, "/preempt", &body).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    })
+    .await
+    .expect("test timed out");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preempt_drops_divergent_empty_and_unknown_candidates() {
     timeout(TEST_TIMEOUT, async {
         let (server, mut client) = start_with(config(None)).await;

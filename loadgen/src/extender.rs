@@ -2,7 +2,8 @@
 //! (one keep-alive connection, as kube-scheduler's client keeps one), nodeCacheCapable:
 //! `/filter` and `/prioritize` with every node's name, `/preempt` with
 //! `--extender-candidates` candidate nodes, each listing its lower-priority pods as the
-//! scheduler's victims. The server runs the default placement policy.
+//! scheduler's victims. The server runs the default placement policy over a cluster of
+//! spot and on-demand nodes, some of them reclaimed.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use tokio::net::TcpStream;
 
 use preemptd::engine::Policy;
 use preemptd::generate::{self, ClusterSpec};
+use preemptd::model::{Labels, Str, Taint, TaintEffect};
 use preemptd::server::{self, ServeConfig};
 
 use crate::client::{self, ChildServer};
@@ -124,7 +126,8 @@ pub(crate) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Exte
     eprintln!("generating and encoding the cluster ...");
     let candidates = args.extender_candidates;
     let (prepared, bodies) = tokio::task::spawn_blocking(move || {
-        let cluster = generate::generate(&spec);
+        let mut cluster = generate::generate(&spec);
+        label_capacity(&mut cluster);
         let bodies = Bodies::new(&cluster, candidates);
         (client::prepare_cluster(&cluster), bodies)
     })
@@ -170,6 +173,29 @@ pub(crate) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Exte
         prioritize,
         preempt,
     })
+}
+
+/// Gives the policy something to decide: every other node spot capacity (Karpenter's
+/// label), the rest on-demand, and one spot node in 50 reclaimed (Karpenter's taint).
+fn label_capacity(cluster: &mut generate::GeneratedCluster) {
+    for (i, node) in cluster.nodes.iter_mut().enumerate() {
+        let spot = i % 2 == 0;
+        let mut labels: Vec<(Str, Str)> = node
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let capacity = if spot { "spot" } else { "on-demand" };
+        labels.push(("karpenter.sh/capacity-type".into(), capacity.into()));
+        node.labels = Labels::new(labels);
+        if spot && i % 100 == 0 {
+            node.taints.push(Taint {
+                key: "karpenter.sh/disrupted".into(),
+                value: "".into(),
+                effect: TaintEffect::NoSchedule,
+            });
+        }
+    }
 }
 
 /// The request bodies, as kube-scheduler sends them (nodeCacheCapable).

@@ -6,11 +6,11 @@
 use rayon::prelude::*;
 
 use super::filters::{PreFilter, Reason, Status};
-use super::policy::{Capacity, Policy};
-use super::victims::{self, PdbIndex};
+use super::policy::{Exclusion, Policy};
+use super::victims::{self, Coverage, PdbIndex};
 use super::{DecideOptions, PdbMode};
 use crate::cache::Snapshot;
-use crate::model::{Node, Pod, PodRef, Str};
+use crate::model::{Node, Pod, PodRef};
 
 /// Candidates dry-run on the calling thread below this many; above, on the rayon pool.
 const PARALLEL_NODES: usize = 16;
@@ -30,19 +30,13 @@ pub enum NodeVerdict {
 /// The policy's verdict on `node` for a pod that is `critical` (see [`Policy::is_critical`]).
 /// Without a policy every node is allowed.
 pub fn verdict(policy: Option<&Policy>, critical: bool, node: &Node) -> NodeVerdict {
-    let Some(policy) = policy else {
-        return NodeVerdict::Allowed;
-    };
-    if policy.capacity(node) != Capacity::Spot {
-        return NodeVerdict::Allowed;
-    }
-    match policy.exclusion(critical, node) {
+    match policy.and_then(|policy| policy.excluded(critical, node)) {
         None => NodeVerdict::Allowed,
         // A noticed spot node: as the brief of the extender says, a plain failure.
-        Some(reason) if policy.notice(node).is_some() => NodeVerdict::Unschedulable(reason),
+        Some(why @ Exclusion::Noticed(_)) => NodeVerdict::Unschedulable(why.reason()),
         // A critical pod on spot capacity: evicting pods there never makes it allowed,
         // so kube-scheduler should not even try preemption on the node.
-        Some(reason) => NodeVerdict::Unresolvable(reason),
+        Some(why @ Exclusion::CriticalOffSpot) => NodeVerdict::Unresolvable(why.reason()),
     }
 }
 
@@ -73,7 +67,7 @@ pub enum NoVictims {
 pub fn victims_on_nodes(
     snapshot: &Snapshot,
     preemptor: &Pod,
-    nodes: &[Str],
+    nodes: &[&str],
     options: &DecideOptions,
 ) -> Vec<Result<NodeVictims, NoVictims>> {
     let now = options.now.unwrap_or_else(super::now_nanos);
@@ -82,7 +76,7 @@ pub fn victims_on_nodes(
     let critical = policy.is_some_and(|p| p.is_critical(preemptor));
     let pre = PreFilter::new(preemptor, snapshot);
     let pdbs = PdbIndex::new(&snapshot.pdbs);
-    let select = |name: &Str| {
+    let select = |coverage: &mut Coverage, name: &&str| {
         let info = snapshot.node(name).ok_or(NoVictims::UnknownNode)?;
         if let Some(node) = &info.node {
             match verdict(policy, critical, node) {
@@ -92,8 +86,9 @@ pub fn victims_on_nodes(
                 }
             }
         }
-        let (victims, pdb_violations) = victims::select_victims_on_node(&pre, info, &pdbs, now)
-            .map_err(NoVictims::Selection)?;
+        let (victims, pdb_violations) =
+            victims::select_victims_on_node(&pre, info, &pdbs, coverage, now)
+                .map_err(NoVictims::Selection)?;
         if strict && pdb_violations > 0 {
             return Err(NoVictims::StrictPdb);
         }
@@ -103,9 +98,16 @@ pub fn victims_on_nodes(
         })
     };
     if nodes.len() >= PARALLEL_NODES {
-        nodes.par_iter().map(select).collect()
+        nodes
+            .par_iter()
+            .map_init(Coverage::default, select)
+            .collect()
     } else {
-        nodes.iter().map(select).collect()
+        let mut coverage = Coverage::default();
+        nodes
+            .iter()
+            .map(|name| select(&mut coverage, name))
+            .collect()
     }
 }
 
@@ -163,7 +165,7 @@ mod tests {
             ],
         );
         let preemptor = pod("p", 1000, 1000, 0, None);
-        let names: Vec<Str> = vec!["a".into(), "s".into(), "ghost".into()];
+        let names = ["a", "s", "ghost"];
         let found = victims_on_nodes(&snapshot, &preemptor, &names, &DecideOptions::default());
         let a = found[0].as_ref().expect("victims on a");
         // Removing one pod is enough: the least important one goes.

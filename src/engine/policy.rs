@@ -262,34 +262,59 @@ impl Policy {
                 .is_some_and(|s| s.is_valid() && s.matches(&pod.labels))
     }
 
-    /// Why the policy keeps a pod (`critical` or not) off `node`, if it does: spot nodes
+    /// Whether and why the policy keeps a pod (`critical` or not) off `node`: spot nodes
     /// with a termination notice take no pod, and critical pods take no spot node.
-    pub fn exclusion(&self, critical: bool, node: &Node) -> Option<Reason> {
+    pub fn excluded(&self, critical: bool, node: &Node) -> Option<Exclusion> {
         if self.capacity(node) != Capacity::Spot {
             return None;
         }
         if let Some(signal) = self.notice(node) {
-            return Some(Reason::Owned(format!(
-                "node(s) were spot capacity with a termination notice ({signal})"
-            )));
+            return Some(Exclusion::Noticed(signal));
         }
-        critical.then_some(Reason::Borrowed(
-            "node(s) were spot capacity, which critical pods avoid",
-        ))
+        critical.then_some(Exclusion::CriticalOffSpot)
     }
 
-    /// The prioritize score of `node` for `pod`, 0 to [`MAX_SCORE`]: the capacity the pod
-    /// prefers (on-demand, or unknown, for critical pods; spot for the others) scores
-    /// highest; a node with a termination notice scores 0.
+    /// Why the policy keeps a pod (`critical` or not) off `node`, if it does.
+    pub fn exclusion(&self, critical: bool, node: &Node) -> Option<Reason> {
+        self.excluded(critical, node).map(Exclusion::reason)
+    }
+
+    /// The prioritize score of `node` for `pod`, 0 to [`MAX_SCORE`] (see
+    /// [`Policy::score_for`]).
     pub fn score(&self, pod: &Pod, node: &Node) -> i64 {
+        self.score_for(self.is_critical(pod), node)
+    }
+
+    /// The prioritize score of `node` for a pod that is `critical` or not: the capacity
+    /// the pod prefers (on-demand, or unknown, for critical pods; spot for the others)
+    /// scores highest; a node with a termination notice scores 0.
+    pub fn score_for(&self, critical: bool, node: &Node) -> i64 {
         if self.notice(node).is_some() {
             return 0;
         }
         let spot = self.capacity(node) == Capacity::Spot;
-        if spot != self.is_critical(pod) {
-            MAX_SCORE
-        } else {
-            0
+        if spot != critical { MAX_SCORE } else { 0 }
+    }
+}
+
+/// Why the policy keeps a pod off a spot node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exclusion {
+    /// The node carries a termination notice (the signal, described).
+    Noticed(String),
+    /// The pod is critical.
+    CriticalOffSpot,
+}
+
+impl Exclusion {
+    pub fn reason(self) -> Reason {
+        match self {
+            Exclusion::Noticed(signal) => Reason::Owned(format!(
+                "node(s) were spot capacity with a termination notice ({signal})"
+            )),
+            Exclusion::CriticalOffSpot => {
+                Reason::Borrowed("node(s) were spot capacity, which critical pods avoid")
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use super::filters::Status;
 use super::groups::{GroupScreen, SCREEN_FIRST_GROUPS, ScreenedGroups};
 use super::pick::{earliest_start_of_highest, score_key};
 use super::potential::{MostPromising, Potential};
-use super::victims::{self, PdbIndex};
+use super::victims::{self, Coverage, PdbIndex};
 use crate::model::Pod;
 
 /// Nodes dry-run before the first pruning check (one per worker thread and some), then
@@ -154,14 +154,21 @@ impl<'p, 'a> CandidateSearch<'p, 'a> {
             &self.pdbs,
             self.now,
         );
-        let evaluate = |&index: &usize| {
-            let result = victims::select_victims_on_node(pre, &nodes[index], pdbs, now);
+        let evaluate = |coverage: &mut Coverage, &index: &usize| {
+            let result = victims::select_victims_on_node(pre, &nodes[index], pdbs, coverage, now);
             (index, result)
         };
         let results: Vec<_> = if indices.len() >= PARALLEL_DRY_RUNS && self.pass.parallel {
-            indices.par_iter().map(evaluate).collect()
+            indices
+                .par_iter()
+                .map_init(Coverage::default, evaluate)
+                .collect()
         } else {
-            indices.iter().map(evaluate).collect()
+            let mut coverage = Coverage::default();
+            indices
+                .iter()
+                .map(|index| evaluate(&mut coverage, index))
+                .collect()
         };
         for (index, result) in results {
             match result {

@@ -2,6 +2,7 @@
 //! consumption (`filterPodsWithPDBViolation`).
 
 use ahash::AHashMap as HashMap;
+use smallvec::SmallVec;
 use triomphe::Arc;
 
 use super::filters::{Code, PreFilter, Status};
@@ -11,19 +12,46 @@ use crate::model::{Pod, PodDisruptionBudget, Str};
 
 /// PDBs grouped by namespace, keeping the cluster order inside each group.
 pub(crate) struct PdbIndex<'a> {
-    by_namespace: HashMap<Str, Vec<(usize, &'a PodDisruptionBudget)>>,
+    pdbs: &'a [Arc<PodDisruptionBudget>],
+    by_namespace: HashMap<Str, Vec<usize>>,
 }
+
+/// Which budgets cover pods, by (label set, namespace) address, for one decision's dry
+/// runs: the cache interns both, so the pods of a workload share one entry. Addresses are
+/// sound keys only while the snapshot keeps the pods alive: never keep one past a call.
+#[derive(Default)]
+pub(crate) struct Coverage(HashMap<(usize, usize), SmallVec<[usize; 2]>>);
 
 impl<'a> PdbIndex<'a> {
     pub fn new(pdbs: &'a [Arc<PodDisruptionBudget>]) -> Self {
-        let mut by_namespace: HashMap<Str, Vec<(usize, &PodDisruptionBudget)>> = HashMap::new();
+        let mut by_namespace: HashMap<Str, Vec<usize>> = HashMap::new();
         for (i, pdb) in pdbs.iter().enumerate() {
             by_namespace
                 .entry(pdb.namespace.clone())
                 .or_default()
-                .push((i, pdb));
+                .push(i);
         }
-        PdbIndex { by_namespace }
+        PdbIndex { pdbs, by_namespace }
+    }
+
+    /// The budgets (indices, cluster order) that cover `pod`.
+    fn covering<'c>(&self, pod: &Pod, coverage: &'c mut Coverage) -> &'c [usize] {
+        let key = (
+            pod.labels.addr(),
+            pod.namespace.as_bytes().as_ptr() as usize,
+        );
+        coverage.0.entry(key).or_insert_with(|| {
+            self.by_namespace
+                .get(&pod.namespace)
+                .map(|group| {
+                    group
+                        .iter()
+                        .copied()
+                        .filter(|&i| self.pdbs[i].covers(pod))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
     }
 
     /// Splits importance-ordered pods into (violating, non-violating), consuming a
@@ -31,6 +59,7 @@ impl<'a> PdbIndex<'a> {
     pub fn split_by_violation<'p>(
         &self,
         pods: &[&'p Arc<Pod>],
+        coverage: &mut Coverage,
     ) -> (Vec<&'p Arc<Pod>>, Vec<&'p Arc<Pod>>) {
         // Budgets touched on this node, copied on first use (few per node).
         let mut remaining: Vec<(usize, i32)> = Vec::new();
@@ -38,22 +67,18 @@ impl<'a> PdbIndex<'a> {
         let mut non_violating = Vec::new();
         for pod in pods {
             let mut violated = false;
-            if !pod.labels.is_empty()
-                && let Some(pdbs) = self.by_namespace.get(&pod.namespace)
-            {
-                for (index, pdb) in pdbs {
-                    if !pdb.covers(pod) {
-                        continue;
-                    }
+            if !pod.labels.is_empty() {
+                for &index in self.covering(pod, coverage) {
+                    let pdb = &self.pdbs[index];
                     // Already being disrupted through the API: not a violation, and the
                     // budget was already charged for it.
                     if pdb.disrupted_pods.iter().any(|n| **n == *pod.name()) {
                         continue;
                     }
-                    let slot = match remaining.iter().position(|(i, _)| i == index) {
+                    let slot = match remaining.iter().position(|&(i, _)| i == index) {
                         Some(slot) => slot,
                         None => {
-                            remaining.push((*index, pdb.disruptions_allowed));
+                            remaining.push((index, pdb.disruptions_allowed));
                             remaining.len() - 1
                         }
                     };
@@ -80,6 +105,7 @@ pub(crate) fn select_victims_on_node(
     pre: &PreFilter<'_>,
     info: &NodeInfo,
     pdbs: &PdbIndex<'_>,
+    coverage: &mut Coverage,
     now: i64,
 ) -> Result<(Vec<Arc<Pod>>, i32), Status> {
     let preemptor = pre.pod;
@@ -102,7 +128,7 @@ pub(crate) fn select_victims_on_node(
     }
     potential.sort_by(|&a, &b| importance(&info.pods[a], &info.pods[b], now));
     let ordered: Vec<&Arc<Pod>> = potential.iter().map(|&i| &info.pods[i]).collect();
-    let (violating, non_violating) = pdbs.split_by_violation(&ordered);
+    let (violating, non_violating) = pdbs.split_by_violation(&ordered, coverage);
     let index_of = |pod: &Arc<Pod>| -> usize {
         potential
             .iter()

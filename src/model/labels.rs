@@ -7,6 +7,9 @@ use triomphe::ThinArc;
 
 use super::Str;
 
+/// Label sets up to this size are searched by a scan rather than by bisection.
+const LINEAR_LOOKUP_MAX: usize = 32;
+
 /// The `(key, value)` pairs of a label set, sorted by key.
 pub type LabelPairs = [(Str, Str)];
 
@@ -86,6 +89,11 @@ impl Labels {
 
     pub fn get(&self, key: &str) -> Option<&Str> {
         let pairs = self.pairs();
+        if pairs.len() <= LINEAR_LOOKUP_MAX {
+            // Equality tests lengths first, so most keys cost no byte comparison at all:
+            // cheaper than ordering comparisons on sets of the size nodes and pods carry.
+            return pairs.iter().find(|(k, _)| **k == *key).map(|(_, v)| v);
+        }
         pairs
             .binary_search_by(|(k, _)| (**k).cmp(key))
             .ok()

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
@@ -587,14 +587,8 @@ impl pb::preemption_server::Preemption for PreemptionService {
             super::authz::check_commit(request.extensions(), self.state.authz_enforced)?;
         }
         self.state.check_listed()?;
-        // Shed load at once rather than queue (a queued decision answers on stale state,
-        // late); taken before decoding, which for large documents is the costly part.
-        let permit = self
-            .state
-            .preempt_permits
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| ApiError::preempt_overloaded(self.state.max_concurrent_preempts()))?;
+        // Taken before decoding, which for large documents is the costly part.
+        let permit = self.state.decision_permit(ApiError::preempt_overloaded)?;
         let request = request.into_inner();
         use pb::preempt_request::Preemptor;
         let (field, mut pod) = match request.preemptor {
@@ -662,12 +656,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
         let request = request.into_inner();
         let pdb_mode = convert::pdb_mode(request.pdb_mode)?;
         // A plan is a batch of decisions: it sheds with Preempt, from the same permits.
-        let permit = self
-            .state
-            .preempt_permits
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| ApiError::drain_overloaded(self.state.max_concurrent_preempts()))?;
+        let permit = self.state.decision_permit(ApiError::drain_overloaded)?;
         let state = self.state.clone();
         let span = tracing::Span::current();
         // A plan copies the cluster and makes one decision per pod: blocking pool.
@@ -776,6 +765,20 @@ impl pb::preemption_server::Preemption for PreemptionService {
 impl State {
     fn max_concurrent_preempts(&self) -> usize {
         self.preempt_limit
+    }
+
+    /// One of the `--max-concurrent-preempts` decision slots (Preempt, PlanDrain and the
+    /// extender's `/preempt` share them), or `overloaded(limit)` when none is free: load
+    /// is shed at once rather than queued, since a queued decision answers late, on
+    /// stale state.
+    pub(crate) fn decision_permit(
+        &self,
+        overloaded: fn(usize) -> ApiError,
+    ) -> Result<OwnedSemaphorePermit, ApiError> {
+        self.preempt_permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| overloaded(self.max_concurrent_preempts()))
     }
 
     fn max_watchers(&self) -> usize {

@@ -2,6 +2,9 @@
 //! `serde_json::Value` tree but for the Kubernetes objects the builder reads (the pod, and
 //! the nodes or victim pods of non-cache-capable requests).
 //!
+//! Names and UIDs are borrowed from the body (owned only when they hold escapes): a
+//! `/preempt` names thousands of victims, and the reply needs none of them.
+//!
 //! Keys are matched as Go's decoder does: exactly, else without case (an exact key wins
 //! over an inexact one). A value of the wrong shape is not a serde error: it is read over
 //! and kept as a [`Misfit`], so that only malformed JSON fails the parse and the caller
@@ -13,8 +16,7 @@ use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
-
-use crate::model::Str;
+use serde_json::value::RawValue;
 
 /// A value of the wrong shape: where below the field (spelled out only on error) and why.
 #[derive(Debug)]
@@ -199,14 +201,17 @@ impl<'de> Shape<'de> for ObjectsShape {
 }
 type Objects = Shaped<Vec<Value>, ObjectsShape>;
 
+/// A string of the body: borrowed, unless it holds escapes.
+pub type Text<'de> = Cow<'de, str>;
+
 /// An array of strings (`NodeNames`).
 struct NamesShape;
 impl<'de> Shape<'de> for NamesShape {
-    type Item = Vec<Str>;
+    type Item = Vec<Text<'de>>;
     fn expecting() -> &'static str {
         ARRAY
     }
-    fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Read<Vec<Str>>, A::Error> {
+    fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Read<Vec<Text<'de>>>, A::Error> {
         let mut names = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         while let Some(Name(name)) = seq.next_element::<Name>()? {
             match name {
@@ -220,12 +225,12 @@ impl<'de> Shape<'de> for NamesShape {
         Ok(Ok(Some(names)))
     }
 }
-type Names = Shaped<Vec<Str>, NamesShape>;
+type Names<'de> = Shaped<Vec<Text<'de>>, NamesShape>;
 
 /// A string, or `None` for any other value.
-struct Name(Option<Str>);
+struct Name<'de>(Option<Text<'de>>);
 
-impl<'de> Deserialize<'de> for Name {
+impl<'de> Deserialize<'de> for Name<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Ok(Name(match StrOrOther::deserialize(deserializer)?.0 {
             Ok(Some(name)) => Some(name),
@@ -234,31 +239,34 @@ impl<'de> Deserialize<'de> for Name {
     }
 }
 
-struct StrOrOther(Read<Str>);
+struct StrOrOther<'de>(Read<Text<'de>>);
 
-impl From<Read<Str>> for StrOrOther {
-    fn from(read: Read<Str>) -> Self {
+impl<'de> From<Read<Text<'de>>> for StrOrOther<'de> {
+    fn from(read: Read<Text<'de>>) -> Self {
         Self(read)
     }
 }
 
-impl<'de> Deserialize<'de> for StrOrOther {
+impl<'de> Deserialize<'de> for StrOrOther<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct StrVisitor;
         impl<'de> Visitor<'de> for StrVisitor {
-            type Value = StrOrOther;
+            type Value = StrOrOther<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string")
             }
             other_values!("expected a string");
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<StrOrOther, E> {
-                Ok(StrOrOther(Ok(Some(Str::from(text)))))
+            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
+                Ok(StrOrOther(Ok(Some(Cow::Borrowed(text)))))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StrOrOther, A::Error> {
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(StrOrOther(Ok(Some(Cow::Owned(text.to_owned())))))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(StrOrOther(Err(Misfit::new("expected a string"))))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<StrOrOther, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(StrOrOther(Err(Misfit::new("expected a string"))))
             }
@@ -287,29 +295,38 @@ impl<'de> Shape<'de> for NodeListShape {
 }
 type NodeList = Shaped<Vec<Value>, NodeListShape>;
 
-/// A map of node names to what `V` reads for each, in the body's order; the first misfit
-/// is reported under `[node]`.
-struct PerNodeShape<V>(PhantomData<V>);
-impl<'de, T, V: Shape<'de, Item = T>> Shape<'de> for PerNodeShape<V> {
-    type Item = Vec<(Str, Option<T>)>;
+/// A map of node names to their values, in the body's order. The values stay JSON text
+/// (checked, not read) so that each node's victims can be read apart, in parallel.
+struct PerNodeShape;
+impl<'de> Shape<'de> for PerNodeShape {
+    type Item = ByNode<'de>;
     fn expecting() -> &'static str {
         OBJECT
     }
     fn map<A: MapAccess<'de>>(mut map: A) -> Result<Read<Self::Item>, A::Error> {
         let mut nodes = Vec::with_capacity(map.size_hint().unwrap_or(0));
-        let mut misfit = None;
         while let Some(Key(node)) = map.next_key::<Key<'de>>()? {
-            if misfit.is_some() {
-                map.next_value::<IgnoredAny>()?;
-                continue;
-            }
-            match map.next_value::<Shaped<T, V>>()?.0 {
-                Ok(value) => nodes.push((Str::from(&*node), value)),
-                Err(m) => misfit = Some(m.under(format_args!("[{node}]"))),
-            }
+            nodes.push((node, map.next_value::<&'de RawValue>()?));
         }
-        Ok(misfit.map_or(Ok(Some(nodes)), Err))
+        Ok(Ok(Some(nodes)))
     }
+}
+
+/// Reads one node's value of `NodeNameToMetaVictims`: its victims' UIDs.
+pub fn meta_victims(raw: &RawValue) -> Read<Vec<Text<'_>>> {
+    read_raw::<VictimsShape<MetaPodsShape>>(raw)
+}
+
+/// Reads one node's value of `NodeNameToVictims`: its victim pods, as JSON.
+pub fn victim_pods(raw: &RawValue) -> Read<Vec<Value>> {
+    read_raw::<VictimsShape<ObjectsShape>>(raw)
+}
+
+fn read_raw<'de, V: Shape<'de>>(raw: &'de RawValue) -> Read<V::Item> {
+    // The envelope's parse checked this text: only its shape can be wrong.
+    serde_json::from_str::<Shaped<V::Item, V>>(raw.get())
+        .unwrap_or_else(|_| Shaped::from(Err(Misfit::new(OBJECT))))
+        .0
 }
 
 /// A `Victims` or `MetaVictims`: what `V` reads of its `Pods` (a nil one: none).
@@ -334,13 +351,13 @@ impl<'de, T, V: Shape<'de, Item = Vec<T>>> Shape<'de> for VictimsShape<V> {
 /// The `UID`s of an array of `MetaPod`s.
 struct MetaPodsShape;
 impl<'de> Shape<'de> for MetaPodsShape {
-    type Item = Vec<Str>;
+    type Item = Vec<Text<'de>>;
     fn expecting() -> &'static str {
         ARRAY
     }
-    fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Read<Vec<Str>>, A::Error> {
+    fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Read<Vec<Text<'de>>>, A::Error> {
         let mut uids = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(pod) = seq.next_element::<MetaPod>()? {
+        while let Some(pod) = seq.next_element::<MetaPod<'de>>()? {
             match pod.0 {
                 Ok(Some(uid)) => uids.push(uid),
                 Ok(None) => {
@@ -360,11 +377,11 @@ impl<'de> Shape<'de> for MetaPodsShape {
 /// A `MetaPod`: its non-empty `UID`.
 struct MetaPodShape;
 impl<'de> Shape<'de> for MetaPodShape {
-    type Item = Str;
+    type Item = Text<'de>;
     fn expecting() -> &'static str {
         OBJECT
     }
-    fn map<A: MapAccess<'de>>(mut map: A) -> Result<Read<Str>, A::Error> {
+    fn map<A: MapAccess<'de>>(mut map: A) -> Result<Read<Text<'de>>, A::Error> {
         let mut uid = None;
         read_fields(&mut map, &["UID"], |map, _| {
             uid = map.next_value::<StrOrOther>()?.0.ok().flatten();
@@ -376,29 +393,26 @@ impl<'de> Shape<'de> for MetaPodShape {
         })
     }
 }
-type MetaPod = Shaped<Str, MetaPodShape>;
+type MetaPod<'de> = Shaped<Text<'de>, MetaPodShape>;
 
-/// `NodeNameToMetaVictims`: each node's victim UIDs.
-type MetaVictimsByNode =
-    Shaped<Vec<(Str, Option<Vec<Str>>)>, PerNodeShape<VictimsShape<MetaPodsShape>>>;
-/// `NodeNameToVictims`: each node's victim pods, kept as JSON for the builder.
-type VictimsByNode =
-    Shaped<Vec<(Str, Option<Vec<Value>>)>, PerNodeShape<VictimsShape<ObjectsShape>>>;
+/// Each candidate node with its victims, unread (see [`meta_victims`], [`victim_pods`]).
+pub type ByNode<'de> = Vec<(Text<'de>, &'de RawValue)>;
+type VictimsByNode<'de> = Shaped<ByNode<'de>, PerNodeShape>;
 
 /// `ExtenderArgs` (`/filter`, `/prioritize`).
-pub struct Args {
+pub struct Args<'de> {
     pub pod: Read<Value>,
-    pub node_names: Read<Vec<Str>>,
+    pub node_names: Read<Vec<Text<'de>>>,
     pub nodes: Read<Vec<Value>>,
 }
 
 pub struct ArgsShape;
 impl<'de> Shape<'de> for ArgsShape {
-    type Item = Args;
+    type Item = Args<'de>;
     fn expecting() -> &'static str {
         OBJECT
     }
-    fn map<A: MapAccess<'de>>(mut map: A) -> Result<Read<Args>, A::Error> {
+    fn map<A: MapAccess<'de>>(mut map: A) -> Result<Read<Args<'de>>, A::Error> {
         let mut args = Args {
             pod: Ok(None),
             node_names: Ok(None),
@@ -417,19 +431,19 @@ impl<'de> Shape<'de> for ArgsShape {
 }
 
 /// `ExtenderPreemptionArgs` (`/preempt`).
-pub struct PreemptionArgs {
+pub struct PreemptionArgs<'de> {
     pub pod: Read<Value>,
-    pub meta_victims: Read<Vec<(Str, Option<Vec<Str>>)>>,
-    pub victims: Read<Vec<(Str, Option<Vec<Value>>)>>,
+    pub meta_victims: Read<ByNode<'de>>,
+    pub victims: Read<ByNode<'de>>,
 }
 
 pub struct PreemptionArgsShape;
 impl<'de> Shape<'de> for PreemptionArgsShape {
-    type Item = PreemptionArgs;
+    type Item = PreemptionArgs<'de>;
     fn expecting() -> &'static str {
         OBJECT
     }
-    fn map<A: MapAccess<'de>>(mut map: A) -> Result<Read<PreemptionArgs>, A::Error> {
+    fn map<A: MapAccess<'de>>(mut map: A) -> Result<Read<PreemptionArgs<'de>>, A::Error> {
         let mut args = PreemptionArgs {
             pod: Ok(None),
             meta_victims: Ok(None),
@@ -439,7 +453,7 @@ impl<'de> Shape<'de> for PreemptionArgsShape {
         read_fields(&mut map, &names, |map, i| {
             match i {
                 0 => args.pod = map.next_value::<Object>()?.0,
-                1 => args.meta_victims = map.next_value::<MetaVictimsByNode>()?.0,
+                1 => args.meta_victims = map.next_value::<VictimsByNode>()?.0,
                 _ => args.victims = map.next_value::<VictimsByNode>()?.0,
             }
             Ok(())
@@ -449,9 +463,9 @@ impl<'de> Shape<'de> for PreemptionArgsShape {
 }
 
 /// Reads a body: `Err` only for malformed JSON; `Ok(None)` for JSON that is not an object.
-pub fn read_body<T, V: for<'de> Shape<'de, Item = T>>(
-    body: &[u8],
-) -> Result<Option<T>, serde_json::Error> {
-    let read = serde_json::from_slice::<Shaped<T, V>>(body)?.0;
+pub fn read_body<'de, V: Shape<'de>>(
+    body: &'de [u8],
+) -> Result<Option<V::Item>, serde_json::Error> {
+    let read = serde_json::from_slice::<Shaped<V::Item, V>>(body)?.0;
     Ok(read.ok().flatten())
 }

@@ -363,6 +363,7 @@ fn outcome_of(status: StatusCode) -> &'static str {
         StatusCode::BAD_REQUEST => "bad_request",
         StatusCode::FORBIDDEN => "denied",
         StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::TOO_MANY_REQUESTS => "overloaded",
         StatusCode::SERVICE_UNAVAILABLE => "unavailable",
         s if s.is_client_error() => "client_error",
         _ => "server_error",
@@ -408,10 +409,13 @@ async fn answer(
     match verb {
         Verb::Filter | Verb::Prioritize => tokio::task::spawn_blocking(work).await?,
         Verb::Preempt => {
+            // A dry run per candidate: a decision like gRPC Preempt, shed with it.
+            let permit = for_lanes.decision_permit(ApiError::preempt_overloaded)?;
             let (done, result) = oneshot::channel();
             for_lanes.lanes().spawn(move || {
                 let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
                     .unwrap_or_else(|_| Err(ApiError::Internal("preempt panicked".to_string())));
+                drop(permit);
                 let _ = done.send(answered);
             });
             result

@@ -1,17 +1,17 @@
 //! The three verbs over the cache and the engine. Blocking work: callers run them off the
 //! async threads.
 
-use std::collections::HashSet;
+use ahash::AHashSet;
 
 use crate::engine::DecideOptions;
 use crate::engine::per_node::{self, NoVictims, NodeVerdict};
-use crate::model::{Node, Pod, Str};
+use crate::model::{Node, Pod};
 use crate::server::errors::ApiError;
 use crate::server::service::State;
 
 use super::wire::{
     ArgsJson, ExtenderArgs, FilterResult, HostPriority, MetaPod, MetaVictims, NodeList, NodesGiven,
-    PreemptionArgsJson, PreemptionResult, Text,
+    PreemptionArgsJson, PreemptionResult, Shared, Text,
 };
 
 /// Why a node named in a nodeCacheCapable request fails: preemptd cannot judge it.
@@ -25,7 +25,7 @@ fn admitted(state: &State, mut pod: Pod) -> Result<Pod, ApiError> {
     Ok(pod)
 }
 
-fn built(state: &State, args: ArgsJson) -> Result<ExtenderArgs, ApiError> {
+fn built<'de>(state: &State, args: ArgsJson<'de>) -> Result<ExtenderArgs<'de>, ApiError> {
     let mut args = args.build()?;
     args.pod = admitted(state, args.pod)?;
     Ok(args)
@@ -33,7 +33,7 @@ fn built(state: &State, args: ArgsJson) -> Result<ExtenderArgs, ApiError> {
 
 /// `/filter`: the nodes the placement policy allows; without a policy, every node the
 /// request names (that the cache holds, for nodeCacheCapable requests).
-pub fn filter(state: &State, args: ArgsJson) -> FilterResult {
+pub fn filter<'de>(state: &State, args: ArgsJson<'de>) -> FilterResult<'de> {
     match built(state, args) {
         Ok(args) => filter_built(state, args),
         Err(error) => FilterResult {
@@ -43,7 +43,7 @@ pub fn filter(state: &State, args: ArgsJson) -> FilterResult {
     }
 }
 
-fn filter_built(state: &State, args: ExtenderArgs) -> FilterResult {
+fn filter_built<'de>(state: &State, args: ExtenderArgs<'de>) -> FilterResult<'de> {
     let policy = state.policy().map(|p| &**p);
     let critical = policy.is_some_and(|p| p.is_critical(&args.pod));
     let mut result = FilterResult::default();
@@ -53,14 +53,12 @@ fn filter_built(state: &State, args: ExtenderArgs) -> FilterResult {
             let mut passed = Vec::with_capacity(names.len());
             for name in names {
                 let Some(node) = snapshot.node(&name).and_then(|info| info.node.as_deref()) else {
-                    result
-                        .failed_nodes
-                        .insert(Text(name), NOT_CACHED.to_string());
+                    result.failed_nodes.insert(name, NOT_CACHED.to_string());
                     continue;
                 };
                 let verdict = per_node::verdict(policy, critical, node);
-                if result.record(&name, verdict) {
-                    passed.push(Text(name));
+                if let Some(name) = result.record(name, verdict) {
+                    passed.push(name);
                 }
             }
             result.node_names = Some(passed);
@@ -69,7 +67,10 @@ fn filter_built(state: &State, args: ExtenderArgs) -> FilterResult {
             let mut items = Vec::with_capacity(nodes.len());
             for (node, json) in nodes {
                 let verdict = per_node::verdict(policy, critical, &node);
-                if result.record(&node.name, verdict) {
+                if result
+                    .record(Text::Owned(node.name.to_string()), verdict)
+                    .is_some()
+                {
                     items.push(json);
                 }
             }
@@ -82,43 +83,47 @@ fn filter_built(state: &State, args: ExtenderArgs) -> FilterResult {
     result
 }
 
-impl FilterResult {
-    /// Records a node the policy rules out with its reason; whether the node passes.
-    fn record(&mut self, name: &str, verdict: NodeVerdict) -> bool {
+impl<'de> FilterResult<'de> {
+    /// Records a node the policy rules out with its reason; the name back if it passes.
+    fn record(&mut self, name: Text<'de>, verdict: NodeVerdict) -> Option<Text<'de>> {
         let failed = match verdict {
-            NodeVerdict::Allowed => return true,
+            NodeVerdict::Allowed => return Some(name),
             NodeVerdict::Unschedulable(reason) => (&mut self.failed_nodes, reason),
             NodeVerdict::Unresolvable(reason) => (&mut self.failed_and_unresolvable_nodes, reason),
         };
-        failed.0.insert(Text::from(name), failed.1.into_owned());
-        false
+        failed.0.insert(name, failed.1.into_owned());
+        None
     }
 }
 
 /// `/prioritize`: every node the request names with the policy's score, 0 to 10
 /// (without a policy, or for a node the cache lacks: 0).
-pub fn prioritize(state: &State, args: ArgsJson) -> Result<Vec<HostPriority>, ApiError> {
+pub fn prioritize<'de>(
+    state: &State,
+    args: ArgsJson<'de>,
+) -> Result<Vec<HostPriority<'de>>, ApiError> {
     let args = built(state, args)?;
     let policy = state.policy().map(|p| &**p);
-    let score = |node: &Node| policy.map_or(0, |p| p.score(&args.pod, node));
-    Ok(match &args.nodes {
+    let critical = policy.is_some_and(|p| p.is_critical(&args.pod));
+    let score = |node: &Node| policy.map_or(0, |p| p.score_for(critical, node));
+    Ok(match args.nodes {
         NodesGiven::Names(names) => {
             let snapshot = state.cache.snapshot();
             names
-                .iter()
+                .into_iter()
                 .map(|name| HostPriority {
-                    host: Text(name.clone()),
                     score: snapshot
-                        .node(name)
+                        .node(&name)
                         .and_then(|info| info.node.as_deref())
                         .map_or(0, score),
+                    host: name,
                 })
                 .collect()
         }
         NodesGiven::Full(nodes) => nodes
             .iter()
             .map(|(node, _)| HostPriority {
-                host: Text(node.name.clone()),
+                host: Text::Owned(node.name.to_string()),
                 score: score(node),
             })
             .collect(),
@@ -128,7 +133,10 @@ pub fn prioritize(state: &State, args: ArgsJson) -> Result<Vec<HostPriority>, Ap
 /// `/preempt`: of the scheduler's candidates, those the policy (and strict PDB mode)
 /// allows, each with the victims preemptd's engine chooses there — kept only when every
 /// one of them is a pod the scheduler lists for that node.
-pub fn preempt(state: &State, args: PreemptionArgsJson) -> Result<PreemptionResult, ApiError> {
+pub fn preempt<'de>(
+    state: &State,
+    args: PreemptionArgsJson<'de>,
+) -> Result<PreemptionResult<'de>, ApiError> {
     let mut args = args.build()?;
     let mut preemptor = admitted(state, args.pod)?;
     if preemptor
@@ -146,7 +154,7 @@ pub fn preempt(state: &State, args: PreemptionArgsJson) -> Result<PreemptionResu
         policy: state.policy().cloned(),
         ..DecideOptions::default()
     };
-    let names: Vec<Str> = args.candidates.iter().map(|(n, _)| n.clone()).collect();
+    let names: Vec<&str> = args.candidates.iter().map(|(n, _)| &**n).collect();
     let snapshot = state.cache.snapshot();
     let chosen = per_node::victims_on_nodes(&snapshot, &preemptor, &names, &options);
     let mut result = PreemptionResult::default();
@@ -165,7 +173,7 @@ pub fn preempt(state: &State, args: PreemptionArgsJson) -> Result<PreemptionResu
             tracing::debug!(node = %node, "preemption candidate without victims dropped");
             continue;
         }
-        let listed: HashSet<&str> = listed.iter().map(|uid| &**uid).collect();
+        let listed: AHashSet<&str> = listed.iter().map(|uid| &**uid).collect();
         if let Some(unlisted) = victims.victims.iter().find(|v| !listed.contains(&*v.uid)) {
             diverged += 1;
             first_diverged.get_or_insert_with(|| (node.clone(), unlisted.clone()));
@@ -174,10 +182,10 @@ pub fn preempt(state: &State, args: PreemptionArgsJson) -> Result<PreemptionResu
         let pods = victims
             .victims
             .into_iter()
-            .map(|v| MetaPod { uid: Text(v.uid) })
+            .map(|v| MetaPod { uid: Shared(v.uid) })
             .collect();
         result.node_name_to_meta_victims.insert(
-            Text(node),
+            node,
             MetaVictims {
                 pods,
                 num_pdb_violations: i64::from(victims.pdb_violations),

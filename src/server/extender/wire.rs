@@ -10,9 +10,12 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+pub use super::envelope::Text;
 use super::envelope::{self, Read};
 use crate::model::decode::{self, DecodeError};
 use crate::model::{Node, Pod, Str};
@@ -20,43 +23,43 @@ use crate::server::errors::ApiError;
 
 /// `ExtenderArgs` taken apart: the pod and the nodes, still JSON.
 #[derive(Debug)]
-pub struct ArgsJson {
+pub struct ArgsJson<'de> {
     pod: Value,
-    nodes: NodesJson,
+    nodes: NodesJson<'de>,
 }
 
 #[derive(Debug)]
-enum NodesJson {
+enum NodesJson<'de> {
     /// `NodeNames` (nodeCacheCapable).
-    Names(Vec<Str>),
+    Names(Vec<Text<'de>>),
     /// `Nodes.items` (a v1 NodeList).
     Full(Vec<Value>),
 }
 
 /// `ExtenderArgs` built: the nodes by name, or built with their JSON kept to echo back.
 #[derive(Debug)]
-pub struct ExtenderArgs {
+pub struct ExtenderArgs<'de> {
     pub pod: Pod,
-    pub nodes: NodesGiven,
+    pub nodes: NodesGiven<'de>,
 }
 
 #[derive(Debug)]
-pub enum NodesGiven {
-    Names(Vec<Str>),
+pub enum NodesGiven<'de> {
+    Names(Vec<Text<'de>>),
     Full(Vec<(Node, Value)>),
 }
 
 /// `ExtenderPreemptionArgs` taken apart.
 #[derive(Debug)]
-pub struct PreemptionArgsJson {
+pub struct PreemptionArgsJson<'de> {
     pod: Value,
-    candidates: Vec<(Str, VictimsJson)>,
+    candidates: Vec<(Text<'de>, VictimsJson<'de>)>,
 }
 
 #[derive(Debug)]
-enum VictimsJson {
+enum VictimsJson<'de> {
     /// `NodeNameToMetaVictims`: victim UIDs.
-    Uids(Vec<Str>),
+    Uids(Vec<Text<'de>>),
     /// `NodeNameToVictims`: full pods.
     Pods(Vec<Value>),
 }
@@ -64,9 +67,9 @@ enum VictimsJson {
 /// `ExtenderPreemptionArgs` built: each candidate node with the UIDs of the victims the
 /// scheduler chose there, in the request's order.
 #[derive(Debug)]
-pub struct PreemptionArgs {
+pub struct PreemptionArgs<'de> {
     pub pod: Pod,
-    pub candidates: Vec<(Str, Vec<Str>)>,
+    pub candidates: Vec<(Text<'de>, Vec<Text<'de>>)>,
 }
 
 fn invalid(path: impl Into<String>, message: impl Into<String>) -> ApiError {
@@ -75,8 +78,8 @@ fn invalid(path: impl Into<String>, message: impl Into<String>) -> ApiError {
 
 /// Reads a body as envelope `V`: malformed JSON and JSON other than an object are
 /// refused for the whole body.
-fn envelope<T, V: for<'de> envelope::Shape<'de, Item = T>>(body: &[u8]) -> Result<T, ApiError> {
-    match envelope::read_body::<T, V>(body) {
+fn envelope<'de, V: envelope::Shape<'de>>(body: &'de [u8]) -> Result<V::Item, ApiError> {
+    match envelope::read_body::<V>(body) {
         Ok(Some(envelope)) => Ok(envelope),
         Ok(None) => Err(invalid("body", "expected a JSON object")),
         Err(e) => Err(invalid(
@@ -106,8 +109,8 @@ fn required_pod(pod: Read<Value>) -> Result<Value, ApiError> {
 }
 
 /// Takes an `ExtenderArgs` body apart (`/filter`, `/prioritize`).
-pub fn parse_args(body: &[u8]) -> Result<ArgsJson, ApiError> {
-    let args = envelope::<_, envelope::ArgsShape>(body)?;
+pub fn parse_args(body: &[u8]) -> Result<ArgsJson<'_>, ApiError> {
+    let args = envelope::<envelope::ArgsShape>(body)?;
     let pod = required_pod(args.pod)?;
     // nodeCacheCapable sends `NodeNames`, otherwise `Nodes`; names win if both come.
     let nodes = if let Some(names) = field(args.node_names, "NodeNames")? {
@@ -124,21 +127,41 @@ pub fn parse_args(body: &[u8]) -> Result<ArgsJson, ApiError> {
 }
 
 /// Takes an `ExtenderPreemptionArgs` body apart (`/preempt`).
-pub fn parse_preemption_args(body: &[u8]) -> Result<PreemptionArgsJson, ApiError> {
-    let args = envelope::<_, envelope::PreemptionArgsShape>(body)?;
+pub fn parse_preemption_args(body: &[u8]) -> Result<PreemptionArgsJson<'_>, ApiError> {
+    let args = envelope::<envelope::PreemptionArgsShape>(body)?;
     let pod = required_pod(args.pod)?;
     let candidates = if let Some(meta) = field(args.meta_victims, "NodeNameToMetaVictims")? {
-        meta.into_iter()
-            .map(|(node, uids)| (node, VictimsJson::Uids(uids.unwrap_or_default())))
-            .collect()
+        per_node(meta, "NodeNameToMetaVictims", |raw| {
+            envelope::meta_victims(raw).map(|uids| VictimsJson::Uids(uids.unwrap_or_default()))
+        })?
     } else if let Some(full) = field(args.victims, "NodeNameToVictims")? {
-        full.into_iter()
-            .map(|(node, pods)| (node, VictimsJson::Pods(pods.unwrap_or_default())))
-            .collect()
+        per_node(full, "NodeNameToVictims", |raw| {
+            envelope::victim_pods(raw).map(|pods| VictimsJson::Pods(pods.unwrap_or_default()))
+        })?
     } else {
         Vec::new()
     };
     Ok(PreemptionArgsJson { pod, candidates })
+}
+
+/// Reads each candidate's victims with `read`, in parallel (a request can name thousands);
+/// the first misfit in the body's order is refused under `field[node]`.
+fn per_node<'de>(
+    nodes: envelope::ByNode<'de>,
+    field: &str,
+    read: impl Fn(&'de RawValue) -> Result<VictimsJson<'de>, envelope::Misfit> + Sync,
+) -> Result<Vec<(Text<'de>, VictimsJson<'de>)>, ApiError> {
+    let read = nodes
+        .into_par_iter()
+        .map(|(node, raw)| match read(raw) {
+            Ok(victims) => Ok((node, victims)),
+            Err(misfit) => Err(invalid(
+                format!("{field}[{node}]{}", misfit.path),
+                misfit.message,
+            )),
+        })
+        .collect::<Vec<_>>();
+    read.into_iter().collect()
 }
 
 /// The pod of a request, built.
@@ -150,9 +173,9 @@ fn build_error(path: String, e: DecodeError) -> ApiError {
     ApiError::from_decode(&path, e)
 }
 
-impl ArgsJson {
+impl<'de> ArgsJson<'de> {
     /// Builds the pod and (full-node requests) the nodes.
-    pub fn build(self) -> Result<ExtenderArgs, ApiError> {
+    pub fn build(self) -> Result<ExtenderArgs<'de>, ApiError> {
         let pod = build_pod(&self.pod)?;
         let nodes = match self.nodes {
             NodesJson::Names(names) => NodesGiven::Names(names),
@@ -172,9 +195,9 @@ impl ArgsJson {
     }
 }
 
-impl PreemptionArgsJson {
+impl<'de> PreemptionArgsJson<'de> {
     /// Builds the preemptor and (full-pod requests) the victims, keeping their UIDs.
-    pub fn build(self) -> Result<PreemptionArgs, ApiError> {
+    pub fn build(self) -> Result<PreemptionArgs<'de>, ApiError> {
         let pod = build_pod(&self.pod)?;
         let candidates = self
             .candidates
@@ -189,7 +212,7 @@ impl PreemptionArgsJson {
                             let path = format!("NodeNameToVictims[{node}].Pods[{i}]");
                             let victim =
                                 decode::decode_pod(value).map_err(|e| build_error(path, e))?;
-                            Ok(Str::from(victim.uid()))
+                            Ok(Text::Owned(victim.uid().to_owned()))
                         })
                         .collect::<Result<_, ApiError>>()?,
                 };
@@ -200,34 +223,28 @@ impl PreemptionArgsJson {
     }
 }
 
-/// A shared string of a reply, written as a JSON string (without a copy; the model's
+/// A model string of a reply, written as a JSON string (without a copy; the model's
 /// `Arc<str>` has no `Serialize`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Text(pub Str);
+pub struct Shared(pub Str);
 
-impl Serialize for Text {
+impl Serialize for Shared {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.0)
     }
 }
 
-impl From<&str> for Text {
-    fn from(text: &str) -> Self {
-        Text(Str::from(text))
-    }
-}
-
-/// `ExtenderFilterResult`.
+/// `ExtenderFilterResult`; node names borrowed from the request.
 #[derive(Debug, Default, Serialize)]
-pub struct FilterResult {
+pub struct FilterResult<'de> {
     #[serde(rename = "Nodes")]
     pub nodes: Option<NodeList>,
     #[serde(rename = "NodeNames")]
-    pub node_names: Option<Vec<Text>>,
+    pub node_names: Option<Vec<Text<'de>>>,
     #[serde(rename = "FailedNodes")]
-    pub failed_nodes: BTreeMap<Text, String>,
+    pub failed_nodes: BTreeMap<Text<'de>, String>,
     #[serde(rename = "FailedAndUnresolvableNodes")]
-    pub failed_and_unresolvable_nodes: BTreeMap<Text, String>,
+    pub failed_and_unresolvable_nodes: BTreeMap<Text<'de>, String>,
     #[serde(rename = "Error")]
     pub error: String,
 }
@@ -241,18 +258,18 @@ pub struct NodeList {
 
 /// `HostPriority`; a `HostPriorityList` is a bare array of them.
 #[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct HostPriority {
+pub struct HostPriority<'de> {
     #[serde(rename = "Host")]
-    pub host: Text,
+    pub host: Text<'de>,
     #[serde(rename = "Score")]
     pub score: i64,
 }
 
 /// `ExtenderPreemptionResult`: the kept candidates, by node name.
 #[derive(Debug, Default, Serialize)]
-pub struct PreemptionResult {
+pub struct PreemptionResult<'de> {
     #[serde(rename = "NodeNameToMetaVictims")]
-    pub node_name_to_meta_victims: BTreeMap<Text, MetaVictims>,
+    pub node_name_to_meta_victims: BTreeMap<Text<'de>, MetaVictims>,
 }
 
 /// `MetaVictims`.
@@ -268,7 +285,7 @@ pub struct MetaVictims {
 #[derive(Debug, Serialize, PartialEq, Eq)]
 pub struct MetaPod {
     #[serde(rename = "UID")]
-    pub uid: Text,
+    pub uid: Shared,
 }
 
 #[cfg(test)]
@@ -364,6 +381,11 @@ mod tests {
             (
                 br#"{"Pod":{},"NodeNameToVictims":{"n":{"Pods":{}}}}"#,
                 "NodeNameToVictims[n].Pods: expected an array",
+            ),
+            // Nodes are read in parallel; the first misfit in the body's order is named.
+            (
+                br#"{"Pod":{},"NodeNameToMetaVictims":{"a":{"Pods":[]},"m":{"Pods":[{"UID":1}]},"n":{"Pods":7}}}"#,
+                "NodeNameToMetaVictims[m].Pods[0].UID: expected a non-empty string",
             ),
             (br#"{"Pod":"p"}"#, "Pod: expected an object"),
         ] {
