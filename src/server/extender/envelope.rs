@@ -466,6 +466,12 @@ impl<'de> Shape<'de> for PreemptionArgsShape {
 pub fn read_body<'de, V: Shape<'de>>(
     body: &'de [u8],
 ) -> Result<Option<V::Item>, serde_json::Error> {
-    let read = serde_json::from_slice::<Shaped<V::Item, V>>(body)?.0;
+    // UTF-8 checked once for the whole body rather than string by string (a `/preempt`
+    // holds thousands). A body that is not UTF-8 is malformed: read as bytes, it fails
+    // with the position of the first bad string.
+    let read = match std::str::from_utf8(body) {
+        Ok(text) => serde_json::from_str::<Shaped<V::Item, V>>(text)?.0,
+        Err(_) => serde_json::from_slice::<Shaped<V::Item, V>>(body)?.0,
+    };
     Ok(read.ok().flatten())
 }

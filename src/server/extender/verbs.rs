@@ -1,8 +1,6 @@
 //! The three verbs over the cache and the engine. Blocking work: callers run them off the
 //! async threads.
 
-use ahash::AHashSet;
-
 use crate::engine::DecideOptions;
 use crate::engine::per_node::{self, NoVictims, NodeVerdict};
 use crate::model::{Node, Pod};
@@ -173,8 +171,9 @@ pub fn preempt<'de>(
             tracing::debug!(node = %node, "preemption candidate without victims dropped");
             continue;
         }
-        let listed: AHashSet<&str> = listed.iter().map(|uid| &**uid).collect();
-        if let Some(unlisted) = victims.victims.iter().find(|v| !listed.contains(&*v.uid)) {
+        // A scan: victims are few, and a node holds at most a few hundred pods.
+        let is_listed = |uid: &str| listed.iter().any(|listed| listed == uid);
+        if let Some(unlisted) = victims.victims.iter().find(|v| !is_listed(&v.uid)) {
             diverged += 1;
             first_diverged.get_or_insert_with(|| (node.clone(), unlisted.clone()));
             continue;

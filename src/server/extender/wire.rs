@@ -356,6 +356,10 @@ mod tests {
                 "NodeNames[0]: expected a string",
             ),
             (br#"{"Pod":{},"Nodes":[]}"#, "Nodes: expected an object"),
+            (
+                b"{\"Pod\":{},\"NodeNames\":[\"a\xff\"]}",
+                "body: invalid JSON at line 1 column 26: invalid unicode code point",
+            ),
         ] {
             assert_eq!(
                 parse_args(body).expect_err("malformed").to_string(),
