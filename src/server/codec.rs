@@ -54,3 +54,38 @@ where
         ProstCodec::<T, U>::raw_decoder(settings)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::pb;
+    use crate::server::wire::UpdatePodRequestWire;
+    use tonic::codec::Decoder as _;
+
+    // `BufferSettings` has no `PartialEq`: compared by their debug form.
+    fn decoder_settings<T, U>() -> String
+    where
+        T: prost::Message + Send + 'static,
+        U: prost::Message + Default + Send + 'static,
+    {
+        format!(
+            "{:?}",
+            ServerCodec::<T, U>::default().decoder().buffer_settings()
+        )
+    }
+
+    #[test]
+    fn sync_streams_start_with_the_larger_receive_buffer() {
+        assert_eq!(
+            decoder_settings::<pb::SyncResponse, SyncRequestWire>(),
+            format!(
+                "{:?}",
+                BufferSettings::new(SYNC_BUFFER_BYTES, YIELD_THRESHOLD_BYTES)
+            )
+        );
+        assert_eq!(
+            decoder_settings::<pb::UpdatePodResponse, UpdatePodRequestWire>(),
+            format!("{:?}", BufferSettings::default())
+        );
+    }
+}
