@@ -32,6 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(true)
         .build_client(false)
         .out_dir(&server_dir)
+        // prost's codec with buffers sized for this service's messages (`server::codec`).
+        .codec_path("crate::server::codec::ServerCodec")
         // Every message is the client pass's but the two requests read by hand (prost
         // prefers a message's own path to its package's).
         .extern_path(format!(".{PACKAGE}"), "crate::server::pb")

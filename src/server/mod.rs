@@ -6,6 +6,7 @@
 //! [`RunningServer`] with the bound address (tests bind `127.0.0.1:0`).
 
 pub mod authz;
+mod codec;
 pub mod convert;
 pub mod errors;
 pub mod extender;
