@@ -88,8 +88,8 @@ impl Kind {
 
 thread_local! {
     /// What this thread's conversions made recently. Without it, every pod carried its own
-    /// copy of the strings its details keep (toleration keys and values, its class name):
-    /// ~230 bytes a pod of an API server's pods. Per thread: conversions run where kube-rs
+    /// copy of the strings its details keep (toleration keys and values, its class name)
+    /// and of details its template's pods share. Per thread: conversions run where kube-rs
     /// reads a response, on any async thread.
     static MEMO: std::cell::RefCell<Memo> = std::cell::RefCell::new(Memo::for_stream());
 }
@@ -253,7 +253,7 @@ async fn watch<K: KindType>(client: kube::Client, changes: mpsc::Sender<Change>)
             Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => {
                 convert(object).map(Change::Upsert)
             }
-            Ok(watcher::Event::Delete(object)) => deletion(kind, &object),
+            Ok(watcher::Event::Delete(object)) => deletion(&object),
             Ok(watcher::Event::InitDone) => Some(Change::Other(Control::ListDone(kind))),
             Err(error) => {
                 metrics::watch_error(kind);
@@ -286,7 +286,8 @@ fn convert<K: KindType>(watched: Watched<K>) -> Option<Object> {
     }
 }
 
-fn deletion<K: KindType>(kind: Kind, object: &Watched<K>) -> Option<Change> {
+fn deletion<K: KindType>(object: &Watched<K>) -> Option<Change> {
+    let kind = K::KIND;
     let name = object.metadata.name.clone()?;
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let key = ObjectKey {
@@ -578,7 +579,7 @@ mod tests {
     }
 
     #[test]
-    fn pods_converted_by_one_thread_share_the_strings_their_details_keep() {
+    fn pods_converted_by_one_thread_share_their_details_and_the_strings_in_them() {
         let pod = |name: &str, cpu: &str| {
             let text = format!(
                 r#"{{"metadata": {{"name": "{name}", "namespace": "shop", "uid": "u-{name}"}},
@@ -597,6 +598,10 @@ mod tests {
         // Requests that differ keep the details apart, as an API server's pods' do.
         let (first, second) = (pod("web-1", "100m"), pod("web-2", "200m"));
         assert!(!triomphe::Arc::ptr_eq(&first.details, &second.details));
+        // A pod of the first one's template is given its details.
+        let third = pod("web-3", "100m");
+        assert!(triomphe::Arc::ptr_eq(&first.details, &third.details));
+        assert_eq!((third.name(), third.uid()), ("web-3", "u-web-3"));
         let key = |pod: &crate::model::Pod| pod.details.tolerations[0].key.clone();
         assert_eq!(&*key(&first), "node.kubernetes.io/not-ready");
         assert!(triomphe::Arc::ptr_eq(&key(&first), &key(&second)));
