@@ -204,6 +204,21 @@ async fn bare_list(client: &kube::Client) -> anyhow::Result<(Duration, usize, us
     ))
 }
 
+/// The pods the cluster holds, when no bare list counted them.
+async fn count_pods(client: &kube::Client) -> anyhow::Result<usize> {
+    let api: Api<k8s_openapi::api::core::v1::Pod> = Api::all(client.clone());
+    let mut params = ListParams::default().limit(PAGE);
+    let mut count = 0;
+    loop {
+        let page = api.list_metadata(&params).await?;
+        count += page.items.len();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(count),
+        }
+    }
+}
+
 fn rss_bytes(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -225,8 +240,21 @@ fn serving(binary: &PathBuf, addr: std::net::SocketAddr) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Starts `preemptd serve` with `args`, waits for SERVING; the time and the RSS then.
-fn time_to_serving(binary: &PathBuf, args: &[&str]) -> anyhow::Result<(Duration, u64)> {
+/// The CPU time (user and system) the process has used: less noisy than wall-clock time
+/// on a shared machine.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command, which may hold spaces: state is field 3, utime 14, stime 15.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf reads a constant of the system.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Some(ticks as f64 / per_second.max(1) as f64)
+}
+
+/// Starts `preemptd serve` with `args`, waits for SERVING; the time, the CPU time and the
+/// RSS then.
+fn time_to_serving(binary: &PathBuf, args: &[&str]) -> anyhow::Result<(Duration, f64, u64)> {
     let addr = free_addr();
     let started = Instant::now();
     let mut child = Command::new(binary)
@@ -250,12 +278,13 @@ fn time_to_serving(binary: &PathBuf, args: &[&str]) -> anyhow::Result<(Duration,
         std::thread::sleep(Duration::from_millis(20));
     }
     let elapsed = started.elapsed();
+    let cpu = cpu_seconds(child.id()).unwrap_or(0.0);
     // Let the allocator settle what the list's pages used.
     std::thread::sleep(Duration::from_secs(2));
     let rss = rss_bytes(child.id()).unwrap_or(0);
     let _ = child.kill();
     let _ = child.wait();
-    Ok((elapsed, rss))
+    Ok((elapsed, cpu, rss))
 }
 
 fn median<T: Copy + PartialOrd>(mut values: Vec<T>) -> T {
@@ -267,11 +296,14 @@ fn median<T: Copy + PartialOrd>(mut values: Vec<T>) -> T {
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let (mut load_file, mut binary, mut runs) = (None, PathBuf::from("target/release/preemptd"), 3);
+    let mut list_runs = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--load" => load_file = args.next().map(PathBuf::from),
             "--preemptd" => binary = args.next().map(PathBuf::from).unwrap_or(binary),
             "--runs" => runs = args.next().and_then(|r| r.parse().ok()).unwrap_or(runs),
+            // Bare lists (default: as many as --runs); 0 skips them while iterating.
+            "--lists" => list_runs = args.next().and_then(|r| r.parse().ok()),
             other => anyhow::bail!("unknown argument {other:?}"),
         }
     }
@@ -284,26 +316,37 @@ async fn main() -> anyhow::Result<()> {
     }
     let mut lists = Vec::new();
     let (mut objects, mut pods) = (0, 0);
-    for _ in 0..runs {
+    for _ in 0..list_runs.unwrap_or(runs) {
         let (elapsed, count, pod_count) = bare_list(&client).await?;
         (objects, pods) = (count, pod_count);
         lists.push(elapsed.as_secs_f64());
     }
-    let (_, empty_rss) = time_to_serving(&binary, &[])?;
+    if lists.is_empty() {
+        pods = count_pods(&client).await?;
+    }
+    let (_, _, empty_rss) = time_to_serving(&binary, &[])?;
     let mut servings = Vec::new();
+    let mut cpus = Vec::new();
     let mut rsses = Vec::new();
     for run in 0..runs {
-        let (elapsed, rss) = time_to_serving(&binary, &["--kubeconfig", &kubeconfig])?;
+        let (elapsed, cpu, rss) = time_to_serving(&binary, &["--kubeconfig", &kubeconfig])?;
         eprintln!(
-            "run {run}: SERVING after {:.2} s, RSS {} MiB",
+            "run {run}: SERVING after {:.2} s ({cpu:.2} s of CPU), RSS {} MiB ({:.0} B a pod)",
             elapsed.as_secs_f64(),
-            rss >> 20
+            rss >> 20,
+            rss.saturating_sub(empty_rss) as f64 / pods.max(1) as f64
         );
         servings.push(elapsed.as_secs_f64());
+        cpus.push(cpu);
         rsses.push(rss);
     }
-    let list = median(lists);
+    let list = if lists.is_empty() {
+        f64::NAN
+    } else {
+        median(lists)
+    };
     let serving = median(servings);
+    let cpu = median(cpus);
     let rss = median(rsses);
     let per_pod = rss.saturating_sub(empty_rss) as f64 / pods.max(1) as f64;
     println!(
@@ -313,6 +356,7 @@ async fn main() -> anyhow::Result<()> {
             "pods": pods,
             "bare_list_seconds": list,
             "time_to_serving_seconds": serving,
+            "cpu_to_serving_seconds": cpu,
             "serving_over_list": serving / list,
             "rss_bytes": rss,
             "rss_empty_bytes": empty_rss,

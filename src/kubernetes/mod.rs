@@ -1,7 +1,7 @@
 //! Kubernetes mode: preemptd mirrors a cluster by itself. One kube-rs watcher per kind
 //! lists and then watches its objects; each object is read into one JSON tree, converted
-//! on arrival by the model's Kubernetes reader (the one builder every input goes through)
-//! and dropped, so only the compact model is kept.
+//! by the model's Kubernetes reader (the one builder every input goes through) as soon as
+//! it is read, and the tree dropped, so only the compact model is kept.
 //!
 //! The watchers hand their changes to one applier thread, which applies them to a
 //! [`Mirror`] in arrival order, in batches of whatever has queued up. A (re)list replaces
@@ -11,10 +11,12 @@
 //!
 //! This layer knows kube-rs and the model, not gRPC: the server implements [`Mirror`].
 
+mod listed;
 mod metrics;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,7 +28,9 @@ use kube::runtime::watcher;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::model::build::Memo;
 use crate::model::decode::{self, Object};
+use listed::ListedKeys;
 
 /// The kinds preemptd watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,15 +73,80 @@ impl Kind {
         }
     }
 
+    /// The model object `value` describes; nodes and pods take their repeated values from
+    /// the converting thread's memo.
     fn decode(self, value: &Value) -> Result<Object, decode::DecodeError> {
         match self {
-            Kind::Node => decode::decode_node(value).map(Object::Node),
-            Kind::Pod => decode::decode_pod(value).map(Object::Pod),
+            Kind::Node => with_memo(|memo| decode::decode_node_with(value, memo)).map(Object::Node),
+            Kind::Pod => with_memo(|memo| decode::decode_pod_with(value, memo)).map(Object::Pod),
             Kind::PodDisruptionBudget => decode::decode_pdb(value).map(Object::Pdb),
             Kind::PriorityClass => decode::decode_priority_class(value).map(Object::PriorityClass),
             Kind::Namespace => decode::decode_namespace(value).map(Object::Namespace),
         }
     }
+}
+
+thread_local! {
+    /// What this thread's conversions made recently. Without it, every pod carried its own
+    /// copy of the strings its details keep (toleration keys and values, its class name)
+    /// and of details its template's pods share. Per thread: conversions run where kube-rs
+    /// reads a response, on any async thread.
+    static MEMO: std::cell::RefCell<Memo> = std::cell::RefCell::new(Memo::for_stream());
+}
+
+fn with_memo<T>(convert: impl FnOnce(&mut Memo) -> T) -> T {
+    MEMO.with_borrow_mut(convert)
+}
+
+/// A kind as a type, so that reading a watched object can convert it (see [`Watched`]).
+trait KindType: Clone + std::fmt::Debug + Send + Sync + 'static {
+    const KIND: Kind;
+}
+
+macro_rules! kind_types {
+    ($($name:ident => $kind:ident),* $(,)?) => {$(
+        #[derive(Clone, Copy, Debug)]
+        struct $name;
+        impl KindType for $name {
+            const KIND: Kind = Kind::$kind;
+        }
+    )*};
+}
+
+kind_types!(
+    NodeType => Node,
+    PodType => Pod,
+    PdbType => PodDisruptionBudget,
+    PriorityClassType => PriorityClass,
+    NamespaceType => Namespace,
+);
+
+/// `$body` with `$type` the [`KindType`] of `$kind`.
+macro_rules! with_kind_type {
+    ($kind:expr, $type:ident => $body:expr) => {
+        match $kind {
+            Kind::Node => {
+                type $type = NodeType;
+                $body
+            }
+            Kind::Pod => {
+                type $type = PodType;
+                $body
+            }
+            Kind::PodDisruptionBudget => {
+                type $type = PdbType;
+                $body
+            }
+            Kind::PriorityClass => {
+                type $type = PriorityClassType;
+                $body
+            }
+            Kind::Namespace => {
+                type $type = NamespaceType;
+                $body
+            }
+        }
+    };
 }
 
 /// Names one object of a kind: `namespace` is empty for cluster-scoped kinds; `uid` is
@@ -89,24 +158,18 @@ pub struct ObjectKey {
     pub name: String,
 }
 
-impl ObjectKey {
-    fn of(object: &Object) -> ObjectKey {
-        let (kind, namespace, name) = match object {
-            Object::Node(n) => (Kind::Node, "", n.name.as_ref()),
-            Object::Pod(p) => (Kind::Pod, p.namespace.as_ref(), p.name()),
-            Object::Pdb(b) => (
-                Kind::PodDisruptionBudget,
-                b.namespace.as_ref(),
-                b.name.as_ref(),
-            ),
-            Object::PriorityClass(c) => (Kind::PriorityClass, "", c.name.as_ref()),
-            Object::Namespace(n) => (Kind::Namespace, "", n.name.as_ref()),
-        };
-        ObjectKey {
-            kind,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        }
+/// The kind, namespace and name of `object`.
+fn key_of(object: &Object) -> (Kind, &str, &str) {
+    match object {
+        Object::Node(n) => (Kind::Node, "", n.name.as_ref()),
+        Object::Pod(p) => (Kind::Pod, p.namespace.as_ref(), p.name()),
+        Object::Pdb(b) => (
+            Kind::PodDisruptionBudget,
+            b.namespace.as_ref(),
+            b.name.as_ref(),
+        ),
+        Object::PriorityClass(c) => (Kind::PriorityClass, "", c.name.as_ref()),
+        Object::Namespace(n) => (Kind::Namespace, "", n.name.as_ref()),
     }
 }
 
@@ -116,8 +179,8 @@ pub trait Mirror: Send + Sync + 'static {
     fn upsert(&self, objects: Vec<Object>);
     /// Deletes an object; `uid`, when known, must match the one held.
     fn delete(&self, key: &ObjectKey, uid: Option<&str>);
-    /// Every object of `kind` held now.
-    fn keys(&self, kind: Kind) -> Vec<ObjectKey>;
+    /// Calls `each` with the namespace and name of every object of `kind` held now.
+    fn for_each_key(&self, kind: Kind, each: &mut dyn FnMut(&str, &str));
     /// Every kind has finished its first list: decisions may be served.
     fn ready(&self);
 }
@@ -156,7 +219,9 @@ pub fn start(client: kube::Client, mirror: Arc<dyn Mirror>) -> tokio::task::Join
     }
     let mut watches: Vec<_> = Kind::ALL
         .into_iter()
-        .map(|kind| tokio::spawn(watch(client.clone(), kind, changes.clone())))
+        .map(|kind| {
+            with_kind_type!(kind, K => tokio::spawn(watch::<K>(client.clone(), changes.clone())))
+        })
         .collect();
     watches.push(tokio::spawn(metrics::report_event_ages()));
     tokio::spawn(async move {
@@ -176,8 +241,9 @@ impl Drop for AbortOnDrop {
 }
 
 /// One kind's watch: every event converted on arrival and queued for the applier.
-async fn watch(client: kube::Client, kind: Kind, changes: mpsc::Sender<Change>) {
-    let api: Api<Watched> = Api::all_with(client, &kind.api_resource());
+async fn watch<K: KindType>(client: kube::Client, changes: mpsc::Sender<Change>) {
+    let kind = K::KIND;
+    let api: Api<Watched<K>> = Api::all_with(client, &kind.api_resource());
     let mut events = watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
@@ -185,9 +251,9 @@ async fn watch(client: kube::Client, kind: Kind, changes: mpsc::Sender<Change>) 
         let change = match event {
             Ok(watcher::Event::Init) => Some(Change::Other(Control::ListStarted(kind))),
             Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => {
-                convert(kind, object).map(Change::Upsert)
+                convert(object).map(Change::Upsert)
             }
-            Ok(watcher::Event::Delete(object)) => deletion(kind, &object),
+            Ok(watcher::Event::Delete(object)) => deletion(&object),
             Ok(watcher::Event::InitDone) => Some(Change::Other(Control::ListDone(kind))),
             Err(error) => {
                 metrics::watch_error(kind);
@@ -204,9 +270,10 @@ async fn watch(client: kube::Client, kind: Kind, changes: mpsc::Sender<Change>) 
 }
 
 /// The model object of a watched object; `None` (counted and logged) when the builder
-/// refuses it.
-fn convert(kind: Kind, watched: Watched) -> Option<Object> {
-    match kind.decode(&watched.object) {
+/// refused it.
+fn convert<K: KindType>(watched: Watched<K>) -> Option<Object> {
+    let kind = K::KIND;
+    match watched.object {
         Ok(object) => Some(object),
         Err(error) => {
             metrics::rejected(kind);
@@ -219,7 +286,8 @@ fn convert(kind: Kind, watched: Watched) -> Option<Object> {
     }
 }
 
-fn deletion(kind: Kind, object: &Watched) -> Option<Change> {
+fn deletion<K: KindType>(object: &Watched<K>) -> Option<Change> {
+    let kind = K::KIND;
     let name = object.metadata.name.clone()?;
     let namespace = object.metadata.namespace.clone().unwrap_or_default();
     let key = ObjectKey {
@@ -233,35 +301,38 @@ fn deletion(kind: Kind, object: &Watched) -> Option<Change> {
     )))
 }
 
-/// A watched object as the API server sent it: its JSON, which the model's reader
-/// decodes, and the identity the watcher and the logs need. Read straight into one JSON
-/// tree (kube's `DynamicObject` buffers a flattened object once more and is converted
-/// back to JSON before decoding: three copies of every object of a list, a pod's taking
-/// kilobytes, freed among the small objects the cache keeps).
+/// A watched object, converted as it is read: the model object (or why the builder
+/// refused it) and the identity the watcher and the logs need. The JSON tree it was read
+/// into is dropped at once, not after the whole page of a list is read: a pod's tree is
+/// a few hundred small allocations, and a page's 500 trees, freed while the cache
+/// allocated the pods it keeps, left their slabs part full and resident.
 #[derive(Clone, Debug)]
-struct Watched {
+struct Watched<K> {
     metadata: ObjectMeta,
-    object: Value,
+    object: Result<Object, decode::DecodeError>,
+    kind: PhantomData<K>,
 }
 
-impl<'de> serde::Deserialize<'de> for Watched {
+impl<'de, K: KindType> serde::Deserialize<'de> for Watched<K> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut object = Value::deserialize(deserializer)?;
+        let object = Value::deserialize(deserializer)?;
         let mut metadata = ObjectMeta::default();
-        if let Some(Value::Object(meta)) = object.get_mut("metadata") {
-            // Large, and never read.
-            meta.remove("managedFields");
+        if let Some(Value::Object(meta)) = object.get("metadata") {
             let text = |key: &str| meta.get(key).and_then(Value::as_str).map(str::to_string);
             metadata.name = text("name");
             metadata.namespace = text("namespace");
             metadata.uid = text("uid");
             metadata.resource_version = text("resourceVersion");
         }
-        Ok(Watched { metadata, object })
+        Ok(Watched {
+            metadata,
+            object: K::KIND.decode(&object),
+            kind: PhantomData,
+        })
     }
 }
 
-impl kube::Resource for Watched {
+impl<K: KindType> kube::Resource for Watched<K> {
     type DynamicType = ApiResource;
     type Scope = kube::core::DynamicResourceScope;
 
@@ -297,7 +368,7 @@ impl kube::Resource for Watched {
 /// A list in progress: what it named so far.
 struct Listing {
     started: Instant,
-    seen: HashSet<ObjectKey>,
+    seen: ListedKeys,
     last_progress: Instant,
 }
 
@@ -311,10 +382,10 @@ fn apply_changes(mut received: mpsc::Receiver<Change>, mirror: &dyn Mirror) {
         for change in changes.drain(..) {
             match change {
                 Change::Upsert(object) => {
-                    let key = ObjectKey::of(&object);
-                    metrics::event(key.kind, "apply");
-                    if let Some(listing) = listings.get_mut(&key.kind) {
-                        listing.seen.insert(key);
+                    let (kind, namespace, name) = key_of(&object);
+                    metrics::event(kind, "apply");
+                    if let Some(listing) = listings.get_mut(&kind) {
+                        listing.seen.insert(namespace, name);
                     }
                     batch.push(object);
                 }
@@ -345,7 +416,7 @@ fn apply_control(
         Control::Delete(key, uid) => {
             metrics::event(key.kind, "delete");
             if let Some(listing) = listings.get_mut(&key.kind) {
-                listing.seen.remove(&key);
+                listing.seen.remove(&key.namespace, &key.name);
             }
             mirror.delete(&key, uid.as_deref());
         }
@@ -359,7 +430,7 @@ fn apply_control(
                 kind,
                 Listing {
                     started: now,
-                    seen: HashSet::new(),
+                    seen: ListedKeys::default(),
                     last_progress: now,
                 },
             );
@@ -368,11 +439,16 @@ fn apply_control(
             let Some(listing) = listings.remove(&kind) else {
                 return;
             };
-            let gone: Vec<ObjectKey> = mirror
-                .keys(kind)
-                .into_iter()
-                .filter(|key| !listing.seen.contains(key))
-                .collect();
+            let mut gone = Vec::new();
+            mirror.for_each_key(kind, &mut |namespace, name| {
+                if !listing.seen.contains(namespace, name) {
+                    gone.push(ObjectKey {
+                        kind,
+                        namespace: namespace.to_string(),
+                        name: name.to_string(),
+                    });
+                }
+            });
             for key in &gone {
                 mirror.delete(key, None);
             }
@@ -444,22 +520,29 @@ pub async fn list_once(client: kube::Client) -> anyhow::Result<Vec<Object>> {
     use anyhow::Context as _;
     let mut objects = Vec::new();
     for kind in Kind::ALL {
-        let api: Api<Watched> = Api::all_with(client.clone(), &kind.api_resource());
-        let mut params = kube::api::ListParams::default().limit(LIST_PAGE);
-        loop {
-            let page = api
-                .list(&params)
-                .await
-                .with_context(|| format!("cannot list {}s", kind.name()))?;
-            let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-            objects.extend(page.items.into_iter().filter_map(|o| convert(kind, o)));
-            match next {
-                Some(token) => params = params.continue_token(&token),
-                None => break,
-            }
-        }
+        with_kind_type!(kind, K => list_kind::<K>(client.clone(), &mut objects)
+            .await
+            .with_context(|| format!("cannot list {}s", kind.name()))?);
     }
     Ok(objects)
+}
+
+/// Adds every object of `K` to `objects`.
+async fn list_kind<K: KindType>(
+    client: kube::Client,
+    objects: &mut Vec<Object>,
+) -> Result<(), kube::Error> {
+    let api: Api<Watched<K>> = Api::all_with(client, &K::KIND.api_resource());
+    let mut params = kube::api::ListParams::default().limit(LIST_PAGE);
+    loop {
+        let page = api.list(&params).await?;
+        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        objects.extend(page.items.into_iter().filter_map(convert));
+        match next {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(()),
+        }
+    }
 }
 
 /// Objects per page of a one-off list.
@@ -470,7 +553,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_watched_object_keeps_its_json_without_managed_fields_and_names_itself() {
+    fn a_watched_object_is_converted_as_it_is_read_and_names_itself() {
         let text = r#"{
             "metadata": {"name": "web-1", "namespace": "shop", "uid": "u-1",
                          "resourceVersion": "42",
@@ -478,14 +561,13 @@ mod tests {
             "spec": {"nodeName": "n1", "containers": [{"name": "c",
                      "resources": {"requests": {"cpu": "250m"}}}]}
         }"#;
-        let watched: Watched = serde_json::from_str(text).expect("a pod");
+        let watched: Watched<PodType> = serde_json::from_str(text).expect("a pod");
         assert_eq!(watched.metadata.name.as_deref(), Some("web-1"));
         assert_eq!(watched.metadata.namespace.as_deref(), Some("shop"));
         assert_eq!(watched.metadata.uid.as_deref(), Some("u-1"));
         assert_eq!(watched.metadata.resource_version.as_deref(), Some("42"));
-        assert!(watched.object["metadata"].get("managedFields").is_none());
 
-        let Some(Object::Pod(pod)) = convert(Kind::Pod, watched) else {
+        let Some(Object::Pod(pod)) = convert(watched) else {
             panic!("the pod converts");
         };
         assert_eq!(
@@ -497,11 +579,46 @@ mod tests {
     }
 
     #[test]
+    fn pods_converted_by_one_thread_share_their_details_and_the_strings_in_them() {
+        let pod = |name: &str, cpu: &str| {
+            let text = format!(
+                r#"{{"metadata": {{"name": "{name}", "namespace": "shop", "uid": "u-{name}"}},
+                    "spec": {{"nodeName": "n1", "priorityClassName": "high",
+                             "containers": [{{"name": "c", "resources": {{"requests": {{"cpu": "{cpu}"}}}}}}],
+                             "tolerations": [{{"key": "node.kubernetes.io/not-ready",
+                                              "operator": "Exists", "effect": "NoExecute",
+                                              "tolerationSeconds": 300}}]}}}}"#
+            );
+            let watched: Watched<PodType> = serde_json::from_str(&text).expect("a pod");
+            let Some(Object::Pod(pod)) = convert(watched) else {
+                panic!("the pod converts");
+            };
+            pod
+        };
+        // Requests that differ keep the details apart, as an API server's pods' do.
+        let (first, second) = (pod("web-1", "100m"), pod("web-2", "200m"));
+        assert!(!triomphe::Arc::ptr_eq(&first.details, &second.details));
+        // A pod of the first one's template is given its details.
+        let third = pod("web-3", "100m");
+        assert!(triomphe::Arc::ptr_eq(&first.details, &third.details));
+        assert_eq!((third.name(), third.uid()), ("web-3", "u-web-3"));
+        let key = |pod: &crate::model::Pod| pod.details.tolerations[0].key.clone();
+        assert_eq!(&*key(&first), "node.kubernetes.io/not-ready");
+        assert!(triomphe::Arc::ptr_eq(&key(&first), &key(&second)));
+        let class = |pod: &crate::model::Pod| pod.details.priority_class_name.clone();
+        assert!(triomphe::Arc::ptr_eq(
+            &class(&first).expect("a class"),
+            &class(&second).expect("a class")
+        ));
+    }
+
+    #[test]
     fn a_watched_object_the_builder_refuses_is_skipped() {
         let text = r#"{"metadata": {"name": "bad", "namespace": "shop"},
                        "spec": {"containers": [{"name": "c",
                                 "resources": {"requests": {"cpu": "lots"}}}]}}"#;
-        let watched: Watched = serde_json::from_str(text).expect("json");
-        assert!(convert(Kind::Pod, watched).is_none());
+        let watched: Watched<PodType> = serde_json::from_str(text).expect("json");
+        assert!(watched.object.is_err());
+        assert!(convert(watched).is_none());
     }
 }

@@ -84,31 +84,20 @@ impl Mirror for StateMirror {
         }
     }
 
-    fn keys(&self, kind: Kind) -> Vec<ObjectKey> {
+    fn for_each_key(&self, kind: Kind, each: &mut dyn FnMut(&str, &str)) {
         let cache = &self.state.cache;
-        let key = |namespace: &str, name: &str| ObjectKey {
-            kind,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        };
         match kind {
-            Kind::Node => cache.node_names().iter().map(|n| key("", n)).collect(),
+            Kind::Node => cache.node_names().iter().for_each(|n| each("", n)),
             Kind::Pod => cache
                 .pods()
                 .iter()
-                .map(|p| key(&p.namespace, p.name()))
-                .collect(),
+                .for_each(|p| each(&p.namespace, p.name())),
             Kind::PodDisruptionBudget => cache
                 .pdb_keys()
                 .iter()
-                .map(|(namespace, name)| key(namespace, name))
-                .collect(),
-            Kind::PriorityClass => cache
-                .priority_classes()
-                .names()
-                .map(|n| key("", n))
-                .collect(),
-            Kind::Namespace => cache.namespaces().names().map(|n| key("", n)).collect(),
+                .for_each(|(namespace, name)| each(namespace, name)),
+            Kind::PriorityClass => cache.priority_classes().names().for_each(|n| each("", n)),
+            Kind::Namespace => cache.namespaces().names().for_each(|n| each("", n)),
         }
     }
 

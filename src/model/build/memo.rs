@@ -119,6 +119,12 @@ impl Memo {
         Self::new(0)
     }
 
+    /// Whether the memo keeps anything: readers need not make the keys a disabled memo
+    /// would not keep.
+    pub fn is_enabled(&self) -> bool {
+        self.capacity > 0
+    }
+
     /// A string equal to `value`: the remembered one if there is one.
     pub fn str(&mut self, value: &str) -> Str {
         if self.capacity == 0 {
