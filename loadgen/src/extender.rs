@@ -1,8 +1,9 @@
 //! `preemptd bench --extender`: the kube-scheduler extender verbs over loopback HTTP/1.1
 //! (one keep-alive connection, as kube-scheduler's client keeps one), nodeCacheCapable:
 //! `/filter` and `/prioritize` with every node's name, `/preempt` with
-//! `--extender-candidates` candidate nodes, each listing its lower-priority pods as the
-//! scheduler's victims. The server runs the default placement policy over a cluster of
+//! `--extender-candidates` candidate nodes, each listing as the scheduler's victims its
+//! lower-priority pods (`--extender-victims all`) or those upstream's selection picks there
+//! (`chosen`). The server runs the default placement policy over a cluster of
 //! spot and on-demand nodes, some of them reclaimed.
 
 use std::net::SocketAddr;
@@ -14,14 +15,16 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::TcpStream;
 
+use preemptd::engine::DecideOptions;
 use preemptd::engine::Policy;
+use preemptd::engine::per_node;
 use preemptd::generate::{self, ClusterSpec};
 use preemptd::model::{Labels, Str, Taint, TaintEffect};
 use preemptd::server::{self, ServeConfig};
 
 use crate::client::{self, ChildServer};
 use crate::report::{Latency, histogram};
-use crate::{BenchArgs, Size};
+use crate::{BenchArgs, ExtenderVictims, Size};
 
 /// Unrecorded requests before each verb's phase.
 const WARMUP: u64 = 5;
@@ -124,11 +127,11 @@ pub(crate) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Exte
         seed: args.seed,
     };
     eprintln!("generating and encoding the cluster ...");
-    let candidates = args.extender_candidates;
+    let (candidates, listed) = (args.extender_candidates, args.extender_victims);
     let (prepared, bodies) = tokio::task::spawn_blocking(move || {
         let mut cluster = generate::generate(&spec);
         label_capacity(&mut cluster);
-        let bodies = Bodies::new(&cluster, candidates);
+        let bodies = Bodies::new(&cluster, candidates, listed);
         (client::prepare_cluster(&cluster), bodies)
     })
     .await
@@ -208,13 +211,16 @@ struct Bodies {
 }
 
 impl Bodies {
-    fn new(cluster: &generate::GeneratedCluster, candidates: usize) -> Self {
+    fn new(
+        cluster: &generate::GeneratedCluster,
+        candidates: usize,
+        listed: ExtenderVictims,
+    ) -> Self {
         let preemptor = generate::resource_preemptor(0);
         let pod = crate::scenarios::pod_json(&preemptor);
         let names: Vec<&str> = cluster.nodes.iter().map(|n| &*n.name).collect();
         let filter = json!({"Pod": pod, "Nodes": null, "NodeNames": names});
-        // Candidates spread over the cluster; each lists every pod on it, the most the
-        // scheduler's dry run could name.
+        // Candidates spread over the cluster.
         let step = (cluster.nodes.len() / candidates.max(1)).max(1);
         let chosen: std::collections::HashMap<&str, usize> = cluster
             .nodes
@@ -225,9 +231,30 @@ impl Bodies {
             .map(|(i, n)| (&*n.name, i))
             .collect();
         let mut victims: Vec<Vec<Value>> = vec![Vec::new(); chosen.len()];
-        for pod in &cluster.pods {
-            if let Some(&i) = pod.node_name.as_deref().and_then(|n| chosen.get(n)) {
-                victims[i].push(json!({"UID": pod.uid()}));
+        match listed {
+            ExtenderVictims::All => {
+                for pod in &cluster.pods {
+                    if let Some(&i) = pod.node_name.as_deref().and_then(|n| chosen.get(n)) {
+                        victims[i].push(json!({"UID": pod.uid()}));
+                    }
+                }
+            }
+            ExtenderVictims::Chosen => {
+                let snapshot = cluster.clone().into_cache().snapshot();
+                let mut nodes: Vec<(&str, usize)> = chosen.iter().map(|(n, &i)| (*n, i)).collect();
+                nodes.sort_by_key(|&(_, i)| i);
+                let names: Vec<&str> = nodes.iter().map(|&(n, _)| n).collect();
+                let options = DecideOptions::default();
+                let found = per_node::victims_on_nodes(&snapshot, &preemptor, &names, &options);
+                for ((_, i), found) in nodes.iter().zip(found) {
+                    if let Ok(found) = found {
+                        victims[*i] = found
+                            .victims
+                            .iter()
+                            .map(|v| json!({"UID": &*v.uid}))
+                            .collect();
+                    }
+                }
             }
         }
         let mut meta = serde_json::Map::new();

@@ -138,6 +138,18 @@ pub struct BenchArgs {
     /// Candidate nodes in each /preempt request.
     #[arg(long, default_value_t = 500)]
     pub extender_candidates: usize,
+    /// The victims each /preempt candidate lists: `all` its lower-priority pods (the
+    /// largest body the scheduler could send), or `chosen`, those its own dry run picks
+    /// there (upstream's per-node selection, as kube-scheduler sends them).
+    #[arg(long, value_enum, default_value_t = ExtenderVictims::All)]
+    pub extender_victims: ExtenderVictims,
+}
+
+/// See [`BenchArgs::extender_victims`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExtenderVictims {
+    All,
+    Chosen,
 }
 
 impl BenchArgs {
