@@ -7,14 +7,20 @@
 //! trailers). So handling time and the span cover a stream's whole life, while the
 //! timeout only bounds the wait for the response head — a `WatchNominations` stream
 //! lives as long as the client wants.
+//!
+//! Every response also gets its `Date` header here, marked sensitive so that HPACK never
+//! indexes it (see [`date_header`]).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use http::HeaderValue;
+use http::header::DATE;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use prost::Message as _;
 use tonic::Code;
@@ -176,6 +182,31 @@ fn status_of(headers: &http::HeaderMap) -> Option<Code> {
         .map(|v| Code::from_bytes(v.as_bytes()))
 }
 
+/// The `Date` of a response, made once a second per thread and marked sensitive.
+///
+/// hyper adds an indexable `Date` to a response that has none, and HPACK then indexes a
+/// new value every second; h2's encoder finds a header's indexed values by walking all of
+/// that name's entries, so once a connection's table holds a minute of dates, every
+/// response walks some sixty of them (thousands of instructions a call). A sensitive
+/// value is sent as a literal that is never indexed.
+fn date_header() -> HeaderValue {
+    thread_local! {
+        static DATE_OF_SECOND: RefCell<Option<(u64, HeaderValue)>> = const { RefCell::new(None) };
+    }
+    let now = SystemTime::now();
+    let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    DATE_OF_SECOND.with_borrow_mut(|cached| match cached {
+        Some((at, value)) if *at == second => value.clone(),
+        _ => {
+            let mut value = HeaderValue::try_from(httpdate::fmt_http_date(now))
+                .expect("an HTTP date is valid header text");
+            value.set_sensitive(true);
+            *cached = Some((second, value.clone()));
+            value
+        }
+    })
+}
+
 /// Records the end of a call once: metrics, the span's status, a debug line.
 struct Finish {
     span: tracing::Span,
@@ -268,7 +299,8 @@ where
                     Ok(response) => {
                         // Trailers-only responses (errors) carry the status in the head.
                         let head_code = status_of(response.headers());
-                        let (parts, body) = response.into_parts();
+                        let (mut parts, body) = response.into_parts();
+                        parts.headers.insert(DATE, date_header());
                         let body = RpcBody {
                             inner: body,
                             finish: Some(finish),
@@ -357,6 +389,15 @@ mod tests {
         assert_eq!(parse_grpc_timeout("5"), None);
         assert_eq!(parse_grpc_timeout("123456789S"), None);
         assert_eq!(parse_grpc_timeout("x1S"), None);
+    }
+
+    #[test]
+    fn the_date_header_is_current_and_never_indexed() {
+        let value = date_header();
+        assert!(value.is_sensitive());
+        let date = httpdate::parse_http_date(value.to_str().unwrap()).unwrap();
+        let skew = SystemTime::now().duration_since(date).unwrap();
+        assert!(skew < Duration::from_secs(2), "{value:?} is {skew:?} old");
     }
 
     #[test]
