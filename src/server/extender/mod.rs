@@ -266,8 +266,9 @@ struct Answer {
 }
 
 impl Answer {
-    fn of<T: serde::Serialize>(value: &T, error: bool) -> Result<Self, ApiError> {
-        let json = serde_json::to_vec(value)
+    fn of<T: serde::Serialize + wire::SizeHint>(value: &T, error: bool) -> Result<Self, ApiError> {
+        let mut json = Vec::with_capacity(value.size_hint());
+        serde_json::to_writer(&mut json, value)
             .map_err(|e| ApiError::Internal(format!("encode the reply: {e}")))?;
         Ok(Answer { json, error })
     }

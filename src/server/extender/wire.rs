@@ -288,6 +288,44 @@ pub struct MetaPod {
     pub uid: Shared,
 }
 
+/// About how many bytes a reply's JSON takes, so that it is written into one buffer
+/// allocated once (a reply names thousands of nodes; escapes and echoed nodes may grow it).
+pub trait SizeHint {
+    fn size_hint(&self) -> usize;
+}
+
+impl SizeHint for FilterResult<'_> {
+    fn size_hint(&self) -> usize {
+        // `"name",` and `"name":"reason",`, plus the keys and the `Error`.
+        let passed: usize = self.node_names.iter().flatten().map(|n| n.len() + 3).sum();
+        let failed: usize = (self.failed_nodes.iter())
+            .chain(&self.failed_and_unresolvable_nodes)
+            .map(|(name, reason)| name.len() + reason.len() + 6)
+            .sum();
+        passed + failed + self.error.len() + 128
+    }
+}
+
+impl SizeHint for Vec<HostPriority<'_>> {
+    fn size_hint(&self) -> usize {
+        // `{"Host":"name","Score":10},`
+        self.iter().map(|p| p.host.len() + 27).sum::<usize>() + 2
+    }
+}
+
+impl SizeHint for PreemptionResult<'_> {
+    fn size_hint(&self) -> usize {
+        // `"node":{"Pods":[...],"NumPDBViolations":0},` and `{"UID":"uid"},` a victim.
+        let nodes: usize = (self.node_name_to_meta_victims.iter())
+            .map(|(node, victims)| {
+                let pods: usize = victims.pods.iter().map(|p| p.uid.0.len() + 11).sum();
+                node.len() + pods + 48
+            })
+            .sum();
+        nodes + 32
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
