@@ -150,6 +150,59 @@ async fn filter_applies_the_policy_to_cached_nodes() {
     .expect("test timed out");
 }
 
+/// Lists as long as kube-scheduler sends (judged on the rayon pool in parts) answer as
+/// short ones do, in the request's order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_name_lists_are_answered_in_the_request_order() {
+    timeout(TEST_TIMEOUT, async {
+        let (server, mut client) = start_with(config(Some(POLICY))).await;
+        load_capacity(&mut client).await;
+        let addr = extender(&server);
+        let ghosts: Vec<String> = (0..1500).map(|i| format!("ghost-{i}")).collect();
+        let mut names = Vec::new();
+        for (i, ghost) in ghosts.iter().enumerate() {
+            names.push(ghost.as_str());
+            names.push(["spot-a", "spot-noticed", "od-b"][i % 3]);
+        }
+        let batch = pod_json("batch", 10, "500m", "{}");
+        let body = args_with_names(&batch, &names);
+
+        let result = post(addr, "/filter", &body).await.json();
+        let passed: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| ["spot-a", "od-b"].contains(n))
+            .collect();
+        assert_eq!(strings(&result["NodeNames"]), passed);
+        let mut failed = reasons(&result["FailedNodes"]);
+        assert_eq!(failed.remove("spot-noticed").as_deref(), Some(NOTICE));
+        let not_cached: Vec<&String> = failed
+            .iter()
+            .filter(|(_, why)| *why == "node is not in preemptd's cache")
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(not_cached.len(), ghosts.len(), "{failed:?}");
+
+        let reply = post(addr, "/prioritize", &body).await.json();
+        let scored: Vec<(String, i64)> = reply
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|p| {
+                let host = p["Host"].as_str().expect("host").to_string();
+                (host, p["Score"].as_i64().expect("score"))
+            })
+            .collect();
+        let expected: Vec<(String, i64)> = names
+            .iter()
+            .map(|n| (n.to_string(), if *n == "spot-a" { 10 } else { 0 }))
+            .collect();
+        assert_eq!(scored, expected);
+    })
+    .await
+    .expect("test timed out");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn filter_of_full_nodes_answers_from_the_given_nodes() {
     timeout(TEST_TIMEOUT, async {

@@ -289,11 +289,13 @@ impl Policy {
     /// the pod prefers (on-demand, or unknown, for critical pods; spot for the others)
     /// scores highest; a node with a termination notice scores 0.
     pub fn score_for(&self, critical: bool, node: &Node) -> i64 {
-        if self.notice(node).is_some() {
-            return 0;
-        }
         let spot = self.capacity(node) == Capacity::Spot;
-        if spot != critical { MAX_SCORE } else { 0 }
+        // The notice only matters on a node the pod would like: checked last.
+        if spot != critical && self.notice(node).is_none() {
+            MAX_SCORE
+        } else {
+            0
+        }
     }
 }
 

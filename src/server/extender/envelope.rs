@@ -348,6 +348,10 @@ impl<'de, T, V: Shape<'de, Item = Vec<T>>> Shape<'de> for VictimsShape<V> {
     }
 }
 
+/// Room for the victims of one node at first (JSON gives no length): a node holds tens of
+/// pods, and growing a list a step at a time costs more than reading it.
+const VICTIMS_EXPECTED: usize = 32;
+
 /// The `UID`s of an array of `MetaPod`s.
 struct MetaPodsShape;
 impl<'de> Shape<'de> for MetaPodsShape {
@@ -356,7 +360,7 @@ impl<'de> Shape<'de> for MetaPodsShape {
         ARRAY
     }
     fn seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Read<Vec<Text<'de>>>, A::Error> {
-        let mut uids = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let mut uids = Vec::with_capacity(seq.size_hint().unwrap_or(VICTIMS_EXPECTED));
         while let Some(pod) = seq.next_element::<MetaPod<'de>>()? {
             match pod.0 {
                 Ok(Some(uid)) => uids.push(uid),

@@ -266,8 +266,9 @@ struct Answer {
 }
 
 impl Answer {
-    fn of<T: serde::Serialize>(value: &T, error: bool) -> Result<Self, ApiError> {
-        let json = serde_json::to_vec(value)
+    fn of<T: serde::Serialize + wire::SizeHint>(value: &T, error: bool) -> Result<Self, ApiError> {
+        let mut json = Vec::with_capacity(value.size_hint());
+        serde_json::to_writer(&mut json, value)
             .map_err(|e| ApiError::Internal(format!("encode the reply: {e}")))?;
         Ok(Answer { json, error })
     }
@@ -433,7 +434,12 @@ fn run_verb(verb: Verb, state: &State, body: &[u8]) -> Result<Answer, ApiError> 
             let error = !result.error.is_empty();
             Answer::of(&result, error)
         }
-        Verb::Prioritize => Answer::of(&verbs::prioritize(state, wire::parse_args(body)?)?, false),
+        Verb::Prioritize => {
+            let list = verbs::prioritize(state, wire::parse_args(body)?)?;
+            let json = wire::write_array(&list, wire::SizeHint::size_hint(&list))
+                .map_err(|e| ApiError::Internal(format!("encode the reply: {e}")))?;
+            Ok(Answer { json, error: false })
+        }
         Verb::Preempt => Answer::of(
             &verbs::preempt(state, wire::parse_preemption_args(body)?)?,
             false,

@@ -1,9 +1,12 @@
 //! The three verbs over the cache and the engine. Blocking work: callers run them off the
 //! async threads.
 
+use rayon::prelude::*;
+
+use crate::cache::{NodeInfo, Snapshot};
 use crate::engine::DecideOptions;
-use crate::engine::per_node::{self, NoVictims, NodeVerdict};
-use crate::model::{Node, Pod};
+use crate::engine::per_node::{self, NoVictims, NodeVerdict, NodeVictims};
+use crate::model::{Node, Pod, PodRef};
 use crate::server::errors::ApiError;
 use crate::server::service::State;
 
@@ -14,6 +17,38 @@ use super::wire::{
 
 /// Why a node named in a nodeCacheCapable request fails: preemptd cannot judge it.
 pub const NOT_CACHED: &str = "node is not in preemptd's cache";
+
+/// Names judged by one rayon task at least: a short list is judged on the calling thread,
+/// a long one (kube-scheduler names thousands) on the pool.
+const NAMES_PER_TASK: usize = 512;
+
+/// A request naming at least one node in this many of the cluster's looks its names up in
+/// a flat copy of the node list (see [`CachedNodes`]).
+const FLAT_LOOKUP_SHARE: usize = 8;
+
+/// The cached nodes of one request, by name. Finding a node in the snapshot's list (an
+/// imbl tree) costs more than copying one pointer out of it in order, so a request that
+/// names a good part of the cluster copies the list once and indexes the copy.
+struct CachedNodes<'s> {
+    snapshot: &'s Snapshot,
+    flat: Option<Vec<&'s NodeInfo>>,
+}
+
+impl<'s> CachedNodes<'s> {
+    fn new(snapshot: &'s Snapshot, names: usize) -> Self {
+        let flat = (names.saturating_mul(FLAT_LOOKUP_SHARE) >= snapshot.nodes.len())
+            .then(|| snapshot.nodes.iter().map(|info| &**info).collect());
+        CachedNodes { snapshot, flat }
+    }
+
+    fn node(&self, name: &str) -> Option<&'s Node> {
+        let info = match &self.flat {
+            Some(flat) => *flat.get(self.snapshot.node_index(name)?)?,
+            None => &**self.snapshot.node(name)?,
+        };
+        info.node.as_deref()
+    }
+}
 
 /// The request's pod with its priority from its PriorityClass, as the Priority admission
 /// plugin sets it (the scheduler's copy normally has it already).
@@ -48,13 +83,21 @@ fn filter_built<'de>(state: &State, args: ExtenderArgs<'de>) -> FilterResult<'de
     match args.nodes {
         NodesGiven::Names(names) => {
             let snapshot = state.cache.snapshot();
+            let cached = CachedNodes::new(&snapshot, names.len());
+            let verdicts: Vec<Option<NodeVerdict>> = names
+                .par_iter()
+                .with_min_len(NAMES_PER_TASK)
+                .map(|name| {
+                    let node = cached.node(name)?;
+                    Some(per_node::verdict(policy, critical, node))
+                })
+                .collect();
             let mut passed = Vec::with_capacity(names.len());
-            for name in names {
-                let Some(node) = snapshot.node(&name).and_then(|info| info.node.as_deref()) else {
+            for (name, verdict) in names.into_iter().zip(verdicts) {
+                let Some(verdict) = verdict else {
                     result.failed_nodes.insert(name, NOT_CACHED.to_string());
                     continue;
                 };
-                let verdict = per_node::verdict(policy, critical, node);
                 if let Some(name) = result.record(name, verdict) {
                     passed.push(name);
                 }
@@ -107,13 +150,12 @@ pub fn prioritize<'de>(
     Ok(match args.nodes {
         NodesGiven::Names(names) => {
             let snapshot = state.cache.snapshot();
+            let cached = CachedNodes::new(&snapshot, names.len());
             names
-                .into_iter()
+                .into_par_iter()
+                .with_min_len(NAMES_PER_TASK)
                 .map(|name| HostPriority {
-                    score: snapshot
-                        .node(&name)
-                        .and_then(|info| info.node.as_deref())
-                        .map_or(0, score),
+                    score: cached.node(&name).map_or(0, score),
                     host: name,
                 })
                 .collect()
@@ -155,41 +197,33 @@ pub fn preempt<'de>(
     let names: Vec<&str> = args.candidates.iter().map(|(n, _)| &**n).collect();
     let snapshot = state.cache.snapshot();
     let chosen = per_node::victims_on_nodes(&snapshot, &preemptor, &names, &options);
+    // The scheduler's lists checked on the pool, as the selections ran there.
+    let judged: Vec<Candidate> = args
+        .candidates
+        .par_iter()
+        .zip(chosen)
+        .with_min_len(CANDIDATES_PER_TASK)
+        .map(|((_, listed), chosen)| judge(listed, chosen))
+        .collect();
     let mut result = PreemptionResult::default();
     let mut diverged = 0;
     let mut first_diverged = None;
-    for ((node, listed), chosen) in args.candidates.drain(..).zip(chosen) {
-        let victims = match chosen {
-            Ok(victims) => victims,
-            Err(why) => {
-                tracing::debug!(node = %node, reason = %no_victims_reason(&why), "preemption candidate dropped");
-                continue;
+    for ((node, _), judged) in args.candidates.drain(..).zip(judged) {
+        match judged {
+            Candidate::Kept(victims) => {
+                result.node_name_to_meta_victims.insert(node, victims);
             }
-        };
-        if listed.is_empty() {
-            // The scheduler found nothing to evict here: a node returned needs victims.
-            tracing::debug!(node = %node, "preemption candidate without victims dropped");
-            continue;
+            Candidate::NoVictims(why) => {
+                tracing::debug!(node = %node, reason = %no_victims_reason(&why), "preemption candidate dropped");
+            }
+            Candidate::NoneListed => {
+                tracing::debug!(node = %node, "preemption candidate without victims dropped");
+            }
+            Candidate::Diverged(unlisted) => {
+                diverged += 1;
+                first_diverged.get_or_insert((node, unlisted));
+            }
         }
-        // A scan: victims are few, and a node holds at most a few hundred pods.
-        let is_listed = |uid: &str| listed.iter().any(|listed| listed == uid);
-        if let Some(unlisted) = victims.victims.iter().find(|v| !is_listed(&v.uid)) {
-            diverged += 1;
-            first_diverged.get_or_insert_with(|| (node.clone(), unlisted.clone()));
-            continue;
-        }
-        let pods = victims
-            .victims
-            .into_iter()
-            .map(|v| MetaPod { uid: Shared(v.uid) })
-            .collect();
-        result.node_name_to_meta_victims.insert(
-            node,
-            MetaVictims {
-                pods,
-                num_pdb_violations: i64::from(victims.pdb_violations),
-            },
-        );
     }
     if let Some((node, unlisted)) = first_diverged {
         // One line a request, naming the first such node: the views of preemptd and the
@@ -207,6 +241,46 @@ pub fn preempt<'de>(
     Ok(result)
 }
 
+/// Candidates checked by one rayon task at least.
+const CANDIDATES_PER_TASK: usize = 64;
+
+/// What becomes of a candidate once preemptd chose its victims there.
+enum Candidate {
+    Kept(MetaVictims),
+    /// preemptd finds no victims there.
+    NoVictims(NoVictims),
+    /// The scheduler found nothing to evict there: a node returned needs victims.
+    NoneListed,
+    /// A victim of preemptd's the scheduler does not list.
+    Diverged(PodRef),
+}
+
+/// Keeps a candidate when each of the victims `chosen` is among those the scheduler
+/// `listed`.
+fn judge(listed: &[Text<'_>], chosen: Result<NodeVictims, NoVictims>) -> Candidate {
+    let victims = match chosen {
+        Ok(victims) => victims,
+        Err(why) => return Candidate::NoVictims(why),
+    };
+    if listed.is_empty() {
+        return Candidate::NoneListed;
+    }
+    // A scan: victims are few, and a node holds at most a few hundred pods.
+    let is_listed = |uid: &str| listed.iter().any(|listed| listed == uid);
+    if let Some(unlisted) = victims.victims.iter().find(|v| !is_listed(&v.uid)) {
+        return Candidate::Diverged(unlisted.clone());
+    }
+    let pods = victims
+        .victims
+        .into_iter()
+        .map(|v| MetaPod { uid: Shared(v.uid) })
+        .collect();
+    Candidate::Kept(MetaVictims {
+        pods,
+        num_pdb_violations: i64::from(victims.pdb_violations),
+    })
+}
+
 fn no_victims_reason(why: &NoVictims) -> String {
     match why {
         NoVictims::UnknownNode => NOT_CACHED.to_string(),
@@ -215,5 +289,45 @@ fn no_victims_reason(why: &NoVictims) -> String {
             "every victim set violates a PodDisruptionBudget (pdbMode strict)".to_string()
         }
         NoVictims::Selection(status) => status.reasons.join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::ClusterCache;
+    use crate::model::{Labels, Resources};
+
+    fn node(name: &str) -> Node {
+        Node {
+            name: name.into(),
+            uid: name.into(),
+            resource_version: 1,
+            labels: Labels::default(),
+            taints: Vec::new(),
+            unschedulable: false,
+            allocatable: Resources::default(),
+            annotations: Labels::default(),
+            conditions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn names_are_found_alike_in_the_snapshot_and_in_its_flat_copy() {
+        let cache = ClusterCache::new();
+        let names: Vec<String> = (0..40).map(|i| format!("n{i}")).collect();
+        for name in &names {
+            cache.upsert_node(node(name));
+        }
+        let snapshot = cache.snapshot();
+        let few = CachedNodes::new(&snapshot, 1);
+        let many = CachedNodes::new(&snapshot, names.len());
+        assert!(few.flat.is_none() && many.flat.is_some());
+        for name in names.iter().map(String::as_str).chain(["ghost"]) {
+            let found = |nodes: &CachedNodes| nodes.node(name).map(|n| n.name.to_string());
+            let expected = (name != "ghost").then(|| name.to_string());
+            assert_eq!(found(&few), expected);
+            assert_eq!(found(&many), expected);
+        }
     }
 }
