@@ -266,9 +266,8 @@ struct Answer {
 }
 
 impl Answer {
-    fn of<T: serde::Serialize + wire::SizeHint>(value: &T, error: bool) -> Result<Self, ApiError> {
-        let mut json = Vec::with_capacity(value.size_hint());
-        serde_json::to_writer(&mut json, value)
+    fn of<T: serde::Serialize>(value: &T, error: bool) -> Result<Self, ApiError> {
+        let json = serde_json::to_vec(value)
             .map_err(|e| ApiError::Internal(format!("encode the reply: {e}")))?;
         Ok(Answer { json, error })
     }
@@ -436,7 +435,7 @@ fn run_verb(verb: Verb, state: &State, body: &[u8]) -> Result<Answer, ApiError> 
         }
         Verb::Prioritize => {
             let list = verbs::prioritize(state, wire::parse_args(body)?)?;
-            let json = wire::write_array(&list, wire::SizeHint::size_hint(&list))
+            let json = wire::write_array(&list)
                 .map_err(|e| ApiError::Internal(format!("encode the reply: {e}")))?;
             Ok(Answer { json, error: false })
         }

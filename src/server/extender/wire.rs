@@ -294,15 +294,11 @@ const ELEMENTS_PER_PART: usize = 1024;
 /// A reply that is a bare JSON array (a `HostPriorityList`), as `serde_json::to_vec`
 /// writes it but in parts on the rayon pool (each element by serde_json, the parts joined
 /// with the array's commas): thousands of nodes take longer to write than to judge.
-pub fn write_array<T: Serialize + Sync>(
-    items: &[T],
-    size_hint: usize,
-) -> serde_json::Result<Vec<u8>> {
-    let per_item = size_hint / items.len().max(1) + 1;
+pub fn write_array<T: Serialize + Sync>(items: &[T]) -> serde_json::Result<Vec<u8>> {
     let parts: Vec<Vec<u8>> = items
         .par_chunks(ELEMENTS_PER_PART)
         .map(|part| {
-            let mut json = Vec::with_capacity(per_item * part.len());
+            let mut json = Vec::new();
             for (i, item) in part.iter().enumerate() {
                 if i > 0 {
                     json.push(b',');
@@ -322,44 +318,6 @@ pub fn write_array<T: Serialize + Sync>(
     }
     json.push(b']');
     Ok(json)
-}
-
-/// About how many bytes a reply's JSON takes, so that it is written into one buffer
-/// allocated once (a reply names thousands of nodes; escapes and echoed nodes may grow it).
-pub trait SizeHint {
-    fn size_hint(&self) -> usize;
-}
-
-impl SizeHint for FilterResult<'_> {
-    fn size_hint(&self) -> usize {
-        // `"name",` and `"name":"reason",`, plus the keys and the `Error`.
-        let passed: usize = self.node_names.iter().flatten().map(|n| n.len() + 3).sum();
-        let failed: usize = (self.failed_nodes.iter())
-            .chain(&self.failed_and_unresolvable_nodes)
-            .map(|(name, reason)| name.len() + reason.len() + 6)
-            .sum();
-        passed + failed + self.error.len() + 128
-    }
-}
-
-impl SizeHint for Vec<HostPriority<'_>> {
-    fn size_hint(&self) -> usize {
-        // `{"Host":"name","Score":10},`
-        self.iter().map(|p| p.host.len() + 27).sum::<usize>() + 2
-    }
-}
-
-impl SizeHint for PreemptionResult<'_> {
-    fn size_hint(&self) -> usize {
-        // `"node":{"Pods":[...],"NumPDBViolations":0},` and `{"UID":"uid"},` a victim.
-        let nodes: usize = (self.node_name_to_meta_victims.iter())
-            .map(|(node, victims)| {
-                let pods: usize = victims.pods.iter().map(|p| p.uid.0.len() + 11).sum();
-                node.len() + pods + 48
-            })
-            .sum();
-        nodes + 32
-    }
 }
 
 #[cfg(test)]
@@ -501,12 +459,7 @@ mod tests {
                 })
                 .collect();
             let whole = serde_json::to_vec(&list).expect("json");
-            assert_eq!(write_array(&list, list.size_hint()).expect("json"), whole);
-            assert_eq!(
-                write_array(&list, 0).expect("json"),
-                whole,
-                "{len} without a hint"
-            );
+            assert_eq!(write_array(&list).expect("json"), whole, "{len} entries");
         }
     }
 
