@@ -277,12 +277,17 @@ async fn watch<K: KindType>(client: kube::Client, changes: mpsc::Sender<Change>)
             }
             Ok(watcher::Event::Delete(object)) => deletion(&object),
             Ok(watcher::Event::InitDone) => {
+                let list_memo = memo.replace(Box::new(Memo::for_long_lived()));
                 // Dropped before the cache hands free memory back at SERVING: a list's
-                // memo holds the keys of its templates (megabytes for a large cluster).
-                // Left in this thread's cache, a few hundred of them kept ~100 slabs
-                // of their size resident (3 MB at 60k pods).
-                memo = Some(Box::new(Memo::for_long_lived()));
-                crate::ops::memory::flush_thread_cache();
+                // memo holds the keys of its templates (megabytes for a large cluster),
+                // milliseconds to free, so not on an async thread. Left in the freeing
+                // thread's cache, a few hundred keys kept ~100 slabs of their size
+                // resident (3 MB at 60k pods).
+                let _ = tokio::task::spawn_blocking(move || {
+                    drop(list_memo);
+                    crate::ops::memory::flush_thread_cache();
+                })
+                .await;
                 Some(Change::Other(Control::ListDone(kind)))
             }
             Err(error) => {
