@@ -247,7 +247,8 @@ fn screened_groups_decide_like_the_full_pass() {
                     operator: TolerationOperator::Exists,
                     value: "".into(),
                     effect: None,
-                }];
+                }]
+                .into();
                 for base in [
                     generate::resource_preemptor(i as u64),
                     generate::affinity_preemptor(i as u64),
@@ -347,7 +348,7 @@ fn taint_sets_filter_like_the_nodes() {
     let (mut checked, mut failed) = (0, 0);
     for tolerations in tolerations {
         let mut pod = generate::resource_preemptor(1);
-        pod.details_mut().tolerations = tolerations;
+        pod.details_mut().tolerations = tolerations.into();
         let pod = pod.finish();
         for (summary, info) in snapshot.summaries.iter().zip(snapshot.nodes.iter()) {
             let node = info.node.as_deref().unwrap();

@@ -100,7 +100,8 @@ fn held_pods_share_strings_and_details_and_keep_derived_requests() {
             operator: crate::model::TolerationOperator::Exists,
             value: "".into(),
             effect: None,
-        }];
+        }]
+        .into();
         pod.details_mut().containers = vec![crate::model::Container {
             name: "main".into(),
             requests: crate::model::ContainerResources::new(vec![(

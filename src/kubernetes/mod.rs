@@ -74,7 +74,7 @@ impl Kind {
     }
 
     /// The model object `value` describes; nodes and pods take their repeated values from
-    /// the converting thread's memo.
+    /// the memo of the watch or list being read (see [`with_memo`]).
     fn decode(self, value: &Value) -> Result<Object, decode::DecodeError> {
         match self {
             Kind::Node => with_memo(|memo| decode::decode_node_with(value, memo)).map(Object::Node),
@@ -87,15 +87,31 @@ impl Kind {
 }
 
 thread_local! {
-    /// What this thread's conversions made recently. Without it, every pod carried its own
-    /// copy of the strings its details keep (toleration keys and values, its class name)
-    /// and of details its template's pods share. Per thread: conversions run where kube-rs
-    /// reads a response, on any async thread.
-    static MEMO: std::cell::RefCell<Memo> = std::cell::RefCell::new(Memo::for_stream());
+    /// The memo of the watch or list whose response this thread is reading, if any (see
+    /// [`with_memo_installed`]): kube-rs reads each object while the watch's task polls
+    /// it, on whichever async thread runs the task.
+    static MEMO: std::cell::RefCell<Option<Box<Memo>>> = const { std::cell::RefCell::new(None) };
 }
 
+/// Converts with the memo installed on this thread; a disabled one when none is (every
+/// conversion then allocates its own values).
 fn with_memo<T>(convert: impl FnOnce(&mut Memo) -> T) -> T {
-    MEMO.with_borrow_mut(convert)
+    MEMO.with_borrow_mut(|memo| match memo {
+        Some(memo) => convert(memo),
+        None => convert(&mut Memo::disabled()),
+    })
+}
+
+/// Runs `poll` with `memo` installed for this thread's conversions, and takes it back.
+/// Without a memo, every pod carried its own copy of the strings its details keep
+/// (toleration keys and values, its class name) and of details its template's pods share.
+/// Owned by a watch rather than by a thread, what a list remembered is dropped when the
+/// list is done instead of held as long as the thread lives.
+fn with_memo_installed<T>(memo: &mut Option<Box<Memo>>, poll: impl FnOnce() -> T) -> T {
+    let previous = MEMO.replace(memo.take());
+    let result = poll();
+    *memo = MEMO.replace(previous);
+    result
 }
 
 /// A kind as a type, so that reading a watched object can convert it (see [`Watched`]).
@@ -247,14 +263,33 @@ async fn watch<K: KindType>(client: kube::Client, changes: mpsc::Sender<Change>)
     let mut events = watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
-    while let Some(event) = events.next().await {
+    // Set at each (re)list's start, which comes first.
+    let mut memo = None;
+    while let Some(event) = next_with_memo(&mut events, &mut memo).await {
         let change = match event {
-            Ok(watcher::Event::Init) => Some(Change::Other(Control::ListStarted(kind))),
+            Ok(watcher::Event::Init) => {
+                // A list converts many objects at once: remember as a Sync stream does.
+                memo = Some(Box::new(Memo::for_stream()));
+                Some(Change::Other(Control::ListStarted(kind)))
+            }
             Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => {
                 convert(object).map(Change::Upsert)
             }
             Ok(watcher::Event::Delete(object)) => deletion(&object),
-            Ok(watcher::Event::InitDone) => Some(Change::Other(Control::ListDone(kind))),
+            Ok(watcher::Event::InitDone) => {
+                let list_memo = memo.replace(Box::new(Memo::for_long_lived()));
+                // Dropped before the cache hands free memory back at SERVING: a list's
+                // memo holds the keys of its templates (megabytes for a large cluster),
+                // milliseconds to free, so not on an async thread. Left in the freeing
+                // thread's cache, a few hundred keys kept ~100 slabs of their size
+                // resident (3 MB at 60k pods).
+                let _ = tokio::task::spawn_blocking(move || {
+                    drop(list_memo);
+                    crate::ops::memory::flush_thread_cache();
+                })
+                .await;
+                Some(Change::Other(Control::ListDone(kind)))
+            }
             Err(error) => {
                 metrics::watch_error(kind);
                 tracing::warn!(kind = kind.name(), %error, "watch failed, retrying with backoff");
@@ -267,6 +302,20 @@ async fn watch<K: KindType>(client: kube::Client, changes: mpsc::Sender<Change>)
             return;
         }
     }
+}
+
+/// The next of `events`, read with `memo` installed for its conversions.
+async fn next_with_memo<S: futures::Stream + Unpin>(
+    events: &mut S,
+    memo: &mut Option<Box<Memo>>,
+) -> Option<S::Item> {
+    std::future::poll_fn(|cx| with_memo_installed(memo, || events.poll_next_unpin(cx))).await
+}
+
+/// `future`'s output, its conversions made with `memo` installed.
+async fn with_memo_until_done<F: Future>(future: F, memo: &mut Option<Box<Memo>>) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| with_memo_installed(memo, || future.as_mut().poll(cx))).await
 }
 
 /// The model object of a watched object; `None` (counted and logged) when the builder
@@ -519,8 +568,9 @@ pub async fn client(source: &Source) -> anyhow::Result<kube::Client> {
 pub async fn list_once(client: kube::Client) -> anyhow::Result<Vec<Object>> {
     use anyhow::Context as _;
     let mut objects = Vec::new();
+    let mut memo = Some(Box::new(Memo::for_stream()));
     for kind in Kind::ALL {
-        with_kind_type!(kind, K => list_kind::<K>(client.clone(), &mut objects)
+        with_kind_type!(kind, K => with_memo_until_done(list_kind::<K>(client.clone(), &mut objects), &mut memo)
             .await
             .with_context(|| format!("cannot list {}s", kind.name()))?);
     }
@@ -579,8 +629,8 @@ mod tests {
     }
 
     #[test]
-    fn pods_converted_by_one_thread_share_their_details_and_the_strings_in_them() {
-        let pod = |name: &str, cpu: &str| {
+    fn pods_converted_with_one_memo_share_their_details_and_the_strings_in_them() {
+        let pod = |memo: &mut Option<Box<Memo>>, name: &str, cpu: &str| {
             let text = format!(
                 r#"{{"metadata": {{"name": "{name}", "namespace": "shop", "uid": "u-{name}"}},
                     "spec": {{"nodeName": "n1", "priorityClassName": "high",
@@ -589,19 +639,38 @@ mod tests {
                                               "operator": "Exists", "effect": "NoExecute",
                                               "tolerationSeconds": 300}}]}}}}"#
             );
-            let watched: Watched<PodType> = serde_json::from_str(&text).expect("a pod");
+            let watched: Watched<PodType> =
+                with_memo_installed(memo, || serde_json::from_str(&text)).expect("a pod");
             let Some(Object::Pod(pod)) = convert(watched) else {
                 panic!("the pod converts");
             };
             pod
         };
+        let mut memo = Some(Box::new(Memo::for_stream()));
         // Requests that differ keep the details apart, as an API server's pods' do.
-        let (first, second) = (pod("web-1", "100m"), pod("web-2", "200m"));
+        let (first, second) = (
+            pod(&mut memo, "web-1", "100m"),
+            pod(&mut memo, "web-2", "200m"),
+        );
         assert!(!triomphe::Arc::ptr_eq(&first.details, &second.details));
         // A pod of the first one's template is given its details.
-        let third = pod("web-3", "100m");
+        let third = pod(&mut memo, "web-3", "100m");
         assert!(triomphe::Arc::ptr_eq(&first.details, &third.details));
+        // Another watch's memo (or none) knows nothing of them.
+        for mut other in [Some(Box::new(Memo::for_stream())), None] {
+            let fourth = pod(&mut other, "web-4", "100m");
+            assert_eq!(first.details.requests, fourth.details.requests);
+            assert!(!triomphe::Arc::ptr_eq(&first.details, &fourth.details));
+        }
+        assert!(MEMO.with_borrow(Option::is_none), "the memo is taken back");
         assert_eq!((third.name(), third.uid()), ("web-3", "u-web-3"));
+        // The tolerations too, whatever else their details differ in.
+        assert!(
+            first
+                .details
+                .tolerations
+                .ptr_eq(&second.details.tolerations)
+        );
         let key = |pod: &crate::model::Pod| pod.details.tolerations[0].key.clone();
         assert_eq!(&*key(&first), "node.kubernetes.io/not-ready");
         assert!(triomphe::Arc::ptr_eq(&key(&first), &key(&second)));

@@ -651,7 +651,7 @@ fn details_key(p: &PodInput<'_>) -> String {
     format!(
         "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
         p.scheduler_name,
-        p.priority_class_name,
+        p.priority_class_name_kept(),
         p.host_network,
         p.containers,
         p.tolerations,

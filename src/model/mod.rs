@@ -105,6 +105,50 @@ impl Toleration {
     }
 }
 
+/// A pod's tolerations, one list shared by the pods that have the same (see
+/// [`build::Memo`]): an API server gives nearly every pod the two DefaultTolerationSeconds
+/// adds, and a list of each pod's own cost it 80–160 bytes. No tolerations allocate
+/// nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Tolerations(Option<Arc<[Toleration]>>);
+
+impl Tolerations {
+    /// The same tolerations and `toleration` after them, in a list of their own.
+    pub fn push(&mut self, toleration: Toleration) {
+        let mut tolerations = self.to_vec();
+        tolerations.push(toleration);
+        *self = tolerations.into();
+    }
+
+    /// Whether both are one shared list (or both empty).
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
+}
+
+impl std::ops::Deref for Tolerations {
+    type Target = [Toleration];
+
+    fn deref(&self) -> &[Toleration] {
+        self.0.as_deref().unwrap_or_default()
+    }
+}
+
+impl From<Vec<Toleration>> for Tolerations {
+    fn from(tolerations: Vec<Toleration>) -> Self {
+        Self((!tolerations.is_empty()).then(|| tolerations.into()))
+    }
+}
+
+impl FromIterator<Toleration> for Tolerations {
+    fn from_iter<I: IntoIterator<Item = Toleration>>(tolerations: I) -> Self {
+        tolerations.into_iter().collect::<Vec<_>>().into()
+    }
+}
+
 /// A Kubernetes node as the scheduler sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
@@ -442,7 +486,7 @@ pub struct PodDetails {
     pub overhead: ContainerResources,
     /// Pod-level `spec.resources.requests` (cpu, memory, hugepages-*).
     pub pod_requests: ContainerResources,
-    pub tolerations: Vec<Toleration>,
+    pub tolerations: Tolerations,
     pub node_selector: Labels,
     pub required_node_affinity: Option<NodeSelector>,
     pub pod_affinity: Vec<PodAffinityTerm>,
@@ -889,6 +933,32 @@ mod tests {
         )) {
             prop_assert_eq!(utf8(&bytes), std::str::from_utf8(&bytes).ok());
         }
+    }
+
+    #[test]
+    fn tolerations_pushed_to_a_shared_list_leave_it_as_it_was() {
+        let toleration = |key: &str| Toleration {
+            key: key.into(),
+            operator: TolerationOperator::Exists,
+            value: "".into(),
+            effect: None,
+        };
+        let empty = Tolerations::default();
+        assert!(empty.is_empty() && empty.ptr_eq(&Vec::new().into()));
+        let shared: Tolerations = vec![toleration("a")].into();
+        let mut pushed = shared.clone();
+        assert!(pushed.ptr_eq(&shared));
+        pushed.push(toleration("b"));
+        assert!(!pushed.ptr_eq(&shared));
+        assert_eq!(&*shared, &[toleration("a")]);
+        assert_eq!(&*pushed, &[toleration("a"), toleration("b")]);
+        assert_eq!(
+            ["a", "b"]
+                .map(toleration)
+                .into_iter()
+                .collect::<Tolerations>(),
+            pushed
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::hash::{BuildHasher, Hasher};
 use triomphe::Arc;
 
 use crate::model::quantity::Quantity;
-use crate::model::{Labels, PodDetails, Str};
+use crate::model::{Labels, PodDetails, Str, Toleration, Tolerations};
 use crate::recent::RecentTable;
 
 /// The longest encoding the memo keeps a value by: a template's container specs are a few
@@ -32,13 +32,22 @@ const STREAM_VALUES: usize = 1 << 13;
 /// which arrive interleaved, so a template is still held when its next pod comes.
 pub const STREAM_TEMPLATES: usize = 1 << 16;
 
+/// The bytes of keys the details and label sets a long-lived memo (see
+/// [`Memo::for_long_lived`]) keeps by: a few thousand templates' worth. Changes that come
+/// a few at a time need little memory; what it forgets, the cache still shares.
+const LONG_LIVED_KEY_BYTES: usize = 1 << 20;
+
 /// Values kept by the encoding of the fields they were converted from (each whole, in
 /// order): the same fields again make the same value.
 struct ByEncoding<V>(RecentTable<(Box<[u8]>, V)>);
 
 impl<V: Clone> ByEncoding<V> {
     fn new(capacity: usize) -> Self {
-        Self(RecentTable::new(capacity, MAX_KEY_BYTES))
+        Self::with_key_bytes(capacity, MAX_KEY_BYTES)
+    }
+
+    fn with_key_bytes(capacity: usize, key_bytes: usize) -> Self {
+        Self(RecentTable::new(capacity, key_bytes))
     }
 
     fn get(&self, hash: u64, encoding: &[u8]) -> Option<V> {
@@ -77,6 +86,9 @@ pub struct Memo {
     hasher: hashbrown::DefaultHashBuilder,
     strings: RecentTable<Str>,
     label_sets: RecentTable<Labels>,
+    /// Pods' toleration lists: most pods have the same few (an API server's, the two
+    /// DefaultTolerationSeconds adds), whatever else their details differ in.
+    tolerations: RecentTable<Tolerations>,
     /// Quantity texts already parsed (and valid): requests repeat across a load's pods,
     /// and a parse costs far more than a lookup.
     quantities: RecentTable<(Box<str>, Quantity)>,
@@ -97,6 +109,7 @@ impl Memo {
             hasher: hashbrown::DefaultHashBuilder::default(),
             strings: RecentTable::new(capacity, MAX_KEY_BYTES),
             label_sets: RecentTable::new(capacity, usize::MAX),
+            tolerations: RecentTable::new(capacity, usize::MAX),
             quantities: RecentTable::new(capacity, MAX_KEY_BYTES),
             details: ByEncoding::new(capacity),
             encoded_labels: ByEncoding::new(capacity),
@@ -111,6 +124,18 @@ impl Memo {
         let mut memo = Self::new(STREAM_VALUES);
         memo.details = ByEncoding::new(STREAM_TEMPLATES);
         memo.encoded_labels = ByEncoding::new(STREAM_TEMPLATES);
+        memo
+    }
+
+    /// A memo for conversions that go on as long as the process runs (a Kubernetes
+    /// watch's changes between its lists): as a stream's, but its details and label sets
+    /// keyed by at most [`LONG_LIVED_KEY_BYTES`] of encodings. A stream's memo keeps up
+    /// to 8 MB of keys and is dropped with its stream; one kept for good holds them for
+    /// good (the bench's 60k pods have 14k templates, keyed by a few hundred bytes each).
+    pub fn for_long_lived() -> Self {
+        let mut memo = Self::for_stream();
+        memo.details = ByEncoding::with_key_bytes(STREAM_TEMPLATES, LONG_LIVED_KEY_BYTES);
+        memo.encoded_labels = ByEncoding::with_key_bytes(STREAM_TEMPLATES, LONG_LIVED_KEY_BYTES);
         memo
     }
 
@@ -170,6 +195,23 @@ impl Memo {
             pairs_hash(hasher, held.iter().map(|(k, v)| (&**k, &**v)))
         });
         labels
+    }
+
+    /// Tolerations equal to `tolerations`: the remembered list if there is one.
+    pub fn tolerations(&mut self, tolerations: Vec<Toleration>) -> Tolerations {
+        if self.capacity == 0 || tolerations.is_empty() {
+            return tolerations.into();
+        }
+        let hash = self.hasher.hash_one(&tolerations);
+        if let Some(held) = self.tolerations.find(hash, |held| **held == tolerations) {
+            return held.clone();
+        }
+        let shared = Tolerations::from(tolerations);
+        let hasher = &self.hasher;
+        // Weighed as nothing: their strings are weighed in `strings`.
+        self.tolerations
+            .insert(hash, shared.clone(), 0, |held| hasher.hash_one(&**held));
+        shared
     }
 
     /// The label set of `pairs` (sorted and unique keys) made of remembered strings, the
@@ -336,6 +378,58 @@ mod tests {
         let labels = [("k", "v")];
         assert!(!disabled.labels(&labels).ptr_eq(&disabled.labels(&labels)));
         assert_eq!(disabled.labels(&labels), memo.labels(&labels));
+    }
+
+    #[test]
+    fn equal_toleration_lists_share_one_allocation() {
+        let toleration = |key: &str| Toleration {
+            key: key.into(),
+            operator: crate::model::TolerationOperator::Exists,
+            value: "".into(),
+            effect: Some(crate::model::TaintEffect::NoExecute),
+        };
+        let two = || {
+            vec![
+                toleration("node.kubernetes.io/not-ready"),
+                toleration("node.kubernetes.io/unreachable"),
+            ]
+        };
+        let mut memo = Memo::new(4);
+        let first = memo.tolerations(two());
+        let second = memo.tolerations(two());
+        assert!(first.ptr_eq(&second));
+        assert_eq!(&*first, &two()[..]);
+        // Another list, or the same in another order, is another.
+        let one = memo.tolerations(vec![toleration("node.kubernetes.io/not-ready")]);
+        assert!(!one.ptr_eq(&first));
+        let mut reversed = two();
+        reversed.reverse();
+        let reversed = memo.tolerations(reversed);
+        assert!(!reversed.ptr_eq(&first));
+        assert_eq!(reversed[0], toleration("node.kubernetes.io/unreachable"));
+        assert!(memo.tolerations(Vec::new()).is_empty());
+
+        let mut disabled = Memo::disabled();
+        let (a, b) = (disabled.tolerations(two()), disabled.tolerations(two()));
+        assert_eq!(a, b);
+        assert!(!a.ptr_eq(&b));
+    }
+
+    #[test]
+    fn a_long_lived_memo_keeps_fewer_bytes_of_keys_than_a_streams() {
+        let details = Arc::new(PodDetails::default());
+        let key = |i: usize| format!("{i:01000}").into_bytes();
+        let mut stream = Memo::for_stream();
+        let mut long_lived = Memo::for_long_lived();
+        // 2 MB of keys: twice what a long-lived memo keeps.
+        let keys = 2 * LONG_LIVED_KEY_BYTES / key(0).len();
+        for i in 0..keys {
+            stream.remember_details(&[&key(i)], &details);
+            long_lived.remember_details(&[&key(i)], &details);
+        }
+        assert!(stream.details(&[&key(0)]).is_some());
+        assert!(long_lived.details(&[&key(0)]).is_none());
+        assert!(long_lived.details(&[&key(keys - 1)]).is_some());
     }
 
     #[test]

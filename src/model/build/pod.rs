@@ -88,8 +88,9 @@ fn details(p: &PodInput<'_>, memo: &mut Memo) -> Result<PodDetails> {
     let mut details = PodDetails {
         scheduler_name: (!p.scheduler_name.is_empty() && p.scheduler_name != DEFAULT_SCHEDULER)
             .then(|| memo.str(p.scheduler_name)),
-        priority_class_name: (!p.priority_class_name.is_empty())
-            .then(|| memo.str(p.priority_class_name)),
+        priority_class_name: Some(p.priority_class_name_kept())
+            .filter(|name| !name.is_empty())
+            .map(|name| memo.str(name)),
         containers: containers(
             spec.field("containers"),
             &p.containers,
@@ -100,12 +101,13 @@ fn details(p: &PodInput<'_>, memo: &mut Memo) -> Result<PodDetails> {
         node_selector: memo.labels(&in_key_order(&p.node_selector)),
         ..PodDetails::default()
     };
-    details.tolerations = p
+    let tolerations = p
         .tolerations
         .iter()
         .enumerate()
         .map(|(i, t)| toleration(spec.field("tolerations").index(i), t, memo))
         .collect::<Result<_>>()?;
+    details.tolerations = memo.tolerations(tolerations);
     if let Some(uncommon) = &p.uncommon {
         uncommon_details(&mut details, uncommon, p.host_network, memo)?;
     }

@@ -990,3 +990,42 @@ fn replacing_any_field_with_junk_never_panics() {
         }
     }
 }
+
+#[test]
+fn an_admitted_pods_class_name_is_not_kept_and_its_details_are_shared() {
+    let pod = |name: &str, class: &str, admitted: bool| {
+        let mut spec = json!({"priorityClassName": class,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]});
+        if admitted {
+            spec["priority"] = json!(1000);
+            spec["preemptionPolicy"] = json!("PreemptLowerPriority");
+        }
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": "shop"}, "spec": spec})
+    };
+    let mut memo = crate::model::build::Memo::for_stream();
+    let mut decode = |value: Value| decode_pod_with(&value, &mut memo).expect("a pod");
+    let high = decode(pod("a", "high", true));
+    let low = decode(pod("b", "low", true));
+    assert_eq!(high.details.priority_class_name, None);
+    assert!(triomphe::Arc::ptr_eq(&high.details, &low.details));
+    assert!(!high.needs_admission());
+    // Admission still reads it where the priority or the policy is unset.
+    let unadmitted = decode(pod("c", "high", false));
+    assert_eq!(
+        unadmitted.details.priority_class_name.as_deref(),
+        Some("high")
+    );
+    assert!(unadmitted.needs_admission());
+    let mut policy_unset = pod("d", "high", true);
+    policy_unset["spec"]
+        .as_object_mut()
+        .expect("a spec")
+        .remove("preemptionPolicy");
+    let policy_unset = decode(policy_unset);
+    assert_eq!(
+        policy_unset.details.priority_class_name.as_deref(),
+        Some("high")
+    );
+    assert!(!triomphe::Arc::ptr_eq(&policy_unset.details, &high.details));
+}
