@@ -3,6 +3,7 @@
 //! tree of routes and wrapping each response).
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tonic::body::Body;
@@ -13,16 +14,19 @@ use tower::util::BoxCloneSyncService;
 
 type Boxed = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
 
-/// The server's services by name; the first one is asked first (the hot one).
+/// The server's services by name; the first one is asked first (the hot one). Cloned for
+/// every call (tower's ready-clone dance in the layers above): the others are shared.
 #[derive(Clone)]
 pub(crate) struct Routes<S> {
-    first: (String, S),
-    others: Vec<(String, Boxed)>,
+    first: S,
+    others: Arc<[(&'static str, Boxed)]>,
 }
 
-/// `/<package>.<Service>/`, the prefix of the paths of a service's methods.
-fn prefix<S: NamedService>() -> String {
-    format!("/{}/", S::NAME)
+/// Whether `path` names a method of the service `name`: `/<package>.<Service>/<method>`.
+fn serves(name: &str, path: &str) -> bool {
+    path.strip_prefix('/')
+        .and_then(|path| path.strip_prefix(name))
+        .is_some_and(|method| method.starts_with('/'))
 }
 
 impl<S> Routes<S>
@@ -31,12 +35,12 @@ where
 {
     pub fn new(first: S) -> Self {
         Routes {
-            first: (prefix::<S>(), first),
-            others: Vec::new(),
+            first,
+            others: Arc::new([]),
         }
     }
 
-    pub fn add<T>(mut self, service: T) -> Self
+    pub fn add<T>(self, service: T) -> Self
     where
         T: NamedService
             + Service<
@@ -49,9 +53,12 @@ where
             + Sync
             + 'static,
     {
-        self.others
-            .push((prefix::<T>(), BoxCloneSyncService::new(service)));
-        self
+        let mut others = self.others.to_vec();
+        others.push((T::NAME, BoxCloneSyncService::new(service)));
+        Routes {
+            first: self.first,
+            others: others.into(),
+        }
     }
 }
 
@@ -65,7 +72,8 @@ fn unimplemented() -> http::Response<Body> {
 
 impl<S> Service<http::Request<Body>> for Routes<S>
 where
-    S: Service<
+    S: NamedService
+        + Service<
             http::Request<Body>,
             Response = http::Response<Body>,
             Error = Infallible,
@@ -84,16 +92,28 @@ where
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let path = request.uri().path();
-        if path.starts_with(self.first.0.as_str()) {
-            return self.first.1.call(request);
+        if serves(S::NAME, path) {
+            return self.first.call(request);
         }
-        match self
-            .others
-            .iter_mut()
-            .find(|(prefix, _)| path.starts_with(prefix.as_str()))
-        {
-            Some((_, service)) => service.call(request),
+        match self.others.iter().find(|(name, _)| serves(name, path)) {
+            // Health checks and reflection: rare enough to clone their service per call.
+            Some((_, service)) => service.clone().call(request),
             None => Box::pin(std::future::ready(Ok(unimplemented()))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::serves;
+
+    #[test]
+    fn a_service_serves_its_own_methods_only() {
+        let name = "preemptd.v1.Preemption";
+        assert!(serves(name, "/preemptd.v1.Preemption/Preempt"));
+        assert!(!serves(name, "/preemptd.v1.PreemptionX/Preempt"));
+        assert!(!serves(name, "preemptd.v1.Preemption/Preempt"));
+        assert!(!serves(name, "/preemptd.v1.Preemption"));
+        assert!(!serves(name, "/grpc.health.v1.Health/Check"));
     }
 }
