@@ -796,7 +796,7 @@ impl<'a> PreFilter<'a> {
             info,
             node,
             removed: Vec::new(),
-            extra: Vec::new(),
+            used_ports: self.wants_ports().then(|| UsedPorts::of(&info.pods)),
             pod_count: info.pods.len() as i64,
             requested: info.requested.clone(),
             inter_pod: InterPodDelta::default(),
@@ -814,6 +814,13 @@ impl<'a> PreFilter<'a> {
             scratch.requested.sub(pod.requests());
         }
         scratch.pod_count += sign;
+        if let Some(used) = &mut scratch.used_ports {
+            if sign > 0 {
+                used.add(pod);
+            } else {
+                used.remove(pod);
+            }
+        }
         if self.inter_pod {
             let node = scratch.node;
             self.update_inter_pod_local(pod, node, sign, &mut scratch.inter_pod);
@@ -894,15 +901,17 @@ impl<'a> PreFilter<'a> {
         }
         let nominated: Vec<&Pod> = self.nominated_pods(info).collect();
         if !nominated.is_empty() {
+            // Upstream adds the nominated pods to a copy of the node: removing them again
+            // from a port set could drop entries that bound pods still hold.
+            let ports_before = scratch.used_ports.clone();
             for p in &nominated {
                 self.apply(scratch, p, 1);
-                scratch.extra.push(p);
             }
             let status = self.dynamic_filters(scratch);
             for p in &nominated {
                 self.apply(scratch, p, -1);
             }
-            scratch.extra.clear();
+            scratch.used_ports = ports_before;
             if !status.is_success() {
                 return status;
             }
@@ -913,7 +922,11 @@ impl<'a> PreFilter<'a> {
     /// NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity, in that order.
     pub fn dynamic_filters(&self, scratch: &NodeScratch<'_>) -> Status {
         let pod = self.pod;
-        if !pod.details.host_ports.is_empty() && self.ports_conflict(scratch) {
+        if scratch
+            .used_ports
+            .as_ref()
+            .is_some_and(|used| used.conflicts_with(&pod.details.host_ports))
+        {
             return Status::unschedulable(
                 NODE_PORTS,
                 "node(s) didn't have free ports for the requested pod ports",
@@ -938,16 +951,9 @@ impl<'a> PreFilter<'a> {
         Status::success()
     }
 
-    fn ports_conflict(&self, scratch: &NodeScratch<'_>) -> bool {
-        let used: Vec<&HostPort> = scratch
-            .current_pods()
-            .flat_map(|p| p.details.host_ports.iter())
-            .collect();
-        self.pod
-            .details
-            .host_ports
-            .iter()
-            .any(|want| want.port > 0 && used.iter().any(|u| want.conflicts_with(u)))
+    /// Whether NodePorts has anything to check: the preemptor binds a host port.
+    fn wants_ports(&self) -> bool {
+        self.pod.details.host_ports.iter().any(|p| p.port > 0)
     }
 
     fn resources_fit(&self, scratch: &NodeScratch<'_>) -> Status {
@@ -1261,7 +1267,8 @@ pub struct NodeScratch<'n> {
     pub info: &'n NodeInfo,
     pub node: &'n Node,
     removed: Vec<bool>,
-    extra: Vec<&'n Pod>,
+    /// The node's host ports, kept only when the preemptor binds one.
+    used_ports: Option<UsedPorts>,
     pod_count: i64,
     requested: Resources,
     inter_pod: InterPodDelta,
@@ -1269,14 +1276,36 @@ pub struct NodeScratch<'n> {
     spread_included: smallvec::SmallVec<[bool; 2]>,
 }
 
-impl<'n> NodeScratch<'n> {
-    fn current_pods(&self) -> impl Iterator<Item = &Pod> {
-        self.info
-            .pods
+/// Upstream `HostPortInfo`: a set of (IP, protocol, port) entries, not a count. Removing
+/// a pod deletes its entries even when another pod on the node binds the same one, as
+/// upstream's `RemovePod` does, and preemption's dry runs see the port free.
+#[derive(Clone, Debug, Default)]
+struct UsedPorts(Vec<HostPort>);
+
+impl UsedPorts {
+    fn of(pods: &[Arc<Pod>]) -> Self {
+        let mut used = Self::default();
+        for pod in pods {
+            used.add(pod);
+        }
+        used
+    }
+
+    fn add(&mut self, pod: &Pod) {
+        for port in pod.details.host_ports.iter().filter(|p| p.port > 0) {
+            if !self.0.contains(port) {
+                self.0.push(port.clone());
+            }
+        }
+    }
+
+    fn remove(&mut self, pod: &Pod) {
+        self.0.retain(|used| !pod.details.host_ports.contains(used));
+    }
+
+    fn conflicts_with(&self, wanted: &[HostPort]) -> bool {
+        wanted
             .iter()
-            .enumerate()
-            .filter(|(i, _)| !self.removed.get(*i).copied().unwrap_or(false))
-            .map(|(_, p)| &**p)
-            .chain(self.extra.iter().copied())
+            .any(|want| want.port > 0 && self.0.iter().any(|used| want.conflicts_with(used)))
     }
 }
