@@ -11,6 +11,11 @@
 //!
 //! `--load FILE` creates every object of a v1 List in the cluster first (skip it to measure
 //! a cluster loaded before). Each figure is the median of `--runs` runs.
+//!
+//! RSS per pod is charged as `preemptd bench` charges it in push mode: with `--load`, the
+//! objects other than pods are created first and preemptd's RSS serving them is the
+//! baseline; without it, an idle server's. `rss_over_idle_bytes_per_pod` charges
+//! everything above an idle push-mode server to the pods.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -44,7 +49,9 @@ fn kind_of(list_kind: &str, item: &Value) -> String {
         .unwrap_or_else(|| list_kind.trim_end_matches("List").to_string())
 }
 
-async fn load(client: &kube::Client, path: &PathBuf) -> anyhow::Result<()> {
+/// The objects of a v1 List file, ready to create: pods name a class for their priority,
+/// and every namespace and class they need is added.
+fn prepare(path: &PathBuf) -> anyhow::Result<Vec<(String, Value)>> {
     let text = std::fs::read_to_string(path)?;
     let list: Value = serde_json::from_str(&text)?;
     let list_kind = list
@@ -105,6 +112,12 @@ async fn load(client: &kube::Client, path: &PathBuf) -> anyhow::Result<()> {
             serde_json::json!({"metadata": {"name": format!("p{priority}")}, "value": priority}),
         ));
     }
+    Ok(ordered)
+}
+
+/// Creates `objects` in the cluster.
+async fn load(client: &kube::Client, objects: Vec<(String, Value)>) -> anyhow::Result<()> {
+    let ordered = objects;
     // Namespaces and classes, then nodes, then the rest: each stage names the one before.
     let stage = |kind: &str| match kind {
         "Namespace" | "PriorityClass" => 0,
@@ -311,8 +324,19 @@ async fn main() -> anyhow::Result<()> {
         anyhow::anyhow!("KUBECONFIG is not set: run through ./upstream/with-kube-apiserver")
     })?;
     let client = kube::Client::try_default().await?;
+    // Pods are charged as the push-mode bench charges them: the RSS of preemptd serving
+    // the cluster without its pods (nodes, budgets, classes, namespaces, the Kubernetes
+    // client) is the baseline. A cluster loaded before has no such state to measure:
+    // the baseline is then an idle server.
+    let mut without_pods_rss = None;
     if let Some(path) = &load_file {
-        load(&client, path).await?;
+        let (pod_objects, others): (Vec<_>, Vec<_>) =
+            prepare(path)?.into_iter().partition(|(kind, _)| kind == "Pod");
+        load(&client, others).await?;
+        let (_, _, rss) = time_to_serving(&binary, &["--kubeconfig", &kubeconfig])?;
+        eprintln!("without pods: RSS {} MiB", rss >> 20);
+        without_pods_rss = Some(rss);
+        load(&client, pod_objects).await?;
     }
     let mut lists = Vec::new();
     let (mut objects, mut pods) = (0, 0);
@@ -325,6 +349,7 @@ async fn main() -> anyhow::Result<()> {
         pods = count_pods(&client).await?;
     }
     let (_, _, empty_rss) = time_to_serving(&binary, &[])?;
+    let baseline_rss = without_pods_rss.unwrap_or(empty_rss);
     let mut servings = Vec::new();
     let mut cpus = Vec::new();
     let mut rsses = Vec::new();
@@ -334,7 +359,7 @@ async fn main() -> anyhow::Result<()> {
             "run {run}: SERVING after {:.2} s ({cpu:.2} s of CPU), RSS {} MiB ({:.0} B a pod)",
             elapsed.as_secs_f64(),
             rss >> 20,
-            rss.saturating_sub(empty_rss) as f64 / pods.max(1) as f64
+            rss.saturating_sub(baseline_rss) as f64 / pods.max(1) as f64
         );
         servings.push(elapsed.as_secs_f64());
         cpus.push(cpu);
@@ -348,7 +373,7 @@ async fn main() -> anyhow::Result<()> {
     let serving = median(servings);
     let cpu = median(cpus);
     let rss = median(rsses);
-    let per_pod = rss.saturating_sub(empty_rss) as f64 / pods.max(1) as f64;
+    let per_pod = |baseline: u64| rss.saturating_sub(baseline) as f64 / pods.max(1) as f64;
     println!(
         "{}",
         serde_json::json!({
@@ -360,7 +385,9 @@ async fn main() -> anyhow::Result<()> {
             "serving_over_list": serving / list,
             "rss_bytes": rss,
             "rss_empty_bytes": empty_rss,
-            "rss_bytes_per_pod": per_pod,
+            "rss_without_pods_bytes": without_pods_rss,
+            "rss_bytes_per_pod": per_pod(baseline_rss),
+            "rss_over_idle_bytes_per_pod": per_pod(empty_rss),
         })
     );
     Ok(())
