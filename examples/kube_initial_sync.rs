@@ -330,8 +330,9 @@ async fn main() -> anyhow::Result<()> {
     // the baseline is then an idle server.
     let mut without_pods_rss = None;
     if let Some(path) = &load_file {
-        let (pod_objects, others): (Vec<_>, Vec<_>) =
-            prepare(path)?.into_iter().partition(|(kind, _)| kind == "Pod");
+        let (pod_objects, others): (Vec<_>, Vec<_>) = prepare(path)?
+            .into_iter()
+            .partition(|(kind, _)| kind == "Pod");
         load(&client, others).await?;
         let (_, _, rss) = time_to_serving(&binary, &["--kubeconfig", &kubeconfig])?;
         eprintln!("without pods: RSS {} MiB", rss >> 20);

@@ -164,6 +164,14 @@ impl NodeInfo {
         self.node.is_none() && self.pods.is_empty() && self.nominated.is_empty()
     }
 
+    /// Whether a list holds room for more than it has: lists grow by doubling, from empty
+    /// in a bulk load and from an exact copy on each edit.
+    fn has_spare_capacity(&self) -> bool {
+        self.pods.capacity() > self.pods.len()
+            || self.nominated.capacity() > self.nominated.len()
+            || self.label_counts.0.capacity() > self.label_counts.0.len()
+    }
+
     /// Pods on this node carrying the label `id` (see [`Snapshot::label_id`]), live ones
     /// only if asked.
     pub fn count_label(&self, id: LabelId, live_only: bool) -> u32 {
@@ -481,6 +489,10 @@ const RECENT_POD_DETAILS: usize = 1 << 16;
 /// Answers remembered by address for strings and label sets: those of a load repeat pod
 /// after pod (namespaces, a node's name, an app's labels).
 const RECENT_VALUES: usize = 1024;
+
+/// Node entries compacted under one hold of the table's lock at the end of a bulk load
+/// (a few milliseconds of copying).
+const COMPACTED_PER_LOCK: usize = 1024;
 
 impl Default for Interned {
     fn default() -> Self {
@@ -1104,11 +1116,33 @@ impl ClusterCache {
     /// Says a bulk load is over: the handles its conversions shared (see `server::memo`)
     /// will not be asked about again, so the answers remembered for them are dropped, and
     /// with them the handles.
+    ///
+    /// Node entries are then copied where their lists hold spare room (a copy is exact):
+    /// after a load, up to half of each list's room. The table is locked for
+    /// [`COMPACTED_PER_LOCK`] entries at a time; milliseconds a thousand nodes, so call it
+    /// on a blocking thread.
     pub fn end_bulk_load(&self) {
-        let mut table = self.table.lock();
-        table.interned.strings.forget_recent();
-        table.interned.label_sets.forget_recent();
-        table.interned.pod_details.forget_recent();
+        {
+            let mut table = self.table.lock();
+            table.interned.strings.forget_recent();
+            table.interned.label_sets.forget_recent();
+            table.interned.pod_details.forget_recent();
+        }
+        let mut start = 0;
+        loop {
+            let mut table = self.table.lock();
+            let end = (start + COMPACTED_PER_LOCK).min(table.nodes.len());
+            if start >= end {
+                return;
+            }
+            for i in start..end {
+                if table.nodes[i].has_spare_capacity() {
+                    let exact = Arc::new(NodeInfo::clone(&table.nodes[i]));
+                    table.nodes.set(i, exact);
+                }
+            }
+            start = end;
+        }
     }
 
     /// Deletes a pod by namespace/name (and uid when given, which must then match).

@@ -312,3 +312,43 @@ fn stale_updates_are_not_applied_and_terminal_pods_leave() {
         Err(CacheError::NameConflict { .. })
     ));
 }
+
+/// The end of a bulk load leaves no spare room in node entries' lists, and changes
+/// nothing else a decision reads.
+#[test]
+fn the_end_of_a_bulk_load_leaves_node_lists_exact() {
+    let cluster = crate::generate::generate(&crate::generate::ClusterSpec {
+        nodes: 1100,
+        pods_per_node: 5,
+        seed: 9,
+    });
+    let cache = ClusterCache::new();
+    for node in &cluster.nodes {
+        cache.upsert_node(node.clone());
+    }
+    // Small batches, as a watch delivers them: each copies its entries, then grows them.
+    for batch in cluster.pods.chunks(7) {
+        cache.upsert_pods(batch.to_vec());
+    }
+    let before = cache.snapshot();
+    let spare = |s: &Snapshot| s.nodes.iter().filter(|n| n.has_spare_capacity()).count();
+    assert!(spare(&before) > 0, "the batches left room to compact");
+    cache.end_bulk_load();
+    let after = cache.snapshot();
+    assert_eq!(spare(&after), 0);
+    assert_eq!(before.revision, after.revision);
+    for (old, new) in before.nodes.iter().zip(after.nodes.iter()) {
+        assert_eq!(old.name, new.name);
+        assert_eq!(old.generation, new.generation);
+        assert_eq!(old.pods.len(), new.pods.len());
+        assert!(
+            old.pods
+                .iter()
+                .zip(&new.pods)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+        );
+        assert_eq!(old.label_counts, new.label_counts);
+        assert_eq!(old.levels, new.levels);
+        assert_eq!(old.requested, new.requested);
+    }
+}
