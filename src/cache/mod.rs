@@ -164,8 +164,7 @@ impl NodeInfo {
         self.node.is_none() && self.pods.is_empty() && self.nominated.is_empty()
     }
 
-    /// Whether a list holds room for more than it has: lists grow by doubling, from empty
-    /// in a bulk load and from an exact copy on each edit.
+    /// Whether a list holds room for more than it has (lists grow by doubling).
     fn has_spare_capacity(&self) -> bool {
         self.pods.capacity() > self.pods.len()
             || self.nominated.capacity() > self.nominated.len()
@@ -1116,18 +1115,19 @@ impl ClusterCache {
     /// Says a bulk load is over: the handles its conversions shared (see `server::memo`)
     /// will not be asked about again, so the answers remembered for them are dropped, and
     /// with them the handles.
-    ///
-    /// Node entries are then copied where their lists hold spare room (a copy is exact):
-    /// after a load, up to half of each list's room. The table is locked for
-    /// [`COMPACTED_PER_LOCK`] entries at a time; milliseconds a thousand nodes, so call it
-    /// on a blocking thread.
     pub fn end_bulk_load(&self) {
-        {
-            let mut table = self.table.lock();
-            table.interned.strings.forget_recent();
-            table.interned.label_sets.forget_recent();
-            table.interned.pod_details.forget_recent();
-        }
+        let mut table = self.table.lock();
+        table.interned.strings.forget_recent();
+        table.interned.label_sets.forget_recent();
+        table.interned.pod_details.forget_recent();
+    }
+
+    /// Copies the node entries whose lists hold spare room (a copy is exact). A watch's
+    /// list arrives in many small batches, and each batch copies the entries it edits and
+    /// grows their lists by doubling, so after it the lists hold up to twice their
+    /// length. The table is locked for [`COMPACTED_PER_LOCK`] entries at a time;
+    /// milliseconds a thousand nodes, so call it on a blocking thread.
+    pub fn compact_nodes(&self) {
         let mut start = 0;
         loop {
             let mut table = self.table.lock();

@@ -313,10 +313,10 @@ fn stale_updates_are_not_applied_and_terminal_pods_leave() {
     ));
 }
 
-/// The end of a bulk load leaves no spare room in node entries' lists, and changes
-/// nothing else a decision reads.
+/// Compacting leaves no spare room in node entries' lists and changes nothing else a
+/// decision reads.
 #[test]
-fn the_end_of_a_bulk_load_leaves_node_lists_exact() {
+fn compacted_node_lists_are_exact() {
     let cluster = crate::generate::generate(&crate::generate::ClusterSpec {
         nodes: 1100,
         pods_per_node: 5,
@@ -333,7 +333,7 @@ fn the_end_of_a_bulk_load_leaves_node_lists_exact() {
     let before = cache.snapshot();
     let spare = |s: &Snapshot| s.nodes.iter().filter(|n| n.has_spare_capacity()).count();
     assert!(spare(&before) > 0, "the batches left room to compact");
-    cache.end_bulk_load();
+    cache.compact_nodes();
     let after = cache.snapshot();
     assert_eq!(spare(&after), 0);
     assert_eq!(before.revision, after.revision);

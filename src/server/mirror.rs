@@ -104,8 +104,10 @@ impl Mirror for StateMirror {
     fn ready(&self) {
         self.state.set_listed();
         // The lists' pages are decoded and dropped: hand their memory back, as a bulk
-        // Sync does (this is the applier thread, whose cache held the most).
+        // Sync does (this is the applier thread, whose cache held the most), with the
+        // room the lists' small batches left in node entries.
         self.state.cache.end_bulk_load();
+        self.state.cache.compact_nodes();
         crate::ops::memory::flush_thread_cache();
         self.runtime
             .spawn_blocking(crate::ops::memory::release_free_memory);
