@@ -509,6 +509,9 @@ fn apply_control(
                 seconds,
                 "listed"
             );
+            // The listed keys (megabytes for a large list) are freed before `ready` hands
+            // free memory back.
+            drop(listing);
             if listed.insert(kind) && listed.len() == Kind::ALL.len() {
                 tracing::info!("every kind listed, serving decisions");
                 mirror.ready();
