@@ -489,7 +489,7 @@ const RECENT_POD_DETAILS: usize = 1 << 16;
 /// after pod (namespaces, a node's name, an app's labels).
 const RECENT_VALUES: usize = 1024;
 
-/// Node entries compacted under one hold of the table's lock at the end of a bulk load
+/// Node entries compacted under one hold of the table's lock once a watch's lists are done
 /// (a few milliseconds of copying).
 const COMPACTED_PER_LOCK: usize = 1024;
 
