@@ -649,10 +649,14 @@ impl NodeTable {
     /// Files an edited entry as a node or an orphan, dropping it once vacant.
     fn file(&mut self, name: &Str, info: NodeInfo) {
         // The slot still holds the entry from before the edit (or the batch).
-        let old_node = self
-            .index
-            .get(name)
-            .and_then(|&i| self.nodes[i].node.clone());
+        let slot = self.index.get(name).copied();
+        let (old_node, had_anti) = match slot {
+            Some(i) => {
+                let old = &self.nodes[i];
+                (old.node.clone(), old.anti_affinity_pods > 0)
+            }
+            None => (None, false),
+        };
         let same_node = match (&old_node, &info.node) {
             (Some(old), Some(new)) => Arc::ptr_eq(old, new),
             (None, None) => true,
@@ -666,18 +670,14 @@ impl NodeTable {
                 self.count_node_labels(new, 1);
             }
         }
-        let had_anti = self
-            .index
-            .get(name)
-            .is_some_and(|&i| self.nodes[i].anti_affinity_pods > 0);
         let has_anti = info.node.is_some() && info.anti_affinity_pods > 0;
         self.anti_affinity_nodes = self.anti_affinity_nodes + has_anti as usize - had_anti as usize;
         // Pod changes keep the node: its taint set is the one already digested.
-        let taint_set = match self.index.get(name) {
-            Some(&i) if same_node => self.summaries[i].taint_set,
+        let taint_set = match slot {
+            Some(i) if same_node => self.summaries[i].taint_set,
             _ => self.taint_set_id(info.node.as_deref()),
         };
-        match (self.index.get(name).copied(), info.node.is_some()) {
+        match (slot, info.node.is_some()) {
             (Some(i), true) => {
                 self.summaries.set(i, NodeSummary::of(&info, taint_set));
                 self.mark_group(i);

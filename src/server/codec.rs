@@ -5,20 +5,25 @@
 //! stream of small messages in 16 KiB HTTP/2 frames keeps running out of room, and each
 //! time the buffer is moved (its unread frame copied) to a new one: for a bulk load, about
 //! once per message. Each new buffer is at least the first one's size, so a 64 KiB first
-//! buffer moves a few times per frame at most. Unary calls keep the default: their one
-//! message fits it.
+//! buffer moves a few times per frame at most.
+//!
+//! Every other buffer, unary calls' and responses', is 4 KiB rather than tonic's 8: one
+//! message of nearly every call fits it, and it is the largest size jemalloc's
+//! allocation fast path serves (a larger buffer takes the slow path twice a call).
 
 use std::any::TypeId;
 use std::marker::PhantomData;
 
 use tonic::codec::{BufferSettings, Codec};
-use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
+use tonic_prost::{ProstDecoder, ProstEncoder};
 
 use super::wire::SyncRequestWire;
 
 /// First receive buffer of a `Sync` stream (`bytes` keeps no larger first size).
 const SYNC_BUFFER_BYTES: usize = 64 * 1024;
-/// tonic's default (it matters only to responses, which this codec leaves as they are).
+/// First buffer of every other call's messages and of every response.
+const BUFFER_BYTES: usize = 4 * 1024;
+/// tonic's default (it matters only to responses).
 const YIELD_THRESHOLD_BYTES: usize = 32 * 1024;
 
 /// The codec of the generated server (build.rs names it).
@@ -42,16 +47,16 @@ where
     type Decoder = ProstDecoder<U>;
 
     fn encoder(&mut self) -> Self::Encoder {
-        ProstEncoder::default()
+        ProstEncoder::new(BufferSettings::new(BUFFER_BYTES, YIELD_THRESHOLD_BYTES))
     }
 
     fn decoder(&mut self) -> Self::Decoder {
-        let settings = if TypeId::of::<U>() == TypeId::of::<SyncRequestWire>() {
-            BufferSettings::new(SYNC_BUFFER_BYTES, YIELD_THRESHOLD_BYTES)
+        let buffer = if TypeId::of::<U>() == TypeId::of::<SyncRequestWire>() {
+            SYNC_BUFFER_BYTES
         } else {
-            BufferSettings::default()
+            BUFFER_BYTES
         };
-        ProstCodec::<T, U>::raw_decoder(settings)
+        ProstDecoder::new(BufferSettings::new(buffer, YIELD_THRESHOLD_BYTES))
     }
 }
 
@@ -60,7 +65,7 @@ mod tests {
     use super::*;
     use crate::server::pb;
     use crate::server::wire::UpdatePodRequestWire;
-    use tonic::codec::Decoder as _;
+    use tonic::codec::{Decoder as _, Encoder as _};
 
     // `BufferSettings` has no `PartialEq`: compared by their debug form.
     fn decoder_settings<T, U>() -> String
@@ -85,7 +90,26 @@ mod tests {
         );
         assert_eq!(
             decoder_settings::<pb::UpdatePodResponse, UpdatePodRequestWire>(),
-            format!("{:?}", BufferSettings::default())
+            format!(
+                "{:?}",
+                BufferSettings::new(BUFFER_BYTES, YIELD_THRESHOLD_BYTES)
+            )
+        );
+    }
+
+    #[test]
+    fn responses_start_with_the_small_buffer() {
+        assert_eq!(
+            format!(
+                "{:?}",
+                ServerCodec::<pb::UpdatePodResponse, UpdatePodRequestWire>::default()
+                    .encoder()
+                    .buffer_settings()
+            ),
+            format!(
+                "{:?}",
+                BufferSettings::new(BUFFER_BYTES, YIELD_THRESHOLD_BYTES)
+            )
         );
     }
 }
