@@ -5,8 +5,8 @@
 //! A set hashes a held pod from the [`key_hash`]es it keeps, never from its strings, and
 //! grows by hashing every pod first, then moving them: the first pass reads one pod after
 //! another with nothing waiting on each read, so the processor overlaps their cache
-//! misses, where hashbrown's own growth hashes and moves each pod in turn: at 600k pods,
-//! ~40% less time growing the indexes.
+//! misses, where hashbrown's own growth hashes and moves each pod in turn, each move
+//! waiting on its read.
 
 use hashbrown::HashTable;
 use parking_lot::{RwLock, RwLockWriteGuard};
@@ -224,8 +224,7 @@ impl<K: Key> LockedSet<'_, K> {
 /// waits for every store before it, the slot just written among them, a cache miss in
 /// an index of a million pods. A bulk load's applier takes its pods in runs under one
 /// locking, and looks the whole run up first ([`LockedIndex::warm`]), so the misses of
-/// those lookups overlap rather than come one at a time: with the unlocking, they were
-/// most of a load's time in the indexes (perf, 1M pods).
+/// those lookups overlap rather than come one at a time.
 pub(super) struct LockedIndex<'a> {
     by_uid: LockedSet<'a, ByUid>,
     by_name: LockedSet<'a, ByName>,

@@ -189,8 +189,8 @@ fn ceil_f32(value: i64) -> f32 {
     let rounded = value as f32;
     // Every f32 of magnitude ≥ 2^24 is an integer and smaller integers convert exactly,
     // so the comparison is exact: a `rounded` of 2^63 saturates to i64::MAX, not below
-    // any `value`, and one below `value` is within i64. (In i128 it was a software
-    // conversion, ~60 instructions, six per priority level of every node summarized.)
+    // any `value`, and one below `value` is within i64. (Through i128 it would be a
+    // software conversion, six per priority level of every node summarized.)
     if (rounded as i64) < value {
         rounded.next_up()
     } else {

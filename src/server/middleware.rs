@@ -187,8 +187,8 @@ fn status_of(headers: &http::HeaderMap) -> Option<Code> {
 /// hyper adds an indexable `Date` to a response that has none, and HPACK then indexes a
 /// new value every second; h2's encoder finds a header's indexed values by walking all of
 /// that name's entries, so once a connection's table holds a minute of dates, every
-/// response walks some sixty of them (thousands of instructions a call). A sensitive
-/// value is sent as a literal that is never indexed.
+/// response walks some sixty of them. A sensitive value is sent as a literal that is
+/// never indexed.
 fn date_header() -> HeaderValue {
     thread_local! {
         static DATE_OF_SECOND: RefCell<Option<(u64, HeaderValue)>> = const { RefCell::new(None) };

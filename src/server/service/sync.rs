@@ -3,9 +3,9 @@
 //! Three stages overlap, each on its own thread. The receiving task takes each message
 //! from tonic's stream, gathering what has arrived into chunks bounded by count and by
 //! time (handed on as soon as nothing more has arrived). One converter per stream,
-//! on the blocking pool, converts them to the model with the stream's memo (~1.3 µs a
-//! pod, read straight from its encoding, see `wire`; JSON documents too, whose parse has
-//! no size bound). One applier, also on the blocking pool, applies them in order, so
+//! on the blocking pool, converts them to the model with the stream's memo (pods read
+//! straight from their encoding, see `wire`; JSON documents too, whose parse has no size
+//! bound). One applier, also on the blocking pool, applies them in order, so
 //! stream order is kept; chunks that queued up while it was busy are applied as one.
 //! Converting and applying take about as long as each other, receiving well under half
 //! of either, so on two cores the two long stages run side by side. No thread is woken
@@ -46,8 +46,8 @@ use super::missing_change;
 const CHUNK_ITEMS: usize = 2048;
 /// Longest time spent receiving one chunk on an async thread.
 const CHUNK_TIME: Duration = Duration::from_micros(250);
-/// Items received between readings of the clock: reading it for every item took ~2% of
-/// the receiving thread (perf), and 16 items take well under CHUNK_TIME.
+/// Items received between readings of the clock: a reading costs more than receiving a
+/// small item, and 16 items take well under CHUNK_TIME.
 const ITEMS_PER_CLOCK_READING: usize = 16;
 /// Chunks received but not yet converted, and chunks converted but not yet applied, per
 /// stream: bounds the memory a fast client can make the server hold (a stage waits when
