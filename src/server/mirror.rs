@@ -10,7 +10,6 @@ use tonic_health::server::HealthReporter;
 use crate::kubernetes::{Kind, Mirror, ObjectKey};
 use crate::model::decode::Object;
 
-use super::SERVICE_NAME;
 use super::pb;
 use super::service::State;
 use super::service::apply::{Change, PodArc};
@@ -112,11 +111,7 @@ impl Mirror for StateMirror {
         self.runtime
             .spawn_blocking(crate::ops::memory::release_free_memory);
         let health = self.health.clone();
-        self.runtime.spawn(async move {
-            health.set_service_status("", ServingStatus::Serving).await;
-            health
-                .set_service_status(SERVICE_NAME, ServingStatus::Serving)
-                .await;
-        });
+        self.runtime
+            .spawn(async move { super::set_health(&health, ServingStatus::Serving).await });
     }
 }

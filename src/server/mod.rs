@@ -181,12 +181,7 @@ impl RunningServer {
     /// streams end with UNAVAILABLE, in-flight calls finish, then the listener closes.
     pub async fn shutdown(mut self) -> anyhow::Result<()> {
         self.begin_shutdown();
-        self.health
-            .set_service_status("", ServingStatus::NotServing)
-            .await;
-        self.health
-            .set_service_status(SERVICE_NAME, ServingStatus::NotServing)
-            .await;
+        set_health(&self.health, ServingStatus::NotServing).await;
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -254,44 +249,9 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
             .max_encoding_message_size(config.max_message_bytes);
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    // Both reflection versions describe the same set: our service, health, and (besides
-    // their own, which each adds) the other reflection version, so `list` agrees.
-    let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-    };
-    let reflection_v1 = reflection()
-        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .context("build reflection v1")?;
-    // grpcurl 1.8 speaks only v1alpha.
-    let reflection_v1alpha = reflection()
-        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()
-        .context("build reflection v1alpha")?;
-
     let metrics = match config.metrics_listen {
         None => None,
-        Some(addr) => {
-            let handle = crate::ops::metrics::install()?;
-            let state = state.clone();
-            let snapshot = Arc::new(move || {
-                let counts = state.cache.counts();
-                crate::ops::metrics::Snapshot {
-                    nodes: counts.nodes,
-                    pods: counts.pods,
-                    nominated_pods: counts.nominated_pods,
-                    pdbs: counts.pdbs,
-                    nominations_revision: state.log.revision(),
-                    watch_subscribers: state.open_watchers(),
-                }
-            });
-            Some(
-                crate::ops::metrics::MetricsEndpoint::start(addr, handle, snapshot, tls.clone())
-                    .await?,
-            )
-        }
+        Some(addr) => Some(start_metrics(addr, state.clone(), tls.clone()).await?),
     };
 
     let extender = match config.extender_listen {
@@ -309,10 +269,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     };
 
     let (tx, rx) = oneshot::channel::<()>();
-    let routes = routes::Routes::new(preemption)
-        .add(health_service)
-        .add(reflection_v1)
-        .add(reflection_v1alpha);
+    let routes = with_reflection(routes::Routes::new(preemption).add(health_service))?;
     let server = Server::builder()
         .http2_keepalive_interval(config.keepalive_interval)
         .http2_keepalive_timeout(Some(config.keepalive_timeout))
@@ -338,12 +295,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let watches = match &config.cluster {
         // SERVING once every kind is listed (see `mirror`).
         Some(source) => {
-            health
-                .set_service_status("", ServingStatus::NotServing)
-                .await;
-            health
-                .set_service_status(SERVICE_NAME, ServingStatus::NotServing)
-                .await;
+            set_health(&health, ServingStatus::NotServing).await;
             let client = crate::kubernetes::client(source).await?;
             tracing::info!(?source, "kubernetes mode: listing and watching the cluster");
             let mirror = mirror::StateMirror {
@@ -354,25 +306,12 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
             Some(crate::kubernetes::start(client, Arc::new(mirror)))
         }
         None => {
-            health.set_service_status("", ServingStatus::Serving).await;
-            health
-                .set_service_status(SERVICE_NAME, ServingStatus::Serving)
-                .await;
+            set_health(&health, ServingStatus::Serving).await;
             None
         }
     };
     if let Some(policy) = &config.policy {
-        tracing::info!(
-            capacity_labels = policy.capacity_labels.len(),
-            notice_taints = policy.notice_taints.len(),
-            notice_labels = policy.notice_labels.len(),
-            notice_annotations = policy.notice_annotations.len(),
-            notice_conditions = policy.notice_conditions.len(),
-            critical_priority = ?policy.critical.priority_at_least,
-            critical_selector = policy.critical.selector.is_some(),
-            pdb_mode = policy.pdb_mode.as_str(),
-            "placement policy in force"
-        );
+        log_policy(policy);
     }
     tracing::info!(addr = %local_addr, epoch = %state.epoch, "serving");
     Ok(RunningServer {
@@ -386,6 +325,70 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         extender,
         watches,
     })
+}
+
+/// Sets the server's overall health and its service's together (clients ask for either).
+pub(crate) async fn set_health(health: &HealthReporter, status: ServingStatus) {
+    health.set_service_status("", status).await;
+    health.set_service_status(SERVICE_NAME, status).await;
+}
+
+/// Adds both reflection versions. Each describes the same set: our service, health, and
+/// (besides its own, which each adds) the other reflection version, so `list` agrees.
+fn with_reflection<S: tonic::server::NamedService>(
+    routes: routes::Routes<S>,
+) -> anyhow::Result<routes::Routes<S>> {
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let v1 = reflection()
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("build reflection v1")?;
+    // grpcurl 1.8 speaks only v1alpha.
+    let v1alpha = reflection()
+        .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .context("build reflection v1alpha")?;
+    Ok(routes.add(v1).add(v1alpha))
+}
+
+/// Serves `/metrics` on `addr`, with the cache's counts read at each scrape.
+async fn start_metrics(
+    addr: SocketAddr,
+    state: Arc<State>,
+    tls: Option<tls::TlsAcceptor>,
+) -> anyhow::Result<crate::ops::metrics::MetricsEndpoint> {
+    let handle = crate::ops::metrics::install()?;
+    let snapshot = Arc::new(move || {
+        let counts = state.cache.counts();
+        crate::ops::metrics::Snapshot {
+            nodes: counts.nodes,
+            pods: counts.pods,
+            nominated_pods: counts.nominated_pods,
+            pdbs: counts.pdbs,
+            nominations_revision: state.log.revision(),
+            watch_subscribers: state.open_watchers(),
+        }
+    });
+    crate::ops::metrics::MetricsEndpoint::start(addr, handle, snapshot, tls).await
+}
+
+/// Says at startup which placement policy decisions follow.
+fn log_policy(policy: &crate::engine::Policy) {
+    tracing::info!(
+        capacity_labels = policy.capacity_labels.len(),
+        notice_taints = policy.notice_taints.len(),
+        notice_labels = policy.notice_labels.len(),
+        notice_annotations = policy.notice_annotations.len(),
+        notice_conditions = policy.notice_conditions.len(),
+        critical_priority = ?policy.critical.priority_at_least,
+        critical_selector = policy.critical.selector.is_some(),
+        pdb_mode = policy.pdb_mode.as_str(),
+        "placement policy in force"
+    );
 }
 
 /// Says at startup how clients are authenticated and authorized.
