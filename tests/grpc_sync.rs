@@ -396,7 +396,7 @@ async fn items_are_applied_while_the_stream_stays_open() {
 /// for the whole request, at once, while the client still holds the stream open.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_item_fails_the_stream_while_it_is_open() {
-    use preemptd::server::wire::UpdatePodRequestWire;
+    use preemptd::server::wire::SyncRequestWire;
     use prost::Message as _;
     timeout(TEST_TIMEOUT, async {
         let (server, _client) = start().await;
@@ -411,11 +411,12 @@ async fn an_undecodable_item_fails_the_stream_while_it_is_open() {
             .expect_err("undecodable")
             .to_string();
 
-        // Each message's bytes are sent as they are (this codec writes them unchanged).
-        let (items, feed) = tokio::sync::mpsc::channel::<UpdatePodRequestWire>(4);
+        // Each message's bytes are sent as they are: the server's own request type keeps
+        // a pod item undecoded, and writes it back unchanged.
+        let (items, feed) = tokio::sync::mpsc::channel::<SyncRequestWire>(4);
         let mut grpc = tonic::client::Grpc::new(channel(&server).await);
         grpc.ready().await.expect("channel ready");
-        let codec = tonic_prost::ProstCodec::<UpdatePodRequestWire, pb::SyncResponse>::default();
+        let codec = tonic_prost::ProstCodec::<SyncRequestWire, pb::SyncResponse>::default();
         let path =
             tonic::codegen::http::uri::PathAndQuery::from_static("/preemptd.v1.Preemption/Sync");
         let call = tokio::spawn(async move {
@@ -427,9 +428,8 @@ async fn an_undecodable_item_fails_the_stream_while_it_is_open() {
             .await
         });
         for encoding in [node_item(node("n1", "4")).encode_to_vec(), bad_utf8_name] {
-            let message = UpdatePodRequestWire {
-                encoding: encoding.into(),
-            };
+            let message = SyncRequestWire::decode(&encoding[..]).expect("items kept as bytes");
+            assert_eq!(message.encode_to_vec(), encoding);
             items.send(message).await.expect("stream open");
         }
         // `items` stays open: the answer must not wait for the end of the stream.

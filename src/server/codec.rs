@@ -7,9 +7,10 @@
 //! once per message. Each new buffer is at least the first one's size, so a 64 KiB first
 //! buffer moves a few times per frame at most.
 //!
-//! Every other buffer, unary calls' and responses', is 4 KiB rather than tonic's 8: one
-//! message of nearly every call fits it, and it is the largest size jemalloc's
-//! allocation fast path serves (a larger buffer takes the slow path twice a call).
+//! Every other buffer, unary calls' and responses' (and `UpdatePod`'s, in `unary`), is
+//! 4 KiB rather than tonic's 8: one message of nearly every call fits it, and it is the
+//! largest size jemalloc's allocation fast path serves (a larger buffer takes the slow
+//! path twice a call).
 
 use std::any::TypeId;
 use std::marker::PhantomData;
@@ -22,9 +23,9 @@ use super::wire::SyncRequestWire;
 /// First receive buffer of a `Sync` stream (`bytes` keeps no larger first size).
 const SYNC_BUFFER_BYTES: usize = 64 * 1024;
 /// First buffer of every other call's messages and of every response.
-const BUFFER_BYTES: usize = 4 * 1024;
+pub(super) const BUFFER_BYTES: usize = 4 * 1024;
 /// tonic's default (it matters only to responses).
-const YIELD_THRESHOLD_BYTES: usize = 32 * 1024;
+pub(super) const YIELD_THRESHOLD_BYTES: usize = 32 * 1024;
 
 /// The codec of the generated server (build.rs names it).
 #[derive(Debug, Clone)]
@@ -64,7 +65,6 @@ where
 mod tests {
     use super::*;
     use crate::server::pb;
-    use crate::server::wire::UpdatePodRequestWire;
     use tonic::codec::{Decoder as _, Encoder as _};
 
     // `BufferSettings` has no `PartialEq`: compared by their debug form.
@@ -89,7 +89,7 @@ mod tests {
             )
         );
         assert_eq!(
-            decoder_settings::<pb::UpdatePodResponse, UpdatePodRequestWire>(),
+            decoder_settings::<pb::UpdateNodeResponse, pb::UpdateNodeRequest>(),
             format!(
                 "{:?}",
                 BufferSettings::new(BUFFER_BYTES, YIELD_THRESHOLD_BYTES)
@@ -102,7 +102,7 @@ mod tests {
         assert_eq!(
             format!(
                 "{:?}",
-                ServerCodec::<pb::UpdatePodResponse, UpdatePodRequestWire>::default()
+                ServerCodec::<pb::UpdateNodeResponse, pb::UpdateNodeRequest>::default()
                     .encoder()
                     .buffer_settings()
             ),

@@ -64,6 +64,11 @@ pub enum ApiError {
     /// same for every method whether the failure reaches a handler or not.
     #[error("{message}")]
     Transport { code: Code, message: String },
+    /// A request compressed with an encoding this server does not take (it takes only
+    /// `identity`): UNIMPLEMENTED in tonic's words, naming `identity` in
+    /// `grpc-accept-encoding` as tonic does.
+    #[error("Content is compressed with `{0}` which isn't supported")]
+    UnsupportedEncoding(String),
 }
 
 impl ApiError {
@@ -99,6 +104,24 @@ impl ApiError {
         ApiError::InvalidArgument {
             path,
             message: err.message,
+        }
+    }
+
+    /// A unary call whose body holds no message, in tonic's words.
+    pub fn missing_message() -> Self {
+        ApiError::Transport {
+            code: Code::Internal,
+            message: "Missing request message.".to_string(),
+        }
+    }
+
+    /// An answer over the message size limit, in tonic's words.
+    pub fn answer_too_large(len: usize, limit: usize) -> Self {
+        ApiError::Transport {
+            code: Code::OutOfRange,
+            message: format!(
+                "Error, encoded message length too large: found {len} bytes, the limit is: {limit} bytes"
+            ),
         }
     }
 
@@ -198,6 +221,7 @@ impl ApiError {
             Code::PermissionDenied => "PERMISSION_DENIED",
             Code::Unavailable => "UNAVAILABLE",
             Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Code::Unimplemented => "UNIMPLEMENTED",
             _ => "INTERNAL",
         }
     }
@@ -216,6 +240,7 @@ impl ApiError {
             ApiError::Unavailable(_) => Code::Unavailable,
             ApiError::Internal(_) | ApiError::Undecodable(_) => Code::Internal,
             ApiError::Transport { code, .. } => *code,
+            ApiError::UnsupportedEncoding(_) => Code::Unimplemented,
         }
     }
 }
@@ -238,13 +263,21 @@ impl ApiError {
             ApiError::Unavailable(_) => H::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => H::INTERNAL_SERVER_ERROR,
             ApiError::Transport { .. } => H::BAD_REQUEST,
+            ApiError::UnsupportedEncoding(_) => H::UNSUPPORTED_MEDIA_TYPE,
         }
     }
 }
 
 impl From<ApiError> for Status {
     fn from(err: ApiError) -> Self {
-        Status::new(err.code(), err.to_string())
+        let mut status = Status::new(err.code(), err.to_string());
+        if let ApiError::UnsupportedEncoding(_) = err {
+            status.metadata_mut().insert(
+                "grpc-accept-encoding",
+                tonic::metadata::MetadataValue::from_static("identity"),
+            );
+        }
+        status
     }
 }
 
@@ -431,6 +464,10 @@ mod tests {
             (ApiError::TooLarge("body".into()), H::PAYLOAD_TOO_LARGE),
             (ApiError::not_listed_yet(), H::SERVICE_UNAVAILABLE),
             (ApiError::Internal("bug".into()), H::INTERNAL_SERVER_ERROR),
+            (
+                ApiError::UnsupportedEncoding("gzip".into()),
+                H::UNSUPPORTED_MEDIA_TYPE,
+            ),
         ] {
             assert_eq!(err.http_status(), status, "{err:?}");
         }

@@ -19,6 +19,7 @@ mod probe;
 mod routes;
 mod service;
 pub mod tls;
+mod unary;
 pub mod wire;
 
 pub use probe::{ProbeCredentials, check_health};
@@ -42,8 +43,9 @@ use service::{PreemptionService, State};
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod pb {
     tonic::include_proto!("preemptd.v1");
-    // The server, generated apart: `Sync` and `UpdatePod` receive their requests as
-    // `wire`'s types, which keep a pod's encoding for the server to read.
+    // The server, generated apart: `Sync` receives its requests as `wire`'s type, which
+    // keeps a pod's encoding for the server to read, and `UpdatePod` is left out
+    // (`unary` serves it).
     include!(concat!(env!("OUT_DIR"), "/server/preemptd.v1.rs"));
 
     /// Encoded `FileDescriptorSet` of `preemptd.proto` (for reflection).
@@ -269,7 +271,8 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     };
 
     let (tx, rx) = oneshot::channel::<()>();
-    let routes = with_reflection(routes::Routes::new(preemption).add(health_service))?;
+    let update_pod = unary::UpdatePodCall::new(state.clone(), config.max_message_bytes);
+    let routes = with_reflection(routes::Routes::new(update_pod, preemption).add(health_service))?;
     let server = Server::builder()
         .http2_keepalive_interval(config.keepalive_interval)
         .http2_keepalive_timeout(Some(config.keepalive_timeout))

@@ -1,6 +1,7 @@
 //! Routes each call to its service by the service name in its path: a comparison of
 //! prefixes, in place of tonic's router (an axum `Router` matching every path against a
-//! tree of routes and wrapping each response).
+//! tree of routes and wrapping each response). `UpdatePod`, which the generated server
+//! leaves out, goes to [`UpdatePodCall`].
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -12,12 +13,15 @@ use tonic::server::NamedService;
 use tower::Service;
 use tower::util::BoxCloneSyncService;
 
+use super::unary::{UPDATE_POD_PATH, UpdatePodCall};
+
 type Boxed = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
 
 /// The server's services by name; the first one is asked first (the hot one). Cloned for
 /// every call (tower's ready-clone dance in the layers above): the others are shared.
 #[derive(Clone)]
 pub(crate) struct Routes<S> {
+    update_pod: UpdatePodCall,
     first: S,
     others: Arc<[(&'static str, Boxed)]>,
 }
@@ -33,8 +37,9 @@ impl<S> Routes<S>
 where
     S: NamedService,
 {
-    pub fn new(first: S) -> Self {
+    pub fn new(update_pod: UpdatePodCall, first: S) -> Self {
         Routes {
+            update_pod,
             first,
             others: Arc::new([]),
         }
@@ -56,6 +61,7 @@ where
         let mut others = self.others.to_vec();
         others.push((T::NAME, BoxCloneSyncService::new(service)));
         Routes {
+            update_pod: self.update_pod,
             first: self.first,
             others: others.into(),
         }
@@ -92,6 +98,9 @@ where
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let path = request.uri().path();
+        if path == UPDATE_POD_PATH {
+            return self.update_pod.call(request);
+        }
         if serves(S::NAME, path) {
             return self.first.call(request);
         }

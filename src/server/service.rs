@@ -431,6 +431,40 @@ impl PreemptionService {
     }
 }
 
+/// `UpdatePod` (served by `unary`, outside the generated trait): the request's encoding
+/// read into a change and applied.
+pub(crate) async fn update_pod(
+    state: &State,
+    encoding: bytes::Bytes,
+) -> Result<pb::UpdatePodResponse, ApiError> {
+    state.check_writable()?;
+    let received = UNARY_MEMO
+        .with_borrow_mut(|memo| wire::read_update_pod(encoding, memo))
+        // As tonic reports a request prost cannot decode.
+        .map_err(|error| ApiError::Undecodable(error.to_string()))?;
+    use pb::update_pod_request::Change as Requested;
+    let change = match received {
+        wire::ReceivedPod::Upserted(pod) => Change::Upsert(PodArc::new(pod?)),
+        wire::ReceivedPod::Decoded(request) => match request.change {
+            None => return Err(missing_change()),
+            Some(Requested::Upsert(p)) => Change::Upsert(PodArc::new(convert::pod("upsert", &p)?)),
+            Some(Requested::UpsertJson(text)) => Change::Upsert(PodArc::new(
+                decode_json("upsert_json", text, decode::decode_pod).await?,
+            )),
+            Some(Requested::Delete(r)) => Change::Delete(r),
+        },
+    };
+    let incoming = sent_version(&change, |p| p.resource_version);
+    let outcome = state.apply_pod(change)?;
+    Ok(pb::UpdatePodResponse {
+        applied: outcome.applied,
+        resource_version: outcome.resource_version,
+        revision: outcome.revision,
+        epoch: state.epoch.clone(),
+        stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+    })
+}
+
 fn missing_change() -> ApiError {
     ApiError::invalid("change", "one of upsert, upsert_json or delete is required")
 }
@@ -458,41 +492,6 @@ impl pb::preemption_server::Preemption for PreemptionService {
         let incoming = sent_version(&change, |n| n.resource_version);
         let outcome = state.apply_node(change)?;
         Ok(Response::new(pb::UpdateNodeResponse {
-            applied: outcome.applied,
-            resource_version: outcome.resource_version,
-            revision: outcome.revision,
-            epoch: state.epoch.clone(),
-            stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
-        }))
-    }
-
-    async fn update_pod(
-        &self,
-        request: Request<wire::UpdatePodRequestWire>,
-    ) -> Result<Response<pb::UpdatePodResponse>, Status> {
-        let state = &self.state;
-        state.check_writable()?;
-        let received = UNARY_MEMO
-            .with_borrow_mut(|memo| wire::read_update_pod(request.into_inner().encoding, memo))
-            // As tonic reports a request prost cannot decode.
-            .map_err(|error| ApiError::Undecodable(error.to_string()))?;
-        use pb::update_pod_request::Change as Requested;
-        let change = match received {
-            wire::ReceivedPod::Upserted(pod) => Change::Upsert(PodArc::new(pod?)),
-            wire::ReceivedPod::Decoded(request) => match request.change {
-                None => return Err(missing_change().into()),
-                Some(Requested::Upsert(p)) => {
-                    Change::Upsert(PodArc::new(convert::pod("upsert", &p)?))
-                }
-                Some(Requested::UpsertJson(text)) => Change::Upsert(PodArc::new(
-                    decode_json("upsert_json", text, decode::decode_pod).await?,
-                )),
-                Some(Requested::Delete(r)) => Change::Delete(r),
-            },
-        };
-        let incoming = sent_version(&change, |p| p.resource_version);
-        let outcome = state.apply_pod(change)?;
-        Ok(Response::new(pb::UpdatePodResponse {
             applied: outcome.applied,
             resource_version: outcome.resource_version,
             revision: outcome.revision,

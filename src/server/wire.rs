@@ -5,8 +5,8 @@
 //! set and resource list, which the conversion then reads once and drops: together more
 //! than half of a bulk load's receiving work. So `Sync` receives `SyncRequestWire` (the
 //! server is generated with it as the method's input): `SyncRequest` with the pod and
-//! node items left as bytes, the same on the wire; `UpdatePod` receives its whole request
-//! as bytes (`UpdatePodRequestWire`). The fields most pods set (identity, labels, node,
+//! node items left as bytes, the same on the wire; `UpdatePod`'s whole request arrives as
+//! bytes (`server::unary`). The fields most pods set (identity, labels, node,
 //! priority, containers with their requests, limits and ports, tolerations, node
 //! selector, times, phase) are read from those bytes into the builder's [`PodInput`]; a
 //! pod with any other field, or anything out of the ordinary (a field of an unexpected
@@ -161,54 +161,6 @@ impl SyncRequestWire {
             });
         }
         Self::decode(encoding)
-    }
-}
-
-/// `UpdatePod`'s request, undecoded: the server reads the pod it upserts straight from
-/// these bytes (see [`read_update_pod`]), as `Sync` reads its pod items.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct UpdatePodRequestWire {
-    /// The `UpdatePodRequest`'s encoding.
-    pub encoding: Bytes,
-}
-
-impl prost::Message for UpdatePodRequestWire {
-    fn encode_raw(&self, buf: &mut impl BufMut) {
-        buf.put_slice(&self.encoding);
-    }
-
-    /// Takes the whole request as it is (a method's input is decoded through `merge`).
-    fn merge(&mut self, mut buf: impl Buf) -> Result<(), prost::DecodeError> {
-        let more = buf.copy_to_bytes(buf.remaining());
-        self.encoding = if self.encoding.is_empty() {
-            more
-        } else {
-            [&self.encoding[..], &more[..]].concat().into()
-        };
-        Ok(())
-    }
-
-    /// Field by field, as when embedded in another message (never, as a method's input):
-    /// merged into the decoded request, as prost would.
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), prost::DecodeError> {
-        let mut request = pb::UpdatePodRequest::decode(self.encoding.clone())?;
-        request.merge_field(tag, wire_type, buf, ctx)?;
-        self.encoding = request.encode_to_vec().into();
-        Ok(())
-    }
-
-    fn encoded_len(&self) -> usize {
-        self.encoding.len()
-    }
-
-    fn clear(&mut self) {
-        self.encoding = Bytes::new();
     }
 }
 
