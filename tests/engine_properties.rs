@@ -49,13 +49,19 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 .enumerate()
                 .map(|(i, c)| node(&format!("n{i}"), c * 250, GI))
                 .collect();
+            // At most one pod a node binds the host port: upstream's NodePorts filter never
+            // places a second one, and its set-valued `HostPortInfo` makes the invariants below
+            // false for that state (engine_rules pins what upstream answers there).
+            let mut port_taken = vec![false; nodes.len()];
             let pods = pods
                 .into_iter()
                 .enumerate()
                 .map(
                     |(i, (n, priority, cpu, start, app, with_port, is_nominated))| {
+                        let n = n.min(nodes.len() - 1);
+                        let with_port = with_port && !std::mem::replace(&mut port_taken[n], true);
                         let name = format!("p{i}");
-                        let node_name = format!("n{}", n.min(nodes.len() - 1));
+                        let node_name = format!("n{n}");
                         let mut p = if is_nominated {
                             nominated(pod(&name, priority, cpu * 100, 0, None), &node_name)
                         } else {

@@ -377,6 +377,31 @@ fn host_ports_wildcard_conflicts_and_protocols_are_distinct() {
 }
 
 #[test]
+fn host_ports_are_a_set_so_removing_one_of_two_holders_frees_the_port() {
+    // Upstream's `HostPortInfo` keeps each (IP, protocol, port) once; `RemovePod` deletes
+    // the entry although a higher-priority pod still binds the same port. Its dry run
+    // then sees the port free, so the one lower-priority holder is enough of a victim.
+    let holder = |name, priority| {
+        with_host_port(
+            pod(name, priority, 100, 0, Some("n")),
+            "0.0.0.0",
+            Protocol::Tcp,
+            80,
+        )
+    };
+    let cluster = Cluster::new(
+        vec![node("n", 2000, GI)],
+        vec![holder("high", 10), holder("low", -5)],
+        vec![],
+    );
+    let want = with_host_port(pod("p", 0, 100, 0, None), "10.0.0.1", Protocol::Tcp, 80);
+    let d = cluster.decide(&want);
+    assert_eq!(d.outcome, Outcome::Preempt);
+    assert_eq!(d.nominated_node.as_deref(), Some("n"));
+    assert_eq!(victim_names(&d), vec!["low"]);
+}
+
+#[test]
 fn existing_pods_anti_affinity_is_symmetric() {
     // A higher-priority pod on n1 refuses pods labelled app=web in its hostname domain.
     let guard = anti_affinity(
