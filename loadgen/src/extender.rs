@@ -251,7 +251,7 @@ impl Bodies {
                         victims[*i] = found
                             .victims
                             .iter()
-                            .map(|v| json!({"UID": &*v.uid}))
+                            .map(|v| json!({"UID": v.uid()}))
                             .collect();
                     }
                 }

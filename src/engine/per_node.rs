@@ -4,13 +4,14 @@
 //! (upstream's `SelectVictimsOnNode`, the same code the full decision dry-runs).
 
 use rayon::prelude::*;
+use triomphe::Arc;
 
 use super::filters::{PreFilter, Reason, Status};
 use super::policy::{Exclusion, Policy};
 use super::victims::{self, Coverage, PdbIndex};
 use super::{DecideOptions, PdbMode};
 use crate::cache::Snapshot;
-use crate::model::{Node, Pod, PodRef};
+use crate::model::{Node, Pod};
 
 /// Candidates dry-run on the calling thread below this many; above, on the rayon pool.
 const PARALLEL_NODES: usize = 16;
@@ -40,10 +41,11 @@ pub fn verdict(policy: Option<&Policy>, critical: bool, node: &Node) -> NodeVerd
     }
 }
 
-/// The victims preemption would evict on one node, importance order.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The victims preemption would evict on one node (the snapshot's pods), importance
+/// order.
+#[derive(Clone, Debug, PartialEq)]
 pub struct NodeVictims {
-    pub victims: Vec<PodRef>,
+    pub victims: Vec<Arc<Pod>>,
     pub pdb_violations: i32,
 }
 
@@ -93,7 +95,7 @@ pub fn victims_on_nodes(
             return Err(NoVictims::StrictPdb);
         }
         Ok(NodeVictims {
-            victims: victims.iter().map(|p| p.pod_ref()).collect(),
+            victims,
             pdb_violations,
         })
     };
@@ -170,7 +172,7 @@ mod tests {
         let a = found[0].as_ref().expect("victims on a");
         // Removing one pod is enough: the least important one goes.
         assert_eq!(a.victims.len(), 1);
-        assert_eq!(&*a.victims[0].name, "lower");
+        assert_eq!(a.victims[0].name(), "lower");
         assert!(found[1].is_ok());
         assert_eq!(found[2], Err(NoVictims::UnknownNode));
         let options = DecideOptions {

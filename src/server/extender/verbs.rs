@@ -12,7 +12,7 @@ use crate::server::service::State;
 
 use super::wire::{
     ArgsJson, ExtenderArgs, FilterResult, HostPriority, MetaPod, MetaVictims, NodeList, NodesGiven,
-    PreemptionArgsJson, PreemptionResult, Shared, Text,
+    PreemptionArgsJson, PreemptionResult, Text,
 };
 
 /// Why a node named in a nodeCacheCapable request fails: preemptd cannot judge it.
@@ -267,14 +267,10 @@ fn judge(listed: &[Text<'_>], chosen: Result<NodeVictims, NoVictims>) -> Candida
     }
     // A scan: victims are few, and a node holds at most a few hundred pods.
     let is_listed = |uid: &str| listed.iter().any(|listed| listed == uid);
-    if let Some(unlisted) = victims.victims.iter().find(|v| !is_listed(&v.uid)) {
-        return Candidate::Diverged(unlisted.clone());
+    if let Some(unlisted) = victims.victims.iter().find(|v| !is_listed(v.uid())) {
+        return Candidate::Diverged(unlisted.pod_ref());
     }
-    let pods = victims
-        .victims
-        .into_iter()
-        .map(|v| MetaPod { uid: Shared(v.uid) })
-        .collect();
+    let pods = victims.victims.into_iter().map(MetaPod).collect();
     Candidate::Kept(MetaVictims {
         pods,
         num_pdb_violations: i64::from(victims.pdb_violations),

@@ -12,13 +12,15 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 use serde::Serialize;
+use serde::ser::SerializeStruct as _;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use triomphe::Arc;
 
 pub use super::envelope::Text;
 use super::envelope::{self, Read};
 use crate::model::decode::{self, DecodeError};
-use crate::model::{Node, Pod, Str};
+use crate::model::{Node, Pod};
 use crate::server::errors::ApiError;
 
 /// `ExtenderArgs` taken apart: the pod and the nodes, still JSON.
@@ -223,17 +225,6 @@ impl<'de> PreemptionArgsJson<'de> {
     }
 }
 
-/// A model string of a reply, written as a JSON string (without a copy; the model's
-/// `Arc<str>` has no `Serialize`).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Shared(pub Str);
-
-impl Serialize for Shared {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
 /// `ExtenderFilterResult`; node names borrowed from the request.
 #[derive(Debug, Default, Serialize)]
 pub struct FilterResult<'de> {
@@ -273,7 +264,7 @@ pub struct PreemptionResult<'de> {
 }
 
 /// `MetaVictims`.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq)]
 pub struct MetaVictims {
     #[serde(rename = "Pods")]
     pub pods: Vec<MetaPod>,
@@ -281,11 +272,16 @@ pub struct MetaVictims {
     pub num_pdb_violations: i64,
 }
 
-/// `MetaPod`.
-#[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct MetaPod {
-    #[serde(rename = "UID")]
-    pub uid: Shared,
+/// `MetaPod`: a victim of the cache, written as its `UID`.
+#[derive(Debug, PartialEq)]
+pub struct MetaPod(pub Arc<Pod>);
+
+impl Serialize for MetaPod {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut meta = serializer.serialize_struct("MetaPod", 1)?;
+        meta.serialize_field("UID", self.0.uid())?;
+        meta.end()
+    }
 }
 
 /// Elements one rayon task writes at least when a list is written in parts.
