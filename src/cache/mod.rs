@@ -1345,6 +1345,20 @@ impl ClusterCache {
         self.pods.get(uid)
     }
 
+    /// Gives a preemptor sent without a nomination the one the cache holds for it, as
+    /// upstream re-reads the pod before preempting.
+    pub fn fill_held_nomination(&self, preemptor: &mut Pod) {
+        if preemptor
+            .nominated_node_name
+            .as_ref()
+            .is_none_or(|n| n.is_empty())
+        {
+            preemptor.nominated_node_name = self
+                .get_pod(preemptor.uid())
+                .and_then(|held| held.nomination().cloned());
+        }
+    }
+
     pub fn get_pod_by_name(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
         self.pods.get_by_name(namespace, name)
     }

@@ -215,29 +215,11 @@ impl State {
         for attempt in 1..=self.commit_attempts {
             let _gate =
                 (!dry_run && attempt > OPTIMISTIC_ATTEMPTS).then(|| self.preempt_gate.lock());
-            if !dry_run
-                && let Some(existing) = self.cache.get_pod_by_name(&pod.namespace, pod.name())
-                && existing.uid() != pod.uid()
-            {
-                // The commit would record the preemptor under a name another uid holds.
-                return Err(crate::cache::CacheError::NameConflict {
-                    name: format!("{}/{}", pod.namespace, pod.name()),
-                    existing: existing.uid().to_string(),
-                }
-                .into());
+            if !dry_run {
+                self.check_name_is_free(&pod)?;
             }
             let mut preemptor = pod.clone();
-            if preemptor
-                .nominated_node_name
-                .as_ref()
-                .is_none_or(|n| n.is_empty())
-            {
-                // As upstream re-reads the pod: the nomination the cache holds applies.
-                preemptor.nominated_node_name = self
-                    .cache
-                    .get_pod(preemptor.uid())
-                    .and_then(|held| held.nomination().cloned());
-            }
+            self.cache.fill_held_nomination(&mut preemptor);
             let snapshot = self.cache.snapshot();
             let decision = engine::decide(&snapshot, &preemptor, &options);
             let mut response = convert::decision(&decision);
@@ -249,61 +231,13 @@ impl State {
             }
             match decision.outcome {
                 Outcome::Preempt => {
-                    let Some(node) = decision.nominated_node.clone() else {
-                        return Err(ApiError::Internal(
-                            "preempt decision without a node".to_string(),
-                        ));
-                    };
-                    let commit = Commit {
-                        preemptor,
-                        node: node.clone(),
-                        node_generation: decision.node_generation,
-                        victims: decision.victims.clone(),
-                        nominations_to_clear: decision.nominated_pods_to_clear.clone(),
-                    };
-                    let commit_span = tracing::info_span!(
-                        "commit",
-                        node = %node,
-                        victims = commit.victims.len(),
-                        attempt,
-                        revision = tracing::field::Empty,
-                        conflict = tracing::field::Empty,
-                    );
-                    let _commit_span = commit_span.enter();
-                    let _sync = self.sync.lock();
-                    match self.cache.commit(&commit) {
-                        Ok((changes, revision)) => {
-                            commit_span.record("revision", revision);
-                            response.revision = revision;
-                            response.nominations_revision =
-                                self.log.publish(changes.into_iter().map(change_event));
-                            tracing::debug!(
-                                pod = %commit.preemptor.name(),
-                                namespace = %commit.preemptor.namespace,
-                                node = %node,
-                                victims = commit.victims.len(),
-                                attempt,
-                                "preemption committed"
-                            );
-                            return Ok(response);
-                        }
-                        Err(conflict) => {
-                            commit_span.record("conflict", true);
-                            tracing::debug!(node = %conflict.node, attempt, "commit conflict, deciding again");
-                            last_conflict = Some(conflict.node);
-                        }
+                    match self.commit(preemptor, &decision, attempt, &mut response)? {
+                        None => return Ok(response),
+                        Some(conflict) => last_conflict = Some(conflict),
                     }
                 }
                 Outcome::NoCandidate => {
-                    let _sync = self.sync.lock();
-                    let cleared = self.cache.clear_nomination(preemptor.uid());
-                    if cleared.is_some() {
-                        response.revision = self.cache.revision();
-                    }
-                    response.nominations_revision =
-                        self.log.publish(cleared.map(|(pod_ref, node)| {
-                            Event::new(EventKind::Cleared, pod_ref, node, preemptor.priority)
-                        }));
+                    self.clear_own_nomination(&preemptor, &mut response);
                     return Ok(response);
                 }
                 Outcome::Fits | Outcome::NotEligible => {
@@ -326,6 +260,87 @@ impl State {
             pod.name(),
             self.commit_attempts
         )))
+    }
+
+    /// A commit records the preemptor under its name: refused when another uid holds it.
+    fn check_name_is_free(&self, pod: &Pod) -> Result<(), ApiError> {
+        match self.cache.get_pod_by_name(&pod.namespace, pod.name()) {
+            Some(existing) if existing.uid() != pod.uid() => {
+                Err(crate::cache::CacheError::NameConflict {
+                    name: format!("{}/{}", pod.namespace, pod.name()),
+                    existing: existing.uid().to_string(),
+                }
+                .into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Commits a `Preempt` decision and publishes its nomination changes into `response`.
+    /// `Some(node)` when that node changed since the decision's snapshot: decide again.
+    fn commit(
+        &self,
+        preemptor: Pod,
+        decision: &engine::Decision,
+        attempt: u32,
+        response: &mut pb::PreemptResponse,
+    ) -> Result<Option<Str>, ApiError> {
+        let Some(node) = decision.nominated_node.clone() else {
+            return Err(ApiError::Internal(
+                "preempt decision without a node".to_string(),
+            ));
+        };
+        let commit = Commit {
+            preemptor,
+            node: node.clone(),
+            node_generation: decision.node_generation,
+            victims: decision.victims.clone(),
+            nominations_to_clear: decision.nominated_pods_to_clear.clone(),
+        };
+        let commit_span = tracing::info_span!(
+            "commit",
+            node = %node,
+            victims = commit.victims.len(),
+            attempt,
+            revision = tracing::field::Empty,
+            conflict = tracing::field::Empty,
+        );
+        let _commit_span = commit_span.enter();
+        let _sync = self.sync.lock();
+        match self.cache.commit(&commit) {
+            Ok((changes, revision)) => {
+                commit_span.record("revision", revision);
+                response.revision = revision;
+                response.nominations_revision =
+                    self.log.publish(changes.into_iter().map(change_event));
+                tracing::debug!(
+                    pod = %commit.preemptor.name(),
+                    namespace = %commit.preemptor.namespace,
+                    node = %node,
+                    victims = commit.victims.len(),
+                    attempt,
+                    "preemption committed"
+                );
+                Ok(None)
+            }
+            Err(conflict) => {
+                commit_span.record("conflict", true);
+                tracing::debug!(node = %conflict.node, attempt, "commit conflict, deciding again");
+                Ok(Some(conflict.node))
+            }
+        }
+    }
+
+    /// No candidate anywhere: the preemptor loses the nomination the cache holds for it.
+    fn clear_own_nomination(&self, preemptor: &Pod, response: &mut pb::PreemptResponse) {
+        let _sync = self.sync.lock();
+        let cleared = self.cache.clear_nomination(preemptor.uid());
+        if cleared.is_some() {
+            response.revision = self.cache.revision();
+        }
+        response.nominations_revision = self.log.publish(cleared.map(|(pod_ref, node)| {
+            Event::new(EventKind::Cleared, pod_ref, node, preemptor.priority)
+        }));
     }
 
     /// Plans the drain of `nodes` on the current cache. Blocking: run on the blocking pool.

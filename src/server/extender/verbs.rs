@@ -179,17 +179,7 @@ pub fn preempt<'de>(
 ) -> Result<PreemptionResult<'de>, ApiError> {
     let mut args = args.build()?;
     let mut preemptor = admitted(state, args.pod)?;
-    if preemptor
-        .nominated_node_name
-        .as_ref()
-        .is_none_or(|n| n.is_empty())
-    {
-        // As gRPC Preempt (and upstream re-reading the pod): the cache's nomination.
-        preemptor.nominated_node_name = state
-            .cache
-            .get_pod(preemptor.uid())
-            .and_then(|held| held.nomination().cloned());
-    }
+    state.cache.fill_held_nomination(&mut preemptor);
     let options = DecideOptions {
         policy: state.policy().cloned(),
         ..DecideOptions::default()
