@@ -4,6 +4,7 @@
 //! Layers (one direction of flow): [`model`] → [`cache`] → [`engine`]; the gRPC server
 //! sits on top and is the only place that knows tonic or prost.
 
+pub mod app;
 pub mod cache;
 pub mod engine;
 #[cfg(any(test, feature = "generate"))]

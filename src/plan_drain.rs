@@ -7,11 +7,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::engine::drain::{self, DrainError, DrainOptions, DrainPlan, Eviction, Placement};
+use crate::app::App;
+use crate::engine::drain::{DrainError, DrainPlan, Eviction, Placement};
 use crate::engine::{PdbMode, Policy};
 use crate::model::PodRef;
 use crate::model::decode::Object;
-use crate::server::{convert, json};
 use crate::simulate::{self, SimulateError};
 
 /// How `plan-drain` plans.
@@ -60,12 +60,14 @@ pub fn plan_drain(
     options: &PlanDrainOptions,
 ) -> Result<PlannedDrain, PlanDrainError> {
     let (objects, note) = simulate::read_file(cluster, false)?;
-    let cache = simulate::load_cluster(objects).map_err(|error| SimulateError::Invalid {
-        path: cluster.to_path_buf(),
-        document: None,
-        error,
+    let app = simulate::load_cluster(objects, options.policy.clone()).map_err(|error| {
+        SimulateError::Invalid {
+            path: cluster.to_path_buf(),
+            document: None,
+            error,
+        }
     })?;
-    plan_on(&cache, nodes, options, note.into_iter().collect())
+    plan_on(&app, nodes, options, note.into_iter().collect())
 }
 
 /// As [`plan_drain`], the cluster's objects already read (from a live cluster).
@@ -74,30 +76,24 @@ pub fn plan_drain_objects(
     nodes: &[String],
     options: &PlanDrainOptions,
 ) -> Result<PlannedDrain, PlanDrainError> {
-    let cache = simulate::load_cluster(objects)
+    let app = simulate::load_cluster(objects, options.policy.clone())
         .map_err(|error| SimulateError::Cluster(error.to_string()))?;
-    plan_on(&cache, nodes, options, Vec::new())
+    plan_on(&app, nodes, options, Vec::new())
 }
 
 fn plan_on(
-    cache: &crate::cache::ClusterCache,
+    app: &App,
     nodes: &[String],
     options: &PlanDrainOptions,
     notes: Vec<String>,
 ) -> Result<PlannedDrain, PlanDrainError> {
-    let options = DrainOptions {
-        policy: options.policy.clone(),
-        pdb_mode: options.pdb_mode,
-        ..DrainOptions::default()
-    };
-    let plan = drain::plan(&cache.snapshot(), nodes, &options).map_err(PlanDrainError::Nodes)?;
-    Ok(PlannedDrain { plan, notes })
-}
-
-/// The plan as `preemptd.v1.PlanDrainResponse` in proto3 JSON, every field emitted
-/// (offline there is no server: `epoch` is empty and `revision` 0).
-pub fn plan_json(plan: &DrainPlan) -> Result<serde_json::Value, json::JsonError> {
-    json::to_json(&convert::drain_plan(plan))
+    let planned = app
+        .plan_drain(nodes, options.pdb_mode, false)
+        .map_err(PlanDrainError::Nodes)?;
+    Ok(PlannedDrain {
+        plan: planned.plan,
+        notes,
+    })
 }
 
 fn pod_name(pod: &PodRef) -> String {

@@ -11,11 +11,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize as _;
 use serde_json::Value;
 
-use crate::cache::ClusterCache;
-use crate::engine::{self, DecideOptions, Decision};
+use crate::app::{AnyChange, App, AppConfig, AppError, Change, PodArc, PreemptRequest};
+use crate::engine::Decision;
 use crate::model::Pod;
 use crate::model::decode::{self, DecodeError, Object};
-use crate::server::{convert, json};
 
 /// Why a simulation could not run; names the file, the document when the file holds
 /// several, and for bad content the field.
@@ -253,59 +252,66 @@ pub(crate) fn read_file(
     Ok((objects, note))
 }
 
-/// Loads objects into a new cache. Errors carry `items[N]`, N counting the objects.
-/// PriorityClasses and Namespaces are loaded first, wherever they stand, so every pod is
-/// admitted against all the classes (a pod naming none that exists gets priority 0, as
-/// the server keeps such a pod).
-pub fn load_cluster(objects: Vec<Object>) -> Result<ClusterCache, DecodeError> {
-    let cache = ClusterCache::new();
-    let mut rest = Vec::with_capacity(objects.len());
-    for (index, object) in objects.into_iter().enumerate() {
-        match object {
-            Object::PriorityClass(class) => {
-                cache.upsert_priority_class(class);
-            }
-            Object::Namespace(namespace) => {
-                cache.upsert_namespace(namespace);
-            }
-            other => rest.push((index, other)),
-        }
-    }
-    let classes = cache.priority_classes();
-    for (index, object) in rest {
-        match object {
-            Object::Node(node) => {
-                cache.upsert_node(node);
-            }
-            Object::Pod(mut pod) => {
-                if pod.admit(&classes).is_err() {
-                    pod.priority = 0;
+/// Loads objects into a new application core deciding under `policy`. Errors carry
+/// `items[N]`, N counting the objects. PriorityClasses and Namespaces are loaded first,
+/// wherever they stand, so every pod is admitted against all the classes (a pod naming
+/// none that exists gets priority 0, as the server keeps such a pod).
+pub fn load_cluster(
+    objects: Vec<Object>,
+    policy: Option<std::sync::Arc<crate::engine::Policy>>,
+) -> Result<App, DecodeError> {
+    let app = App::new(&AppConfig {
+        policy,
+        ..AppConfig::default()
+    });
+    let (first, rest): (Vec<_>, Vec<_>) = objects
+        .into_iter()
+        .enumerate()
+        .partition(|(_, o)| matches!(o, Object::PriorityClass(_) | Object::Namespace(_)));
+    for batch in [first, rest] {
+        let indexes: Vec<usize> = batch.iter().map(|(index, _)| *index).collect();
+        let mut indexes = indexes.into_iter();
+        let mut failed = None;
+        app.apply_in_order(
+            batch.into_iter().map(|(_, object)| change_of(object)),
+            |result| {
+                let index = indexes.next().unwrap_or_default();
+                if let Err(error) = result {
+                    failed.get_or_insert(DecodeError {
+                        path: format!("items[{index}]"),
+                        message: error.to_string(),
+                    });
                 }
-                cache.upsert_pod(pod).map_err(|e| DecodeError {
-                    path: format!("items[{index}]"),
-                    message: e.to_string(),
-                })?;
-            }
-            Object::Pdb(pdb) => {
-                cache.upsert_pdb(pdb);
-            }
-            Object::PriorityClass(_) | Object::Namespace(_) => {}
+            },
+        );
+        if let Some(error) = failed {
+            return Err(error);
         }
     }
-    Ok(cache)
+    Ok(app)
 }
 
-/// The preemptor as decided on: when it carries no nomination, the one the cache holds
-/// for its uid applies (upstream re-reads the pod before preempting).
-pub fn resolve_preemptor(cache: &ClusterCache, mut pod: Pod) -> Pod {
-    if pod.nomination().is_none()
-        && pod.node_name.is_none()
-        && let Some(cached) = cache.get_pod(pod.uid())
-        && let Some(node) = cached.nomination()
-    {
-        pod.nominated_node_name = Some(node.clone());
+fn change_of(object: Object) -> AnyChange {
+    match object {
+        Object::Node(node) => AnyChange::Node(Change::Upsert(node)),
+        Object::Pod(pod) => AnyChange::Pod(Change::Upsert(PodArc::new(pod))),
+        Object::Pdb(pdb) => AnyChange::Pdb(Change::Upsert(pdb)),
+        Object::PriorityClass(class) => AnyChange::PriorityClass(Change::Upsert(class)),
+        Object::Namespace(ns) => AnyChange::Namespace(Change::Upsert(ns)),
     }
-    pod
+}
+
+/// Decides for `pod` on `app` as a dry-run `Preempt` does: admitted, with the nomination
+/// the core holds for it when it carries none (upstream re-reads the pod).
+pub fn decide(app: &App, mut pod: Pod, explain: bool) -> Result<Decision, AppError> {
+    app.admit(&mut pod, "spec.priorityClassName")?;
+    let decided = app.preempt_blocking(PreemptRequest {
+        pod,
+        dry_run: true,
+        explain,
+        pdb_mode: None,
+    })?;
+    Ok(decided.decision)
 }
 
 /// The one Pod of a preemptor file.
@@ -355,9 +361,9 @@ pub fn simulate(
     options: SimulateOptions,
 ) -> Result<Simulation, SimulateError> {
     let (objects, cluster_note) = read_file(cluster, options.strict)?;
-    let cache =
-        load_cluster(objects).map_err(|error| SimulateError::invalid(cluster, None, error))?;
-    decide_for(cache, cluster_note, pod, options)
+    let app = load_cluster(objects, options.policy.clone())
+        .map_err(|error| SimulateError::invalid(cluster, None, error))?;
+    decide_for(&app, cluster_note, pod, options)
 }
 
 /// As [`simulate`], the cluster's objects already read (from a live cluster).
@@ -366,50 +372,29 @@ pub fn simulate_objects(
     pod: &Path,
     options: SimulateOptions,
 ) -> Result<Simulation, SimulateError> {
-    let cache = load_cluster(objects).map_err(|error| SimulateError::Cluster(error.to_string()))?;
-    decide_for(cache, None, pod, options)
+    let app = load_cluster(objects, options.policy.clone())
+        .map_err(|error| SimulateError::Cluster(error.to_string()))?;
+    decide_for(&app, None, pod, options)
 }
 
 fn decide_for(
-    cache: ClusterCache,
+    app: &App,
     cluster_note: Option<String>,
     pod: &Path,
     options: SimulateOptions,
 ) -> Result<Simulation, SimulateError> {
     let (objects, pod_note) = read_file(pod, options.strict)?;
-    let mut preemptor = single_pod(pod, objects)?;
-    // Admission would refuse a pod naming a class that does not exist.
-    preemptor
-        .admit(&cache.priority_classes())
-        .map_err(|unknown| {
-            SimulateError::invalid(
-                pod,
-                None,
-                DecodeError {
-                    path: "spec.priorityClassName".to_string(),
-                    message: unknown.to_string(),
-                },
-            )
-        })?;
-    let preemptor = resolve_preemptor(&cache, preemptor);
-    let snapshot = cache.snapshot();
-    let decision = engine::decide(
-        &snapshot,
-        &preemptor,
-        &DecideOptions {
-            explain: options.explain,
-            policy: options.policy,
-            ..DecideOptions::default()
-        },
-    );
+    let preemptor = single_pod(pod, objects)?;
+    // Admission refuses a pod naming a class that does not exist.
+    let decision = decide(app, preemptor, options.explain).map_err(|error| {
+        let (path, message) = match error {
+            AppError::InvalidArgument { path, message } => (path, message),
+            other => (String::new(), other.to_string()),
+        };
+        SimulateError::invalid(pod, None, DecodeError { path, message })
+    })?;
     Ok(Simulation {
         decision,
         notes: cluster_note.into_iter().chain(pod_note).collect(),
     })
-}
-
-/// The decision as `preemptd.v1.PreemptResponse` in proto3 JSON, every field emitted
-/// (offline there is no server: `epoch` is empty and the revisions are 0).
-pub fn decision_json(decision: &Decision) -> Result<Value, json::JsonError> {
-    json::to_json(&convert::decision(decision))
 }

@@ -9,6 +9,7 @@ mod grpc_support;
 
 use bytes::Bytes;
 use grpc_support::typed;
+use preemptd::app::AppError;
 use preemptd::model::build::Memo;
 use preemptd::model::decode::{self, DecodeError};
 use preemptd::model::{Node, Pod, PodDisruptionBudget};
@@ -29,7 +30,7 @@ fn from_json<T>(result: Result<T, DecodeError>) -> Outcome<T> {
 /// A typed request's error, its request field (`upsert`) taken off.
 fn from_typed<T>(result: Result<T, ApiError>) -> Outcome<T> {
     result.map_err(|e| match e {
-        ApiError::InvalidArgument { path, message } => {
+        ApiError::App(AppError::InvalidArgument { path, message }) => {
             let path = path.strip_prefix("upsert").unwrap_or(&path);
             (path.strip_prefix('.').unwrap_or(path).to_string(), message)
         }

@@ -4,10 +4,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use preemptd::engine::{self, DecideOptions, Outcome};
+use preemptd::engine::Outcome;
 use preemptd::model::PodRef;
 use preemptd::model::decode;
-use preemptd::simulate::{load_cluster, resolve_preemptor};
+use preemptd::simulate::{decide, load_cluster};
 use serde_json::Value;
 
 fn scenario_files() -> Vec<PathBuf> {
@@ -47,10 +47,9 @@ fn check(path: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let scenario: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let objects = decode::decode_list(&scenario["cluster"]).map_err(|e| format!("cluster: {e}"))?;
-    let cache = load_cluster(objects).map_err(|e| format!("cluster: {e}"))?;
+    let app = load_cluster(objects, None).map_err(|e| format!("cluster: {e}"))?;
     let pod = decode::decode_pod(&scenario["preemptor"]).map_err(|e| format!("preemptor: {e}"))?;
-    let pod = resolve_preemptor(&cache, pod);
-    let decision = engine::decide(&cache.snapshot(), &pod, &DecideOptions::default());
+    let decision = decide(&app, pod, false).map_err(|e| format!("decide: {e}"))?;
     let expect = &scenario["expect"];
     let outcome = match decision.outcome {
         Outcome::Preempt => "PREEMPT",

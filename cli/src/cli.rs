@@ -724,7 +724,7 @@ fn plan_drain(args: PlanDrainArgs) -> ExitCode {
     }
     let rendered = match args.output {
         PlanOutput::Text => Ok(plan_drain::plan_text(&planned.plan)),
-        PlanOutput::Json => plan_drain::plan_json(&planned.plan)
+        PlanOutput::Json => server::json::plan_json(&planned.plan)
             .map_err(|error| error.to_string())
             .and_then(|json| serde_json::to_string_pretty(&json).map_err(|error| error.to_string()))
             .map(|text| text + "\n"),
@@ -752,7 +752,7 @@ fn run_simulate(simulation: Result<simulate::Simulation, simulate::SimulateError
     for note in &simulation.notes {
         eprintln!("preemptd: {note}");
     }
-    let rendered = simulate::decision_json(&simulation.decision)
+    let rendered = server::json::decision_json(&simulation.decision)
         .map_err(|error| error.to_string())
         .and_then(|json| serde_json::to_string_pretty(&json).map_err(|error| error.to_string()));
     match rendered {

@@ -9,10 +9,14 @@
 //! objects deleted while the watch was cut off disappear. The mirror is ready once every
 //! kind has finished its first list.
 //!
-//! This layer knows kube-rs and the model, not gRPC: the server implements [`Mirror`].
+//! This layer knows kube-rs, the model and the application core, not gRPC:
+//! [`AppMirror`] applies what the watches deliver to the core.
 
 mod listed;
 mod metrics;
+mod mirror;
+
+pub use mirror::AppMirror;
 
 use std::borrow::Cow;
 use std::collections::HashSet;

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use crate::app::ObjectKey;
 use crate::engine::drain::{DrainPlan, Eviction, Placement, PodPlan};
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, PdbMode, Status as FilterStatus};
 use crate::model::build::{
@@ -291,6 +292,24 @@ fn selector(s: &pb::LabelSelector) -> SelectorInput<'_> {
                 values: strs(&r.values),
             })
             .collect(),
+    }
+}
+
+/// An object reference as the core's key.
+pub fn object_key(r: &pb::ObjectRef) -> ObjectKey {
+    ObjectKey {
+        namespace: r.namespace.clone(),
+        name: r.name.clone(),
+        uid: r.uid.clone(),
+    }
+}
+
+/// A pod reference as the core's key (an empty uid matches any).
+pub fn pod_key(r: &pb::PodRef) -> ObjectKey {
+    ObjectKey {
+        namespace: r.namespace.clone(),
+        name: r.name.clone(),
+        uid: Some(r.uid.clone()).filter(|u| !u.is_empty()),
     }
 }
 

@@ -8,53 +8,29 @@
 
 use tonic::{Code, Status};
 
+use crate::app::AppError;
 use crate::cache::{CacheError, CommitConflict};
 use crate::engine::drain::DrainError;
 use crate::model::build::BuildError;
 use crate::model::decode::DecodeError;
 use crate::nominations::{End, SubscribeError};
 
-/// Every way a request can fail.
+/// Every way a request can fail: the core's errors, and the transport's own.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApiError {
-    /// A malformed request: `path` names the field (e.g.
-    /// `upsert.status.allocatable[cpu]`).
-    #[error("{path}: {message}")]
-    InvalidArgument { path: String, message: String },
-    #[error("{0}")]
-    NotFound(String),
-    #[error("{0}")]
-    AlreadyExists(String),
-    /// A watch asked for a revision the log no longer holds (or never had).
-    #[error("{0}")]
-    OutOfRange(String),
-    /// A watcher fell behind and was cut off, or a limit (concurrent `Preempt` calls,
-    /// watch subscribers) is reached: the call is refused at once instead of queueing.
-    #[error("{0}")]
-    ResourceExhausted(String),
+    /// What the application core refused (see [`AppError`]'s kinds).
+    #[error(transparent)]
+    App(#[from] AppError),
     /// The per-RPC timeout (or the client's shorter `grpc-timeout`) ran out before the
     /// handler answered.
     #[error("{0}")]
     DeadlineExceeded(String),
-    /// Commits kept conflicting with concurrent changes.
-    #[error("{0}")]
-    Aborted(String),
-    /// The call cannot be made in the server's mode (updates while Kubernetes watches
-    /// feed the cache).
-    #[error("{0}")]
-    FailedPrecondition(String),
     /// The caller's role does not allow the call (`--authz`).
     #[error("{0}")]
     PermissionDenied(String),
-    /// The server is shutting down, or has not finished listing its cluster.
-    #[error("{0}")]
-    Unavailable(String),
     /// A request body over the size limit (the extender's HTTP port).
     #[error("{0}")]
     TooLarge(String),
-    /// A bug: a decision task panicked.
-    #[error("{0}")]
-    Internal(String),
     /// A request that is not valid protobuf, read by the service itself (INTERNAL, as
     /// tonic reports the requests it cannot decode).
     #[error("{0}")]
@@ -72,39 +48,24 @@ pub enum ApiError {
 }
 
 impl ApiError {
+    /// A malformed field (see [`AppError::invalid`]).
     pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
-        ApiError::InvalidArgument {
-            path: path.into(),
-            message: message.into(),
-        }
+        AppError::invalid(path, message).into()
     }
 
-    /// A decode failure inside the JSON/YAML text of field `field`: the path is the
-    /// request field, then the path inside the document.
+    /// See [`AppError::from_decode`].
     pub fn from_decode(field: &str, err: DecodeError) -> Self {
-        let path = if err.path.is_empty() {
-            field.to_string()
-        } else {
-            format!("{field}: {}", err.path)
-        };
-        ApiError::InvalidArgument {
-            path,
-            message: err.message,
-        }
+        AppError::from_decode(field, err).into()
     }
 
-    /// The builder's refusal of the typed object in request field `field` (`upsert`,
-    /// `pod`): the path is the request field, then the field inside the object.
+    /// See [`AppError::from_build`].
     pub fn from_build(field: &str, err: BuildError) -> Self {
-        let path = if err.path.is_empty() {
-            field.to_string()
-        } else {
-            format!("{field}.{}", err.path)
-        };
-        ApiError::InvalidArgument {
-            path,
-            message: err.message,
-        }
+        AppError::from_build(field, err).into()
+    }
+
+    /// A bug.
+    pub fn internal(message: impl Into<String>) -> Self {
+        AppError::Internal(message.into()).into()
     }
 
     /// A unary call whose body holds no message, in tonic's words.
@@ -125,52 +86,6 @@ impl ApiError {
         }
     }
 
-    pub fn shutting_down() -> Self {
-        ApiError::Unavailable("server is shutting down".to_string())
-    }
-
-    /// Kubernetes mode, before every watch has finished its initial list.
-    pub fn not_listed_yet() -> Self {
-        ApiError::Unavailable(
-            "the cluster is still being listed (kubernetes mode): retry when health is SERVING"
-                .to_string(),
-        )
-    }
-
-    /// An update call in Kubernetes mode, where the watches are the one writer.
-    pub fn watches_write() -> Self {
-        ApiError::FailedPrecondition(
-            "preemptd mirrors a kubernetes cluster (--kubeconfig or --in-cluster): its watches are the one writer, so updates and sync are refused".to_string(),
-        )
-    }
-
-    /// Load shedding: more `Preempt` calls in flight than `--max-concurrent-preempts`.
-    pub fn preempt_overloaded(limit: usize) -> Self {
-        ApiError::ResourceExhausted(format!(
-            "too many concurrent preempt calls (limit {limit}); retry with backoff"
-        ))
-    }
-
-    /// A `PlanDrain` while `--max-concurrent-preempts` decisions (plans included) run.
-    pub fn drain_overloaded(limit: usize) -> Self {
-        ApiError::ResourceExhausted(format!(
-            "too many concurrent preempt calls and drain plans (limit {limit}); retry with backoff"
-        ))
-    }
-
-    /// More `WatchNominations` streams than `--max-watchers`.
-    pub fn too_many_watchers(limit: usize) -> Self {
-        ApiError::ResourceExhausted(format!(
-            "too many nomination watchers (limit {limit}); retry later"
-        ))
-    }
-
-    pub fn too_many_sync_streams(limit: usize) -> Self {
-        ApiError::ResourceExhausted(format!(
-            "too many open sync streams (limit {limit}); retry later"
-        ))
-    }
-
     /// `method` needs role `needed`; the caller has `role`, or matched no identity.
     pub fn permission_denied(method: &str, needed: &str, role: Option<&str>) -> Self {
         ApiError::PermissionDenied(match role {
@@ -188,22 +103,26 @@ impl ApiError {
         ApiError::DeadlineExceeded(format!("no answer within the rpc timeout of {timeout:?}"))
     }
 
-    /// The same error about a field nested under `prefix` (a `Sync` item: `pod`):
-    /// invalid-argument paths become `pod.upsert.name`; other errors are unchanged.
+    /// The same error about a field nested under `prefix` (see [`AppError::within`]).
     pub fn within(self, prefix: &str) -> Self {
         match self {
-            ApiError::InvalidArgument { path, message } => ApiError::InvalidArgument {
-                path: format!("{prefix}.{path}"),
-                message,
-            },
+            ApiError::App(err) => ApiError::App(err.within(prefix)),
             other => other,
+        }
+    }
+
+    /// The invalid field's path, if this is a malformed-input error.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ApiError::App(AppError::InvalidArgument { path, .. }) => Some(path),
+            _ => None,
         }
     }
 
     /// The message without the field path (which invalid-argument errors carry apart).
     pub fn detail(&self) -> String {
         match self {
-            ApiError::InvalidArgument { message, .. } => message.clone(),
+            ApiError::App(err) => err.detail(),
             other => other.to_string(),
         }
     }
@@ -219,6 +138,7 @@ impl ApiError {
             Code::Aborted => "ABORTED",
             Code::FailedPrecondition => "FAILED_PRECONDITION",
             Code::PermissionDenied => "PERMISSION_DENIED",
+            Code::Unauthenticated => "UNAUTHENTICATED",
             Code::Unavailable => "UNAVAILABLE",
             Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
             Code::Unimplemented => "UNIMPLEMENTED",
@@ -226,19 +146,24 @@ impl ApiError {
         }
     }
 
+    /// The one table: every error's gRPC code.
     pub fn code(&self) -> Code {
         match self {
-            ApiError::InvalidArgument { .. } => Code::InvalidArgument,
-            ApiError::NotFound(_) => Code::NotFound,
-            ApiError::AlreadyExists(_) => Code::AlreadyExists,
-            ApiError::OutOfRange(_) => Code::OutOfRange,
-            ApiError::ResourceExhausted(_) | ApiError::TooLarge(_) => Code::ResourceExhausted,
+            ApiError::App(err) => match err {
+                AppError::InvalidArgument { .. } => Code::InvalidArgument,
+                AppError::NotFound(_) => Code::NotFound,
+                AppError::AlreadyExists(_) => Code::AlreadyExists,
+                AppError::OutOfRange(_) => Code::OutOfRange,
+                AppError::ResourceExhausted(_) => Code::ResourceExhausted,
+                AppError::Aborted(_) => Code::Aborted,
+                AppError::FailedPrecondition(_) => Code::FailedPrecondition,
+                AppError::Unavailable(_) => Code::Unavailable,
+                AppError::Internal(_) => Code::Internal,
+            },
+            ApiError::TooLarge(_) => Code::ResourceExhausted,
             ApiError::DeadlineExceeded(_) => Code::DeadlineExceeded,
-            ApiError::Aborted(_) => Code::Aborted,
-            ApiError::FailedPrecondition(_) => Code::FailedPrecondition,
             ApiError::PermissionDenied(_) => Code::PermissionDenied,
-            ApiError::Unavailable(_) => Code::Unavailable,
-            ApiError::Internal(_) | ApiError::Undecodable(_) => Code::Internal,
+            ApiError::Undecodable(_) => Code::Internal,
             ApiError::Transport { code, .. } => *code,
             ApiError::UnsupportedEncoding(_) => Code::Unimplemented,
         }
@@ -251,18 +176,20 @@ impl ApiError {
     pub fn http_status(&self) -> http::StatusCode {
         use http::StatusCode as H;
         match self {
-            ApiError::InvalidArgument { .. } | ApiError::Undecodable(_) => H::BAD_REQUEST,
-            ApiError::NotFound(_) => H::NOT_FOUND,
-            ApiError::AlreadyExists(_) | ApiError::Aborted(_) => H::CONFLICT,
-            ApiError::OutOfRange(_) => H::RANGE_NOT_SATISFIABLE,
-            ApiError::ResourceExhausted(_) => H::TOO_MANY_REQUESTS,
+            ApiError::App(err) => match err {
+                AppError::InvalidArgument { .. } => H::BAD_REQUEST,
+                AppError::NotFound(_) => H::NOT_FOUND,
+                AppError::AlreadyExists(_) | AppError::Aborted(_) => H::CONFLICT,
+                AppError::OutOfRange(_) => H::RANGE_NOT_SATISFIABLE,
+                AppError::ResourceExhausted(_) => H::TOO_MANY_REQUESTS,
+                AppError::FailedPrecondition(_) => H::PRECONDITION_FAILED,
+                AppError::Unavailable(_) => H::SERVICE_UNAVAILABLE,
+                AppError::Internal(_) => H::INTERNAL_SERVER_ERROR,
+            },
+            ApiError::Undecodable(_) | ApiError::Transport { .. } => H::BAD_REQUEST,
             ApiError::TooLarge(_) => H::PAYLOAD_TOO_LARGE,
             ApiError::DeadlineExceeded(_) => H::GATEWAY_TIMEOUT,
-            ApiError::FailedPrecondition(_) => H::PRECONDITION_FAILED,
             ApiError::PermissionDenied(_) => H::FORBIDDEN,
-            ApiError::Unavailable(_) => H::SERVICE_UNAVAILABLE,
-            ApiError::Internal(_) => H::INTERNAL_SERVER_ERROR,
-            ApiError::Transport { .. } => H::BAD_REQUEST,
             ApiError::UnsupportedEncoding(_) => H::UNSUPPORTED_MEDIA_TYPE,
         }
     }
@@ -291,59 +218,22 @@ impl From<Status> for ApiError {
     }
 }
 
-impl From<CacheError> for ApiError {
-    fn from(err: CacheError) -> Self {
-        match err {
-            CacheError::NotFound { .. } => ApiError::NotFound(err.to_string()),
-            CacheError::UidConflict { .. } | CacheError::NameConflict { .. } => {
-                ApiError::AlreadyExists(err.to_string())
+/// Lower layers' errors reach the table through the core's kinds.
+macro_rules! through_app {
+    ($($error:ty),*) => {$(
+        impl From<$error> for ApiError {
+            fn from(err: $error) -> Self {
+                ApiError::App(AppError::from(err))
             }
         }
-    }
+    )*};
 }
-
-impl From<CommitConflict> for ApiError {
-    fn from(err: CommitConflict) -> Self {
-        ApiError::Aborted(format!("{err}; retry the request"))
-    }
-}
-
-impl From<SubscribeError> for ApiError {
-    fn from(err: SubscribeError) -> Self {
-        match err {
-            SubscribeError::Expired { .. } | SubscribeError::Ahead { .. } => {
-                ApiError::OutOfRange(err.to_string())
-            }
-            SubscribeError::Closed => ApiError::shutting_down(),
-        }
-    }
-}
-
-impl From<End> for ApiError {
-    fn from(end: End) -> Self {
-        match end {
-            End::Lagged { .. } => ApiError::ResourceExhausted(end.to_string()),
-            End::Closed => ApiError::shutting_down(),
-        }
-    }
-}
-
-impl From<DrainError> for ApiError {
-    fn from(err: DrainError) -> Self {
-        match &err {
-            DrainError::NoNodes => ApiError::invalid("node_names", err.to_string()),
-            DrainError::UnknownNode { index, .. } => {
-                ApiError::invalid(format!("node_names[{index}]"), err.to_string())
-            }
-            DrainError::WorkingState { .. } => ApiError::Internal(err.to_string()),
-        }
-    }
-}
+through_app!(CacheError, CommitConflict, SubscribeError, End, DrainError);
 
 impl From<tokio::task::JoinError> for ApiError {
     fn from(err: tokio::task::JoinError) -> Self {
         tracing::error!(error = %err, "decision task failed");
-        ApiError::Internal("decision task failed".to_string())
+        ApiError::internal("decision task failed")
     }
 }
 
@@ -383,18 +273,30 @@ mod tests {
                 Code::ResourceExhausted,
             ),
             (End::Closed.into(), Code::Unavailable),
-            (ApiError::preempt_overloaded(4), Code::ResourceExhausted),
+            (
+                AppError::preempt_overloaded(4).into(),
+                Code::ResourceExhausted,
+            ),
             (
                 ApiError::permission_denied("preemptd.v1.Preemption/UpdatePod", "writer", None),
                 Code::PermissionDenied,
             ),
-            (ApiError::drain_overloaded(4), Code::ResourceExhausted),
-            (ApiError::too_many_watchers(2), Code::ResourceExhausted),
+            (
+                AppError::drain_overloaded(4).into(),
+                Code::ResourceExhausted,
+            ),
+            (
+                AppError::too_many_watchers(2).into(),
+                Code::ResourceExhausted,
+            ),
             (
                 ApiError::TooLarge("body over 4 bytes".into()),
                 Code::ResourceExhausted,
             ),
-            (ApiError::too_many_sync_streams(2), Code::ResourceExhausted),
+            (
+                AppError::too_many_sync_streams(2).into(),
+                Code::ResourceExhausted,
+            ),
             (
                 ApiError::deadline_exceeded(std::time::Duration::from_millis(10)),
                 Code::DeadlineExceeded,
@@ -462,8 +364,8 @@ mod tests {
                 H::FORBIDDEN,
             ),
             (ApiError::TooLarge("body".into()), H::PAYLOAD_TOO_LARGE),
-            (ApiError::not_listed_yet(), H::SERVICE_UNAVAILABLE),
-            (ApiError::Internal("bug".into()), H::INTERNAL_SERVER_ERROR),
+            (AppError::not_listed_yet().into(), H::SERVICE_UNAVAILABLE),
+            (ApiError::internal("bug"), H::INTERNAL_SERVER_ERROR),
             (
                 ApiError::UnsupportedEncoding("gzip".into()),
                 H::UNSUPPORTED_MEDIA_TYPE,

@@ -78,6 +78,18 @@ pub fn to_json<M: ProtoName>(message: &M) -> Result<serde_json::Value, JsonError
         .map_err(|source| JsonError::Render { name, source })
 }
 
+/// A decision as `preemptd.v1.PreemptResponse` in proto3 JSON, every field emitted
+/// (offline there is no server: `epoch` is empty and the revisions are 0).
+pub fn decision_json(decision: &crate::engine::Decision) -> Result<serde_json::Value, JsonError> {
+    to_json(&super::convert::decision(decision))
+}
+
+/// A drain plan as `preemptd.v1.PlanDrainResponse` in proto3 JSON, every field emitted
+/// (offline there is no server: `epoch` is empty and `revision` 0).
+pub fn plan_json(plan: &crate::engine::drain::DrainPlan) -> Result<serde_json::Value, JsonError> {
+    to_json(&super::convert::drain_plan(plan))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,6 @@ pub mod json;
 #[cfg(any(test, feature = "generate"))]
 pub mod messages;
 mod middleware;
-mod mirror;
 mod probe;
 mod routes;
 mod service;
@@ -37,7 +36,8 @@ use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
-use service::{PreemptionService, State};
+use crate::app::{App, AppConfig};
+use service::PreemptionService;
 
 /// Generated protobuf and tonic code for `preemptd.v1`, with its encoded descriptor set.
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
@@ -105,6 +105,22 @@ pub struct ServeConfig {
     pub extender_listen: Option<SocketAddr>,
 }
 
+impl ServeConfig {
+    /// What of the configuration shapes the application core.
+    fn app_config(&self) -> AppConfig {
+        AppConfig {
+            history_capacity: self.history_capacity,
+            subscriber_buffer: self.subscriber_buffer,
+            commit_attempts: self.commit_attempts,
+            max_concurrent_preempts: self.max_concurrent_preempts,
+            max_watchers: self.max_watchers,
+            max_sync_streams: self.max_sync_streams,
+            mirrored: self.cluster.is_some(),
+            policy: self.policy.clone(),
+        }
+    }
+}
+
 impl Default for ServeConfig {
     fn default() -> Self {
         ServeConfig {
@@ -147,7 +163,7 @@ pub fn default_max_concurrent_preempts() -> usize {
 /// A server running in the background. Dropping it also starts a shutdown.
 pub struct RunningServer {
     local_addr: SocketAddr,
-    state: Arc<State>,
+    app: Arc<App>,
     health: HealthReporter,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
@@ -176,7 +192,7 @@ impl RunningServer {
 
     /// The id this server chose at start; every response carries it.
     pub fn epoch(&self) -> &str {
-        &self.state.epoch
+        &self.app.epoch
     }
 
     /// Graceful shutdown: health goes NOT_SERVING, new calls get UNAVAILABLE, watch
@@ -209,7 +225,7 @@ impl RunningServer {
     }
 
     fn begin_shutdown(&self) {
-        self.state.begin_shutdown();
+        self.app.begin_shutdown();
         if let Some(watches) = &self.watches {
             watches.abort();
         }
@@ -244,16 +260,21 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     };
     log_security(&config, tls.as_ref());
 
-    let state = Arc::new(State::new(&config));
-    let preemption =
-        pb::preemption_server::PreemptionServer::new(PreemptionService::new(state.clone()))
-            .max_decoding_message_size(config.max_message_bytes)
-            .max_encoding_message_size(config.max_message_bytes);
+    let app = Arc::new(App::new(&config.app_config()));
+    let preemption = pb::preemption_server::PreemptionServer::new(PreemptionService::new(
+        app.clone(),
+        config.authz.is_some(),
+    ))
+    .max_decoding_message_size(config.max_message_bytes)
+    .max_encoding_message_size(config.max_message_bytes);
 
     let (health, health_service) = tonic_health::server::health_reporter();
+    // tonic's reporter starts the overall service SERVING: nothing is until the core is
+    // listed (below).
+    set_health(&health, ServingStatus::NotServing).await;
     let metrics = match config.metrics_listen {
         None => None,
-        Some(addr) => Some(start_metrics(addr, state.clone(), tls.clone()).await?),
+        Some(addr) => Some(start_metrics(addr, app.clone(), tls.clone()).await?),
     };
 
     let extender = match config.extender_listen {
@@ -261,7 +282,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         Some(addr) => Some(
             extender::ExtenderEndpoint::start(
                 addr,
-                state.clone(),
+                app.clone(),
                 config.authz.clone(),
                 config.max_message_bytes,
                 tls.clone(),
@@ -271,7 +292,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     };
 
     let (tx, rx) = oneshot::channel::<()>();
-    let update_pod = unary::UpdatePodCall::new(state.clone(), config.max_message_bytes);
+    let update_pod = unary::UpdatePodCall::new(app.clone(), config.max_message_bytes);
     let routes = with_reflection(routes::Routes::new(update_pod, preemption).add(health_service))?;
     let server = Server::builder()
         .http2_keepalive_interval(config.keepalive_interval)
@@ -296,30 +317,32 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     };
 
     let watches = match &config.cluster {
-        // SERVING once every kind is listed (see `mirror`).
         Some(source) => {
-            set_health(&health, ServingStatus::NotServing).await;
             let client = crate::kubernetes::client(source).await?;
             tracing::info!(?source, "kubernetes mode: listing and watching the cluster");
-            let mirror = mirror::StateMirror {
-                state: state.clone(),
-                health: health.clone(),
-                runtime: tokio::runtime::Handle::current(),
-            };
+            let mirror = crate::kubernetes::AppMirror::new(app.clone());
             Some(crate::kubernetes::start(client, Arc::new(mirror)))
         }
-        None => {
-            set_health(&health, ServingStatus::Serving).await;
-            None
-        }
+        None => None,
     };
+    // SERVING once the core is listed: at once in push mode, in Kubernetes mode once
+    // every watched kind is.
+    {
+        let (app, health) = (app.clone(), health.clone());
+        tokio::spawn(async move {
+            app.listed().await;
+            if app.check_running().is_ok() {
+                set_health(&health, ServingStatus::Serving).await;
+            }
+        });
+    }
     if let Some(policy) = &config.policy {
         log_policy(policy);
     }
-    tracing::info!(addr = %local_addr, epoch = %state.epoch, "serving");
+    tracing::info!(addr = %local_addr, epoch = %app.epoch, "serving");
     Ok(RunningServer {
         local_addr,
-        state,
+        app,
         health,
         shutdown: Some(tx),
         task: Some(task),
@@ -361,19 +384,19 @@ fn with_reflection<S: tonic::server::NamedService>(
 /// Serves `/metrics` on `addr`, with the cache's counts read at each scrape.
 async fn start_metrics(
     addr: SocketAddr,
-    state: Arc<State>,
+    app: Arc<App>,
     tls: Option<tls::TlsAcceptor>,
 ) -> anyhow::Result<crate::ops::metrics::MetricsEndpoint> {
     let handle = crate::ops::metrics::install()?;
     let snapshot = Arc::new(move || {
-        let counts = state.cache.counts();
+        let counts = app.cache.counts();
         crate::ops::metrics::Snapshot {
             nodes: counts.nodes,
             pods: counts.pods,
             nominated_pods: counts.nominated_pods,
             pdbs: counts.pdbs,
-            nominations_revision: state.log.revision(),
-            watch_subscribers: state.open_watchers(),
+            nominations_revision: app.log.revision(),
+            watch_subscribers: app.open_watchers(),
         }
     });
     crate::ops::metrics::MetricsEndpoint::start(addr, handle, snapshot, tls).await

@@ -23,7 +23,8 @@ use tonic::codegen::BoxFuture;
 use super::codec::{BUFFER_BYTES, YIELD_THRESHOLD_BYTES};
 use super::errors::ApiError;
 use super::pb;
-use super::service::{self, State};
+use super::service;
+use crate::app::App;
 
 /// The path this module serves.
 pub(crate) const UPDATE_POD_PATH: &str = "/preemptd.v1.Preemption/UpdatePod";
@@ -34,14 +35,14 @@ const HEADER_BYTES: usize = 5;
 /// Serves `UpdatePod` calls (the router hands them here).
 #[derive(Clone)]
 pub(crate) struct UpdatePodCall {
-    state: Arc<State>,
+    app: Arc<App>,
     max_message_bytes: usize,
 }
 
 impl UpdatePodCall {
-    pub fn new(state: Arc<State>, max_message_bytes: usize) -> Self {
+    pub fn new(app: Arc<App>, max_message_bytes: usize) -> Self {
         UpdatePodCall {
-            state,
+            app,
             max_message_bytes,
         }
     }
@@ -50,11 +51,11 @@ impl UpdatePodCall {
         &self,
         request: http::Request<Body>,
     ) -> BoxFuture<http::Response<Body>, Infallible> {
-        let state = self.state.clone();
+        let app = self.app.clone();
         let max = self.max_message_bytes;
         Box::pin(async move {
             let answer = match read_message(request, max).await {
-                Ok(encoding) => service::update_pod(&state, encoding).await,
+                Ok(encoding) => service::update_pod(&app, encoding).await,
                 Err(err) => Err(err),
             };
             Ok(respond(answer, max))

@@ -35,14 +35,14 @@ use tokio_stream::StreamExt as _;
 
 use super::authz::{self, AuthzPolicy};
 use super::errors::ApiError;
-use super::service::State;
 use super::tls::{PeerInfo, TlsAcceptor, TlsConnection};
+use crate::app::{App, AppError};
 
 pub use verbs::NOT_CACHED;
 
 /// What the handlers share.
 struct Extender {
-    state: Arc<State>,
+    app: Arc<App>,
     authz: Option<Arc<AuthzPolicy>>,
     max_body_bytes: usize,
 }
@@ -58,7 +58,7 @@ impl ExtenderEndpoint {
     /// Binds `addr` and serves the verbs (over TLS with `tls`).
     pub async fn start(
         addr: SocketAddr,
-        state: Arc<State>,
+        app: Arc<App>,
         authz: Option<Arc<AuthzPolicy>>,
         max_body_bytes: usize,
         tls: Option<TlsAcceptor>,
@@ -68,7 +68,7 @@ impl ExtenderEndpoint {
             .with_context(|| format!("bind extender address {addr}"))?;
         let local_addr = listener.local_addr().context("extender local address")?;
         let extender = Arc::new(Extender {
-            state,
+            app,
             authz,
             max_body_bytes,
         });
@@ -268,7 +268,7 @@ struct Answer {
 impl Answer {
     fn of<T: serde::Serialize>(value: &T, error: bool) -> Result<Self, ApiError> {
         let json = serde_json::to_vec(value)
-            .map_err(|e| ApiError::Internal(format!("encode the reply: {e}")))?;
+            .map_err(|e| ApiError::internal(format!("encode the reply: {e}")))?;
         Ok(Answer { json, error })
     }
 }
@@ -327,9 +327,9 @@ async fn handle(
                     &headers,
                 )?;
             }
-            extender.state.check_listed()?;
+            extender.app.check_listed()?;
             let body = read_body(body, extender.max_body_bytes).await?;
-            answer(verb, extender.state.clone(), body, span).await
+            answer(verb, extender.app.clone(), body, span).await
         }
     };
     let answered = tracing::Instrument::instrument(answered, span.clone()).await;
@@ -397,50 +397,43 @@ async fn read_body(body: Body, limit: usize) -> Result<bytes::Bytes, ApiError> {
 /// per candidate) on a decision lane as gRPC `Preempt` does.
 async fn answer(
     verb: Verb,
-    state: Arc<State>,
+    app: Arc<App>,
     body: bytes::Bytes,
     span: tracing::Span,
 ) -> Result<Answer, ApiError> {
-    let for_lanes = state.clone();
-    let work = move || {
-        let _entered = span.enter();
-        run_verb(verb, &state, &body)
+    let work = {
+        let app = app.clone();
+        move || {
+            let _entered = span.enter();
+            run_verb(verb, &app, &body)
+        }
     };
     match verb {
         Verb::Filter | Verb::Prioritize => tokio::task::spawn_blocking(work).await?,
         Verb::Preempt => {
             // A dry run per candidate: a decision like gRPC Preempt, shed with it.
-            let permit = for_lanes.decision_permit(ApiError::preempt_overloaded)?;
-            let (done, result) = oneshot::channel();
-            for_lanes.lanes().spawn(move || {
-                let answered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-                    .unwrap_or_else(|_| Err(ApiError::Internal("preempt panicked".to_string())));
-                drop(permit);
-                let _ = done.send(answered);
-            });
-            result
-                .await
-                .map_err(|_| ApiError::Internal("preempt task dropped".to_string()))?
+            let permit = app.decision_permit(AppError::preempt_overloaded)?;
+            app.on_lane(permit, work).await?
         }
     }
 }
 
 /// Decodes the body and answers. Blocking.
-fn run_verb(verb: Verb, state: &State, body: &[u8]) -> Result<Answer, ApiError> {
+fn run_verb(verb: Verb, app: &App, body: &[u8]) -> Result<Answer, ApiError> {
     match verb {
         Verb::Filter => {
-            let result = verbs::filter(state, wire::parse_args(body)?);
+            let result = verbs::filter(app, wire::parse_args(body)?);
             let error = !result.error.is_empty();
             Answer::of(&result, error)
         }
         Verb::Prioritize => {
-            let list = verbs::prioritize(state, wire::parse_args(body)?)?;
+            let list = verbs::prioritize(app, wire::parse_args(body)?)?;
             let json = wire::write_array(&list)
-                .map_err(|e| ApiError::Internal(format!("encode the reply: {e}")))?;
+                .map_err(|e| ApiError::internal(format!("encode the reply: {e}")))?;
             Ok(Answer { json, error: false })
         }
         Verb::Preempt => Answer::of(
-            &verbs::preempt(state, wire::parse_preemption_args(body)?)?,
+            &verbs::preempt(app, wire::parse_preemption_args(body)?)?,
             false,
         ),
     }

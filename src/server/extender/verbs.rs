@@ -3,12 +3,12 @@
 
 use rayon::prelude::*;
 
+use crate::app::App;
 use crate::cache::{NodeInfo, Snapshot};
 use crate::engine::DecideOptions;
 use crate::engine::per_node::{self, NoVictims, NodeVerdict, NodeVictims};
 use crate::model::{Node, Pod, PodRef};
 use crate::server::errors::ApiError;
-use crate::server::service::State;
 
 use super::wire::{
     ArgsJson, ExtenderArgs, FilterResult, HostPriority, MetaPod, MetaVictims, NodeList, NodesGiven,
@@ -52,23 +52,22 @@ impl<'s> CachedNodes<'s> {
 
 /// The request's pod with its priority from its PriorityClass, as the Priority admission
 /// plugin sets it (the scheduler's copy normally has it already).
-fn admitted(state: &State, mut pod: Pod) -> Result<Pod, ApiError> {
-    pod.admit(&state.cache.priority_classes())
-        .map_err(|unknown| ApiError::invalid("Pod: spec.priorityClassName", unknown.to_string()))?;
+fn admitted(app: &App, mut pod: Pod) -> Result<Pod, ApiError> {
+    app.admit(&mut pod, "Pod: spec.priorityClassName")?;
     Ok(pod)
 }
 
-fn built<'de>(state: &State, args: ArgsJson<'de>) -> Result<ExtenderArgs<'de>, ApiError> {
+fn built<'de>(app: &App, args: ArgsJson<'de>) -> Result<ExtenderArgs<'de>, ApiError> {
     let mut args = args.build()?;
-    args.pod = admitted(state, args.pod)?;
+    args.pod = admitted(app, args.pod)?;
     Ok(args)
 }
 
 /// `/filter`: the nodes the placement policy allows; without a policy, every node the
 /// request names (that the cache holds, for nodeCacheCapable requests).
-pub fn filter<'de>(state: &State, args: ArgsJson<'de>) -> FilterResult<'de> {
-    match built(state, args) {
-        Ok(args) => filter_built(state, args),
+pub fn filter<'de>(app: &App, args: ArgsJson<'de>) -> FilterResult<'de> {
+    match built(app, args) {
+        Ok(args) => filter_built(app, args),
         Err(error) => FilterResult {
             error: error.to_string(),
             ..FilterResult::default()
@@ -76,13 +75,13 @@ pub fn filter<'de>(state: &State, args: ArgsJson<'de>) -> FilterResult<'de> {
     }
 }
 
-fn filter_built<'de>(state: &State, args: ExtenderArgs<'de>) -> FilterResult<'de> {
-    let policy = state.policy().map(|p| &**p);
+fn filter_built<'de>(app: &App, args: ExtenderArgs<'de>) -> FilterResult<'de> {
+    let policy = app.policy().map(|p| &**p);
     let critical = policy.is_some_and(|p| p.is_critical(&args.pod));
     let mut result = FilterResult::default();
     match args.nodes {
         NodesGiven::Names(names) => {
-            let snapshot = state.cache.snapshot();
+            let snapshot = app.cache.snapshot();
             let cached = CachedNodes::new(&snapshot, names.len());
             let verdicts: Vec<Option<NodeVerdict>> = names
                 .par_iter()
@@ -139,17 +138,14 @@ impl<'de> FilterResult<'de> {
 
 /// `/prioritize`: every node the request names with the policy's score, 0 to 10
 /// (without a policy, or for a node the cache lacks: 0).
-pub fn prioritize<'de>(
-    state: &State,
-    args: ArgsJson<'de>,
-) -> Result<Vec<HostPriority<'de>>, ApiError> {
-    let args = built(state, args)?;
-    let policy = state.policy().map(|p| &**p);
+pub fn prioritize<'de>(app: &App, args: ArgsJson<'de>) -> Result<Vec<HostPriority<'de>>, ApiError> {
+    let args = built(app, args)?;
+    let policy = app.policy().map(|p| &**p);
     let critical = policy.is_some_and(|p| p.is_critical(&args.pod));
     let score = |node: &Node| policy.map_or(0, |p| p.score_for(critical, node));
     Ok(match args.nodes {
         NodesGiven::Names(names) => {
-            let snapshot = state.cache.snapshot();
+            let snapshot = app.cache.snapshot();
             let cached = CachedNodes::new(&snapshot, names.len());
             names
                 .into_par_iter()
@@ -174,18 +170,18 @@ pub fn prioritize<'de>(
 /// allows, each with the victims preemptd's engine chooses there — kept only when every
 /// one of them is a pod the scheduler lists for that node.
 pub fn preempt<'de>(
-    state: &State,
+    app: &App,
     args: PreemptionArgsJson<'de>,
 ) -> Result<PreemptionResult<'de>, ApiError> {
     let mut args = args.build()?;
-    let mut preemptor = admitted(state, args.pod)?;
-    state.cache.fill_held_nomination(&mut preemptor);
+    let mut preemptor = admitted(app, args.pod)?;
+    app.cache.fill_held_nomination(&mut preemptor);
     let options = DecideOptions {
-        policy: state.policy().cloned(),
+        policy: app.policy().cloned(),
         ..DecideOptions::default()
     };
     let names: Vec<&str> = args.candidates.iter().map(|(n, _)| &**n).collect();
-    let snapshot = state.cache.snapshot();
+    let snapshot = app.cache.snapshot();
     let chosen = per_node::victims_on_nodes(&snapshot, &preemptor, &names, &options);
     // The scheduler's lists checked on the pool, as the selections ran there.
     let judged: Vec<Candidate> = args

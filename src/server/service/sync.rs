@@ -25,21 +25,13 @@ use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tonic::Streaming;
 
-use crate::cache::UpdateOutcome;
+use crate::app::{AnyChange, App, Applied, Change, PodArc};
 use crate::model::build::Memo;
-use crate::model::decode;
-use crate::model::namespace::Namespace;
-use crate::model::priority::PriorityClass;
-use crate::model::{Node, Pod, PodDisruptionBudget};
-use crate::nominations::Event;
 
-use super::super::convert;
 use super::super::errors::ApiError;
 use super::super::pb;
 use super::super::wire::{self, Received, SyncRequestWire, WireItem};
-use super::State;
-use super::apply::{Change, PodArc};
-use super::missing_change;
+use super::changes::{Kind, read_sync_item};
 
 /// Most items per chunk: large enough to amortize the hand-off to the applier and the
 /// locks taken per chunk.
@@ -73,39 +65,8 @@ struct Tally {
     next_index: u64,
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Node,
-    Pod,
-    Pdb,
-    PriorityClass,
-    Namespace,
-}
-
-impl Kind {
-    fn field(self) -> &'static str {
-        match self {
-            Kind::Node => "node",
-            Kind::Pod => "pod",
-            Kind::Pdb => "pdb",
-            Kind::PriorityClass => "priority_class",
-            Kind::Namespace => "namespace",
-        }
-    }
-
-    fn count(self, counts: &mut pb::SyncCounts) -> &mut u64 {
-        match self {
-            Kind::Node => &mut counts.nodes,
-            Kind::Pod => &mut counts.pods,
-            Kind::Pdb => &mut counts.pdbs,
-            Kind::PriorityClass => &mut counts.priority_classes,
-            Kind::Namespace => &mut counts.namespaces,
-        }
-    }
-}
-
 impl Tally {
-    fn record(&mut self, kind: Option<Kind>, result: Result<UpdateOutcome, ApiError>) {
+    fn record(&mut self, kind: Option<Kind>, result: Result<Applied, ApiError>) {
         let index = self.next_index;
         self.next_index += 1;
         match (kind, result) {
@@ -118,9 +79,9 @@ impl Tally {
                         Some(kind) => err.within(kind.field()),
                         None => err,
                     };
-                    let field = match &err {
-                        ApiError::InvalidArgument { path, .. } => path.clone(),
-                        _ => kind.map(Kind::field).unwrap_or("item").to_string(),
+                    let field = match err.field() {
+                        Some(path) => path.to_string(),
+                        None => kind.map(Kind::field).unwrap_or("item").to_string(),
                     };
                     self.rejections.push(pb::SyncRejection {
                         index,
@@ -139,7 +100,7 @@ impl Tally {
 /// Reads the stream into chunks of messages for the converter, until it ends (or fails,
 /// or the server stops). Only cuts messages: converting them is the converter's.
 async fn receive(
-    state: &State,
+    app: &App,
     stream: &mut Streaming<SyncRequestWire>,
     chunks: mpsc::Sender<Vec<SyncRequestWire>>,
 ) -> Result<(), ApiError> {
@@ -171,7 +132,7 @@ async fn receive(
                 }
             }
         }
-        state.check_running()?;
+        app.check_running()?;
         if !chunk.is_empty() && chunks.send(chunk).await.is_err() {
             // The converter stopped early, on an item it cannot decode (or by
             // panicking): its join reports it.
@@ -215,19 +176,19 @@ fn convert_queue(
 
 /// Receives the stream, converts and applies it chunk by chunk, and reports.
 pub(super) async fn run(
-    state: Arc<State>,
+    app: Arc<App>,
     mut stream: Streaming<SyncRequestWire>,
 ) -> Result<pb::SyncResponse, ApiError> {
-    state.check_running()?;
+    app.check_running()?;
     let (received, to_convert) = mpsc::channel::<Vec<SyncRequestWire>>(QUEUED_CHUNKS);
     let (converted, to_apply) = mpsc::channel::<Vec<Prepared>>(QUEUED_CHUNKS);
     let mut converter = tokio::task::spawn_blocking(move || convert_queue(to_convert, converted));
     let applier = {
-        let state = state.clone();
-        tokio::task::spawn_blocking(move || state.apply_sync_queue(to_apply))
+        let app = app.clone();
+        tokio::task::spawn_blocking(move || apply_queue(&app, to_apply))
     };
     tokio::select! {
-        received = receive(&state, &mut stream, received) => {
+        received = receive(&app, &mut stream, received) => {
             received?;
             converter.await??;
         }
@@ -256,9 +217,9 @@ pub(super) async fn run(
         stale: Some(tally.stale),
         rejected: tally.rejected,
         rejections: tally.rejections,
-        revision: state.cache.revision(),
-        epoch: state.epoch.clone(),
-        nominations_revision: state.log.revision(),
+        revision: app.cache.revision(),
+        epoch: app.epoch.clone(),
+        nominations_revision: app.log.revision(),
     })
 }
 
@@ -275,82 +236,23 @@ async fn next_if_ready(
     .await
 }
 
-/// Decodes a JSON/YAML document inline (this already runs on the blocking pool).
-fn decode_inline<T>(
-    field: &str,
-    text: &str,
-    decode: fn(&serde_json::Value) -> Result<T, decode::DecodeError>,
-) -> Result<T, ApiError> {
-    let value = decode::parse_document(text).map_err(|e| ApiError::from_decode(field, e))?;
-    decode(&value).map_err(|e| ApiError::from_decode(field, e))
-}
+/// An item after conversion (by the converter, while earlier chunks are applied): its
+/// kind, when it names one, and its change or why it has none.
+type Prepared = (Option<Kind>, Result<AnyChange, ApiError>);
 
-/// An item after conversion (by the converter, while earlier chunks are applied).
-enum Prepared {
-    /// No item, or one whose conversion failed (of the kind, when it has one).
-    Rejected(Option<Kind>, ApiError),
-    /// Boxed, as the budgets: a load's items are nearly all pods, and every item moves
-    /// through the queue at the size of the largest variant.
-    Node(Box<Change<Node>>),
-    /// In its final allocation, made (and first touched) by the converter: the applier
-    /// only links it in.
-    Pod(Change<PodArc>),
-    Pdb(Box<Change<PodDisruptionBudget>>),
-    PriorityClass(Box<Change<PriorityClass>>),
-    Namespace(Box<Change<Namespace>>),
-}
-
-impl Prepared {
-    fn node(change: Result<Change<Node>, ApiError>) -> Self {
-        match change {
-            Ok(change) => Prepared::Node(Box::new(change)),
-            Err(error) => Prepared::Rejected(Some(Kind::Node), error),
-        }
-    }
-
-    fn pod(change: Result<Change<PodArc>, ApiError>) -> Self {
-        match change {
-            Ok(change) => Prepared::Pod(change),
-            Err(error) => Prepared::Rejected(Some(Kind::Pod), error),
-        }
-    }
-
-    fn pdb(change: Result<Change<PodDisruptionBudget>, ApiError>) -> Self {
-        match change {
-            Ok(change) => Prepared::Pdb(Box::new(change)),
-            Err(error) => Prepared::Rejected(Some(Kind::Pdb), error),
-        }
-    }
-
-    fn priority_class(change: Result<Change<PriorityClass>, ApiError>) -> Self {
-        match change {
-            Ok(change) => Prepared::PriorityClass(Box::new(change)),
-            Err(error) => Prepared::Rejected(Some(Kind::PriorityClass), error),
-        }
-    }
-
-    fn namespace(change: Result<Change<Namespace>, ApiError>) -> Self {
-        match change {
-            Ok(change) => Prepared::Namespace(Box::new(change)),
-            Err(error) => Prepared::Rejected(Some(Kind::Namespace), error),
-        }
-    }
-}
-
-fn upsert_pod(pod: Pod) -> Change<PodArc> {
-    Change::Upsert(PodArc::new(pod))
-}
-
-/// Converts a received item. A pod is read straight from its encoding when it can be
-/// (see `wire`); an encoding prost rejects fails the stream, as it did when prost decoded
-/// the whole request.
+/// Converts a received item. A pod or node is read straight from its encoding when it
+/// can be (see `wire`); an encoding prost rejects fails the stream, as it did when prost
+/// decoded the whole request.
 fn prepare_on_receive(request: SyncRequestWire, memo: &mut Memo) -> Result<Prepared, ApiError> {
     use pb::sync_request::Item;
     let item = match request.item {
         None => None,
         Some(WireItem::Node(encoding)) => match wire::receive_node(encoding, memo) {
             Ok(Received::Upserted(node)) => {
-                return Ok(Prepared::node(node.map(Change::Upsert)));
+                return Ok((
+                    Some(Kind::Node),
+                    node.map(|n| AnyChange::Node(Change::Upsert(n))),
+                ));
             }
             Ok(Received::Decoded(request)) => Some(Item::Node(*request)),
             Err(error) => return Err(undecodable(error)),
@@ -359,12 +261,17 @@ fn prepare_on_receive(request: SyncRequestWire, memo: &mut Memo) -> Result<Prepa
         Some(WireItem::PriorityClass(r)) => Some(Item::PriorityClass(*r)),
         Some(WireItem::Namespace(r)) => Some(Item::Namespace(*r)),
         Some(WireItem::Pod(encoding)) => match wire::receive_pod(encoding, memo) {
-            Ok(Received::Upserted(pod)) => return Ok(Prepared::pod(pod.map(upsert_pod))),
+            Ok(Received::Upserted(pod)) => {
+                return Ok((
+                    Some(Kind::Pod),
+                    pod.map(|p| AnyChange::Pod(Change::Upsert(PodArc::new(p)))),
+                ));
+            }
             Ok(Received::Decoded(request)) => Some(Item::Pod(*request)),
             Err(error) => return Err(undecodable(error)),
         },
     };
-    Ok(prepare(pb::SyncRequest { item }, memo))
+    Ok(read_sync_item(item, memo))
 }
 
 /// As tonic answers a message it cannot decode.
@@ -372,135 +279,57 @@ fn undecodable(error: prost::DecodeError) -> ApiError {
     ApiError::Undecodable(error.to_string())
 }
 
-/// Converts one item exactly as the unary update of its kind does (JSON decoded inline).
-fn prepare(request: pb::SyncRequest, memo: &mut Memo) -> Prepared {
-    use pb::sync_request::Item;
-    match request.item {
-        None => Prepared::Rejected(
-            None,
-            ApiError::invalid(
-                "item",
-                "one of node, pod, pdb, priority_class or namespace is required",
-            ),
-        ),
-        Some(Item::Node(r)) => Prepared::node(match r.change {
-            None => Err(missing_change()),
-            Some(pb::update_node_request::Change::Upsert(n)) => {
-                convert::node_with_memo("upsert", &n, memo).map(Change::Upsert)
-            }
-            Some(pb::update_node_request::Change::UpsertJson(text)) => {
-                decode_inline("upsert_json", &text, decode::decode_node).map(Change::Upsert)
-            }
-            Some(pb::update_node_request::Change::Delete(r)) => Ok(Change::Delete(r)),
-        }),
-        Some(Item::Pod(r)) => Prepared::pod(match r.change {
-            None => Err(missing_change()),
-            Some(pb::update_pod_request::Change::Upsert(p)) => {
-                convert::pod_with_memo("upsert", &p, memo).map(upsert_pod)
-            }
-            Some(pb::update_pod_request::Change::UpsertJson(text)) => {
-                decode_inline("upsert_json", &text, decode::decode_pod).map(upsert_pod)
-            }
-            Some(pb::update_pod_request::Change::Delete(r)) => Ok(Change::Delete(r)),
-        }),
-        Some(Item::Pdb(r)) => Prepared::pdb(match r.change {
-            None => Err(missing_change()),
-            Some(pb::update_pod_disruption_budget_request::Change::Upsert(b)) => {
-                convert::pdb("upsert", &b).map(Change::Upsert)
-            }
-            Some(pb::update_pod_disruption_budget_request::Change::UpsertJson(text)) => {
-                decode_inline("upsert_json", &text, decode::decode_pdb).map(Change::Upsert)
-            }
-            Some(pb::update_pod_disruption_budget_request::Change::Delete(r)) => {
-                Ok(Change::Delete(r))
-            }
-        }),
-        Some(Item::PriorityClass(r)) => Prepared::priority_class(match r.change {
-            None => Err(missing_change()),
-            Some(pb::update_priority_class_request::Change::Upsert(c)) => {
-                convert::priority_class("upsert", &c).map(Change::Upsert)
-            }
-            Some(pb::update_priority_class_request::Change::UpsertJson(text)) => {
-                decode_inline("upsert_json", &text, decode::decode_priority_class)
-                    .map(Change::Upsert)
-            }
-            Some(pb::update_priority_class_request::Change::Delete(r)) => Ok(Change::Delete(r)),
-        }),
-        Some(Item::Namespace(r)) => Prepared::namespace(match r.change {
-            None => Err(missing_change()),
-            Some(pb::update_namespace_request::Change::Upsert(n)) => {
-                convert::namespace("upsert", &n).map(Change::Upsert)
-            }
-            Some(pb::update_namespace_request::Change::UpsertJson(text)) => {
-                decode_inline("upsert_json", &text, decode::decode_namespace).map(Change::Upsert)
-            }
-            Some(pb::update_namespace_request::Change::Delete(r)) => Ok(Change::Delete(r)),
-        }),
+/// The applier of one stream: applies its chunks in order until the converter is
+/// done, and returns what they did. Blocking: runs on the blocking pool.
+fn apply_queue(app: &App, mut queue: mpsc::Receiver<Vec<Prepared>>) -> Tally {
+    let mut tally = Tally::default();
+    let mut chunks = Vec::new();
+    while let Some(chunk) = queue.blocking_recv() {
+        // Chunks that queued up while the last was applied: one batch. Applied as they
+        // are, not appended to the first (no copy, no regrowth).
+        let mut items = chunk.len();
+        chunks.push(chunk);
+        while items < MERGED_ITEMS
+            && let Ok(more) = queue.try_recv()
+        {
+            items += more.len();
+            chunks.push(more);
+        }
+        apply_chunk(app, chunks.drain(..).flatten(), &mut tally);
     }
+    app.cache.end_bulk_load();
+    // What the chunks and the replaced entries freed, before the load's memory is
+    // released.
+    crate::ops::memory::flush_thread_cache();
+    tally
 }
 
-impl State {
-    /// The applier of one stream: applies its chunks in order until the converter
-    /// is done, and returns what they did. Blocking: runs on the blocking pool.
-    fn apply_sync_queue(&self, mut queue: mpsc::Receiver<Vec<Prepared>>) -> Tally {
-        let mut tally = Tally::default();
-        let mut chunks = Vec::new();
-        while let Some(chunk) = queue.blocking_recv() {
-            // Chunks that queued up while the last was applied: one batch, one lock.
-            // Applied as they are, not appended to the first (no copy, no regrowth).
-            let mut items = chunk.len();
-            chunks.push(chunk);
-            while items < MERGED_ITEMS
-                && let Ok(more) = queue.try_recv()
-            {
-                items += more.len();
-                chunks.push(more);
+/// Applies one chunk in stream order (runs of pod changes as one batch, see
+/// [`App::apply_in_order`]); rejected items are tallied in their place.
+fn apply_chunk(app: &App, chunk: impl Iterator<Item = Prepared>, tally: &mut Tally) {
+    let mut kinds = std::collections::VecDeque::with_capacity(MERGED_ITEMS);
+    let mut changes = Vec::with_capacity(MERGED_ITEMS);
+    let flush = |changes: &mut Vec<AnyChange>,
+                 kinds: &mut std::collections::VecDeque<Kind>,
+                 tally: &mut Tally| {
+        app.apply_in_order(changes.drain(..), |result| {
+            let kind = kinds.pop_front();
+            tally.record(kind, result.map_err(ApiError::from))
+        });
+    };
+    for (kind, prepared) in chunk {
+        match (kind, prepared) {
+            (Some(kind), Ok(change)) => {
+                kinds.push_back(kind);
+                changes.push(change);
             }
-            self.apply_sync_chunk(chunks.drain(..).flatten(), &mut tally);
+            (kind, Err(error)) => {
+                // Tallied in stream order: what came before it is applied first.
+                flush(&mut changes, &mut kinds, tally);
+                tally.record(kind, Err(error));
+            }
+            (None, Ok(_)) => {}
         }
-        self.cache.end_bulk_load();
-        // What the chunks and the replaced entries freed, before the load's memory is
-        // released.
-        crate::ops::memory::flush_thread_cache();
-        tally
     }
-
-    /// Applies one chunk in stream order.
-    ///
-    /// Under the nominations ordering lock (held for the chunk, a few milliseconds at
-    /// most, so pod changes and their events are published as one batch in order), items
-    /// are applied in stream order, runs of pod changes together (see `apply_pods`).
-    fn apply_sync_chunk(&self, chunk: impl Iterator<Item = Prepared>, tally: &mut Tally) {
-        let ordered = self.sync.lock();
-        let mut events = Vec::new();
-        let mut pods: Vec<Change<PodArc>> = Vec::with_capacity(MERGED_ITEMS);
-        let apply_pods =
-            |pods: &mut Vec<Change<PodArc>>, tally: &mut Tally, events: &mut Vec<Event>| {
-                if !pods.is_empty() {
-                    self.apply_pods(&ordered, pods.drain(..), events, |outcome| {
-                        tally.record(Some(Kind::Pod), outcome)
-                    });
-                }
-            };
-        for item in chunk {
-            if !matches!(item, Prepared::Pod(_)) {
-                apply_pods(&mut pods, tally, &mut events);
-            }
-            match item {
-                Prepared::Pod(change) => pods.push(change),
-                Prepared::Rejected(kind, error) => tally.record(kind, Err(error)),
-                Prepared::Node(change) => tally.record(Some(Kind::Node), self.apply_node(*change)),
-                Prepared::Pdb(change) => tally.record(Some(Kind::Pdb), self.apply_pdb(*change)),
-                Prepared::PriorityClass(change) => tally.record(
-                    Some(Kind::PriorityClass),
-                    self.apply_priority_class(*change),
-                ),
-                Prepared::Namespace(change) => {
-                    tally.record(Some(Kind::Namespace), self.apply_namespace(*change))
-                }
-            }
-        }
-        apply_pods(&mut pods, tally, &mut events);
-        self.log.publish(events);
-    }
+    flush(&mut changes, &mut kinds, tally);
 }
