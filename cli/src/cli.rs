@@ -71,7 +71,7 @@ pub enum Command {
     /// Measure load rate, Preempt latency, UpdatePod rate, watch lag and RSS over
     /// loopback gRPC on a generated cluster (the server is a `preemptd serve` child
     /// process unless --target or --in-process); the last stdout line is a JSON object
-    /// with every figure. See BENCHMARKS.md.
+    /// with every figure. See docs/performance.md.
     Bench(bench::BenchArgs),
 }
 
@@ -382,7 +382,7 @@ pub struct SecurityArgs {
     /// How often the TLS files are re-read to pick up a rotated certificate.
     #[arg(long, env = "PREEMPTD_TLS_RELOAD_INTERVAL", default_value_t = HumanDuration(Duration::from_secs(10)), value_parser = parse_positive_duration)]
     pub tls_reload_interval: HumanDuration,
-    /// Roles by client identity (YAML; see README "Security"); without it every client is
+    /// Roles by client identity (YAML; see docs/security.md); without it every client is
     /// a writer.
     #[arg(long, env = "PREEMPTD_AUTHZ", value_name = "FILE", value_parser = parse_authz)]
     pub authz: Option<Arc<AuthzPolicy>>,
@@ -541,7 +541,7 @@ pub fn default_io_threads() -> usize {
 /// WatchNominations streams on one connection, the connection task runs (and writes)
 /// after each stream's frame instead of once after all of them. Without it, fan-out lag
 /// and the server's CPU per delivery are lower, for a somewhat lower bulk-load rate
-/// (docs/perf-history.md). Needs `--cfg tokio_unstable` (set in
+/// (docs/performance.md). Needs `--cfg tokio_unstable` (set in
 /// .cargo/config.toml).
 pub fn serve_runtime(io_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     serve_runtime_builder()

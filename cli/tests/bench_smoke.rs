@@ -1,6 +1,6 @@
 //! `preemptd bench` through the real binary on a tiny cluster: it finishes and its last
 //! stdout line is one JSON object with every required figure. Timings are never asserted
-//! (DESIGN: benchmarks are not timed assertions), only that they were measured.
+//! (benchmarks are never timed assertions), only that they were measured.
 
 use std::process::Command;
 

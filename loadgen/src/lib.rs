@@ -1,8 +1,8 @@
-//! `preemptd bench`: a loopback load generator that measures the DESIGN §5 figures over
-//! real gRPC: bulk load through `Sync`, `Preempt` latency and throughput (resources-only
-//! and anti-affinity + spread preemptors), unary `UpdatePod` rate and ack latency,
-//! `WatchNominations` fan-out lag (with and without a stalled subscriber) and server RSS
-//! per pod and per node.
+//! `preemptd bench`: a loopback load generator that measures the figures of
+//! docs/performance.md (and its targets) over real gRPC: bulk load through `Sync`,
+//! `Preempt` latency and throughput (resources-only and anti-affinity + spread
+//! preemptors), unary `UpdatePod` rate and ack latency, `WatchNominations` fan-out lag
+//! (with and without a stalled subscriber) and server RSS per pod and per node.
 //!
 //! Human-readable lines go to stdout, a progress line to stderr, and the last stdout line
 //! is one JSON object with every figure (for scripts and the smoke test).

@@ -575,7 +575,7 @@ pub fn utf8(bytes: &[u8]) -> Option<&str> {
 /// when it is not one or falls outside the nanoseconds an `i64` holds.
 ///
 /// Kubernetes writes every timestamp as `YYYY-MM-DDTHH:MM:SSZ`: that form is read here
-/// field by field, a fifth of what chrono's general parser costs (BENCHMARKS.md), and
+/// field by field, a fifth of what chrono's general parser costs, and
 /// anything else (fractions, offsets, lowercase, a leap second, an invalid date) is left to
 /// chrono, which then decides alone.
 pub fn rfc3339_nanos(text: &str) -> Option<i64> {
