@@ -326,7 +326,7 @@ fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
         .spawn()
         .expect("spawn server");
 
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(90);
     let mut healthy = false;
     while Instant::now() < deadline {
         let (code, out, _) =
@@ -448,7 +448,7 @@ fn health_reaches_a_server_with_mtls_and_authz() {
         "--tls-key",
         &path("client.key"),
     ];
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(90);
     let mut healthy = false;
     while Instant::now() < deadline {
         let (code, out, _) = health(&with_cert);
