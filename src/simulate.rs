@@ -378,6 +378,16 @@ fn decide_for(
 ) -> Result<Simulation, SimulateError> {
     let (objects, pod_note) = read_file(pod, options.strict)?;
     let mut preemptor = single_pod(pod, objects)?;
+    engine::check_pending(&preemptor).map_err(|refused| {
+        SimulateError::invalid(
+            pod,
+            None,
+            DecodeError {
+                path: refused.field().to_string(),
+                message: refused.to_string(),
+            },
+        )
+    })?;
     // Admission would refuse a pod naming a class that does not exist.
     preemptor
         .admit(&cache.priority_classes())

@@ -797,3 +797,88 @@ async fn the_deploy_rbac_lists_and_watches_the_five_kinds_and_nothing_more() {
     }
     wipe(&kube).await;
 }
+
+/// The watches are the one writer: a committing Preempt is refused and preemptd's copy
+/// stays as the cluster is (the preemptor is still decided on as before, not held back as
+/// NOT_ELIGIBLE by a victim only preemptd thinks terminating), and a bound pod named by
+/// pod_ref is no preemptor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_a_committing_preempt_and_keeps_its_copy_as_the_cluster_is() {
+    let _one = CLUSTER.lock().await;
+    let env = env();
+    let kube = admin().await;
+    wipe(&kube).await;
+    create_cluster(&kube, &priority_class("low", 10)).await;
+    create_cluster(&kube, &priority_class("high", 1000)).await;
+    create_node(&kube, "n1", "2").await;
+    create(
+        &kube,
+        None,
+        &pod("default", "busy", Some("n1"), "low", "1500m"),
+    )
+    .await;
+    create(&kube, None, &pod("default", "waiting", None, "high", "1")).await;
+
+    let preemptd = Preemptd::start(kubeconfig(&env.server, &env.ca, &env.token));
+    let mut client = preemptd.client().await;
+    preemptd.wait_serving().await;
+
+    let by_ref = |name: &str, dry_run: bool| pb::PreemptRequest {
+        preemptor: Some(pb::preempt_request::Preemptor::PodRef(pb::PodRef {
+            namespace: "default".into(),
+            name: name.into(),
+            uid: String::new(),
+        })),
+        dry_run,
+        explain: false,
+        pdb_mode: pb::PdbMode::Unspecified.into(),
+    };
+    let decided = eventually(&mut client, by_ref("waiting", true), "the dry run", |r| {
+        r.outcome == pb::Outcome::Preempt as i32
+    })
+    .await;
+    assert_eq!(decided.nominated_node_name, "n1");
+    assert_eq!(victims(&decided), ["busy"]);
+    let listed = client
+        .list_nominations(pb::ListNominationsRequest {})
+        .await
+        .expect("list nominations")
+        .into_inner();
+
+    let refused = client
+        .preempt(by_ref("waiting", false))
+        .await
+        .expect_err("a committing preempt");
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    assert!(refused.message().contains("dry_run"), "{refused:?}");
+
+    // Nothing changed: no nomination, and the same decision as before.
+    let after = client
+        .list_nominations(pb::ListNominationsRequest {})
+        .await
+        .expect("list nominations")
+        .into_inner();
+    assert_eq!(after.nominations, listed.nominations);
+    assert!(after.nominations.is_empty(), "{after:?}");
+    assert_eq!(after.revision, listed.revision);
+    let again = client
+        .preempt(by_ref("waiting", true))
+        .await
+        .expect("dry run")
+        .into_inner();
+    assert_eq!(again.outcome, pb::Outcome::Preempt as i32, "{again:?}");
+    assert_eq!(again.nominated_node_name, "n1");
+    assert_eq!(victims(&again), ["busy"]);
+
+    // A bound pod is no preemptor, dry run or not.
+    let bound = client
+        .preempt(by_ref("busy", true))
+        .await
+        .expect_err("a bound preemptor");
+    assert_eq!(bound.code(), Code::FailedPrecondition, "{bound:?}");
+    assert_eq!(
+        bound.message(),
+        "pod default/busy is bound to node n1: preemption is only for pending pods"
+    );
+    wipe(&kube).await;
+}

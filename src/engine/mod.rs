@@ -34,6 +34,7 @@ mod victims;
 
 use std::cmp::Ordering;
 
+pub use eligibility::{NotPending, check_pending};
 pub use filters::{Code, Status};
 pub use lanes::DecisionLanes;
 pub use policy::{PdbMode, Policy};

@@ -9,6 +9,7 @@
 use tonic::{Code, Status};
 
 use crate::cache::{CacheError, CommitConflict};
+use crate::engine::NotPending;
 use crate::engine::drain::DrainError;
 use crate::model::build::BuildError;
 use crate::model::decode::DecodeError;
@@ -39,8 +40,9 @@ pub enum ApiError {
     /// Commits kept conflicting with concurrent changes.
     #[error("{0}")]
     Aborted(String),
-    /// The call cannot be made in the server's mode (updates while Kubernetes watches
-    /// feed the cache).
+    /// The call cannot be made in the server's mode (updates and committing `Preempt`
+    /// calls while Kubernetes watches feed the cache), or not for this pod (a preemptor
+    /// that is bound, terminating or finished).
     #[error("{0}")]
     FailedPrecondition(String),
     /// The caller's role does not allow the call (`--authz`).
@@ -141,6 +143,14 @@ impl ApiError {
     pub fn watches_write() -> Self {
         ApiError::FailedPrecondition(
             "preemptd mirrors a kubernetes cluster (--kubeconfig or --in-cluster): its watches are the one writer, so updates and sync are refused".to_string(),
+        )
+    }
+
+    /// A committing `Preempt` in Kubernetes mode: the cluster, not preemptd, must change
+    /// (evictions and the nomination through the API server), and the watches bring it.
+    pub fn watches_commit() -> Self {
+        ApiError::FailedPrecondition(
+            "kubernetes mode: preempt with dry_run: the cluster's watches are the one writer; evict the victims and set the nomination through the API server".to_string(),
         )
     }
 
@@ -340,6 +350,13 @@ impl From<DrainError> for ApiError {
     }
 }
 
+/// A preemptor that is bound, terminating or finished: never one upstream preempts for.
+impl From<NotPending> for ApiError {
+    fn from(err: NotPending) -> Self {
+        ApiError::FailedPrecondition(err.to_string())
+    }
+}
+
 impl From<tokio::task::JoinError> for ApiError {
     fn from(err: tokio::task::JoinError) -> Self {
         tracing::error!(error = %err, "decision task failed");
@@ -389,6 +406,15 @@ mod tests {
                 Code::PermissionDenied,
             ),
             (ApiError::drain_overloaded(4), Code::ResourceExhausted),
+            (ApiError::watches_commit(), Code::FailedPrecondition),
+            (
+                NotPending::Bound {
+                    pod: "shop/web-1".into(),
+                    node: "n1".into(),
+                }
+                .into(),
+                Code::FailedPrecondition,
+            ),
             (ApiError::too_many_watchers(2), Code::ResourceExhausted),
             (
                 ApiError::TooLarge("body over 4 bytes".into()),

@@ -141,6 +141,16 @@ impl State {
         Ok(())
     }
 
+    /// A committing `Preempt`: refused while Kubernetes watches are the writer, as updates
+    /// are (the cluster did not change; its watches would later contradict the commit).
+    fn check_committable(&self) -> Result<(), ApiError> {
+        self.check_running()?;
+        if self.mirrored {
+            return Err(ApiError::watches_commit());
+        }
+        Ok(())
+    }
+
     /// Decisions: only once the cluster is listed.
     pub(crate) fn check_listed(&self) -> Result<(), ApiError> {
         self.check_running()?;
@@ -599,6 +609,8 @@ impl pb::preemption_server::Preemption for PreemptionService {
     ) -> Result<Response<pb::PreemptResponse>, Status> {
         if !request.get_ref().dry_run {
             super::authz::check_commit(request.extensions(), self.state.authz_enforced)?;
+            // Before listing is done too: such a call never succeeds in this mode.
+            self.state.check_committable()?;
         }
         self.state.check_listed()?;
         // Taken before decoding, which for large documents is the costly part.
@@ -620,6 +632,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
             ),
             Some(Preemptor::PodRef(r)) => ("pod_ref", self.state.held_pod(&r)?),
         };
+        engine::check_pending(&pod).map_err(ApiError::from)?;
         // As the Priority admission plugin: a manifest's priority from its class.
         pod.admit(&self.state.cache.priority_classes())
             .map_err(|unknown| {

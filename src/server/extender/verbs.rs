@@ -178,6 +178,7 @@ pub fn preempt<'de>(
     args: PreemptionArgsJson<'de>,
 ) -> Result<PreemptionResult<'de>, ApiError> {
     let mut args = args.build()?;
+    crate::engine::check_pending(&args.pod)?;
     let mut preemptor = admitted(state, args.pod)?;
     state.cache.fill_held_nomination(&mut preemptor);
     let options = DecideOptions {
