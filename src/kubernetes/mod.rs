@@ -806,11 +806,12 @@ mod tests {
         assert!(convert(watched).is_none());
     }
 
-    /// A mirror that keeps the uid of each object by kind, namespace and name.
+    /// Kind, namespace and name.
+    type HeldKey = (&'static str, String, String);
+
+    /// A mirror that keeps the uid of each object by its key.
     #[derive(Default)]
-    struct Held(
-        std::sync::Mutex<std::collections::BTreeMap<(&'static str, String, String), String>>,
-    );
+    struct Held(std::sync::Mutex<std::collections::BTreeMap<HeldKey, String>>);
 
     impl Mirror for Held {
         fn upsert(&self, objects: Vec<Object>) {
@@ -851,11 +852,11 @@ mod tests {
     }
 
     /// What `mirror` holds after the applier has applied `changes` in order.
-    fn applied(changes: Vec<Change>) -> Vec<(&'static str, String, String)> {
+    fn applied(changes: Vec<Change>) -> Vec<HeldKey> {
         let mirror = Held::default();
         let (sender, received) = mpsc::channel(changes.len().max(1));
         for change in changes {
-            sender.try_send(change).ok().expect("room for every change");
+            assert!(sender.try_send(change).is_ok(), "room for every change");
         }
         drop(sender);
         apply_changes(received, &mirror);
