@@ -2,12 +2,15 @@
 //! through the same apply function per kind as every update call, and the server turns
 //! SERVING once every kind is listed.
 
+use std::collections::HashSet;
+use std::hash::BuildHasher as _;
 use std::sync::Arc;
 
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 
 use crate::kubernetes::{Kind, Mirror, ObjectKey};
+use crate::model::Pod;
 use crate::model::decode::Object;
 
 use super::pb;
@@ -38,16 +41,16 @@ impl StateMirror {
 
 impl Mirror for StateMirror {
     fn upsert(&self, objects: Vec<Object>) {
-        let mut pods = Vec::new();
+        let mut pods = PodRun::default();
         for object in objects {
             let result = match object {
                 Object::Pod(pod) => {
-                    pods.push(Change::Upsert(PodArc::new(pod)));
+                    pods.push(&self.state, pod);
                     continue;
                 }
                 other => {
                     // Pods wait for nothing but keep their order with each other.
-                    self.state.apply_watched_pods(std::mem::take(&mut pods));
+                    pods.apply(&self.state);
                     match other {
                         Object::Node(node) => self.state.apply_node(Change::Upsert(node)),
                         Object::Pdb(pdb) => self.state.apply_pdb(Change::Upsert(pdb)),
@@ -63,7 +66,7 @@ impl Mirror for StateMirror {
                 tracing::warn!(%error, "watched object not applied");
             }
         }
-        self.state.apply_watched_pods(pods);
+        pods.apply(&self.state);
     }
 
     fn delete(&self, key: &ObjectKey, uid: Option<&str>) {
@@ -113,5 +116,111 @@ impl Mirror for StateMirror {
         let health = self.health.clone();
         self.runtime
             .spawn(async move { super::set_health(&health, ServingStatus::Serving).await });
+    }
+}
+
+/// Watched pods on their way to the cache as one batch. A pod whose name the cache holds
+/// under another uid replaces it: the API server deleted that pod and created this one
+/// (a StatefulSet's pod restarted, say), maybe while the watch was cut off, so the one
+/// held is gone. Push mode's updates keep refusing such a pod: there, the writer may
+/// simply be wrong.
+#[derive(Default)]
+struct PodRun {
+    changes: Vec<Change<PodArc>>,
+    /// Hashes of the names in `changes`: a name twice in one run (never from one watch,
+    /// which deletes between) sends the run first, so the cache is asked about it afresh.
+    names: HashSet<u64>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+impl PodRun {
+    fn push(&mut self, state: &State, pod: Pod) {
+        let name_hash = self.hasher.hash_one((&*pod.namespace, pod.name()));
+        if !self.names.insert(name_hash) {
+            self.apply(state);
+            self.names.insert(name_hash);
+        }
+        if let Some(held) = state.cache.get_pod_by_name(&pod.namespace, pod.name())
+            && held.uid() != pod.uid()
+        {
+            tracing::debug!(
+                namespace = %pod.namespace,
+                pod = %pod.name(),
+                old_uid = %held.uid(),
+                uid = %pod.uid(),
+                "pod recreated under the same name, replacing the one held"
+            );
+            self.changes.push(Change::Delete(pb::ObjectRef {
+                namespace: pod.namespace.to_string(),
+                name: pod.name().to_string(),
+                uid: Some(held.uid().to_string()),
+            }));
+        }
+        self.changes.push(Change::Upsert(PodArc::new(pod)));
+    }
+
+    /// Sends the run to the cache.
+    fn apply(&mut self, state: &State) {
+        self.names.clear();
+        state.apply_watched_pods(std::mem::take(&mut self.changes));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::decode;
+
+    fn pod(uid: &str, node: &str, cpu: &str) -> Object {
+        let value = serde_json::json!({
+            "metadata": {"name": "web-0", "namespace": "default", "uid": uid},
+            "spec": {"nodeName": node, "containers": [{"name": "c",
+                     "resources": {"requests": {"cpu": cpu}}}]}
+        });
+        Object::Pod(decode::decode_pod(&value).expect("a pod"))
+    }
+
+    fn held(state: &State) -> Vec<(String, Option<String>)> {
+        let mut pods: Vec<_> = state
+            .cache
+            .pods()
+            .iter()
+            .map(|p| {
+                (
+                    p.uid().to_string(),
+                    p.node_name.as_deref().map(str::to_string),
+                )
+            })
+            .collect();
+        pods.sort();
+        pods
+    }
+
+    #[tokio::test]
+    async fn a_pod_recreated_under_its_name_replaces_the_one_held_and_goes_with_its_delete() {
+        let state = Arc::new(State::new(&super::super::ServeConfig::default()));
+        let mirror = StateMirror {
+            state: state.clone(),
+            health: tonic_health::server::health_reporter().0,
+            runtime: tokio::runtime::Handle::current(),
+        };
+        mirror.upsert(vec![pod("uid-old", "n1", "1")]);
+        assert_eq!(held(&state), [("uid-old".into(), Some("n1".into()))]);
+
+        // The new pod alone, as a watch event or a relist brings it.
+        mirror.upsert(vec![pod("uid-new", "n2", "2")]);
+        assert_eq!(held(&state), [("uid-new".into(), Some("n2".into()))]);
+
+        // Both in one batch (an old version queued behind a relist's): the last wins.
+        mirror.upsert(vec![pod("uid-a", "n1", "1"), pod("uid-b", "n3", "1")]);
+        assert_eq!(held(&state), [("uid-b".into(), Some("n3".into()))]);
+
+        let key = ObjectKey {
+            kind: Kind::Pod,
+            namespace: "default".into(),
+            name: "web-0".into(),
+        };
+        mirror.delete(&key, Some("uid-b"));
+        assert!(held(&state).is_empty(), "{:?}", held(&state));
     }
 }

@@ -251,6 +251,14 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
             .max_encoding_message_size(config.max_message_bytes);
 
     let (health, health_service) = tonic_health::server::health_reporter();
+    // Before the server answers its first call: the reporter starts the overall service
+    // ("") SERVING, which in Kubernetes mode is not so until every kind is listed.
+    let initial_health = if config.cluster.is_some() {
+        ServingStatus::NotServing
+    } else {
+        ServingStatus::Serving
+    };
+    set_health(&health, initial_health).await;
     let metrics = match config.metrics_listen {
         None => None,
         Some(addr) => Some(start_metrics(addr, state.clone(), tls.clone()).await?),
@@ -298,7 +306,6 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let watches = match &config.cluster {
         // SERVING once every kind is listed (see `mirror`).
         Some(source) => {
-            set_health(&health, ServingStatus::NotServing).await;
             let client = crate::kubernetes::client(source).await?;
             tracing::info!(?source, "kubernetes mode: listing and watching the cluster");
             let mirror = mirror::StateMirror {
@@ -308,10 +315,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
             };
             Some(crate::kubernetes::start(client, Arc::new(mirror)))
         }
-        None => {
-            set_health(&health, ServingStatus::Serving).await;
-            None
-        }
+        None => None,
     };
     if let Some(policy) = &config.policy {
         log_policy(policy);
