@@ -11,17 +11,28 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends make=4.3-4.1 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# Manifests first, so the dependency download is cached across source changes.
-COPY Cargo.toml Cargo.lock ./
+# Dependencies first, in a layer of their own that source changes do not invalidate: the
+# manifests, the build script and protos (they change rarely), and stub sources for
+# every target the manifests declare; then build, which compiles only dependencies for
+# real. The stubs are then replaced by the real sources.
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY .cargo ./.cargo
-COPY build.rs ./
 COPY proto ./proto
+COPY cli/Cargo.toml ./cli/
+COPY loadgen/Cargo.toml ./loadgen/
+RUN mkdir -p src cli/src cli/tests loadgen/src benches \
+    && touch src/lib.rs loadgen/src/lib.rs benches/engine.rs \
+        cli/tests/kube_mode.rs cli/tests/scheduler_extender.rs \
+    && echo 'fn main() {}' > cli/src/main.rs \
+    && cargo build --release --locked --bin preemptd \
+    && rm -rf src cli/src loadgen/src
 COPY src ./src
-COPY cli ./cli
-COPY loadgen ./loadgen
-COPY benches ./benches
-COPY examples ./examples
-RUN cargo build --release --locked --bin preemptd \
+COPY cli/src ./cli/src
+COPY loadgen/src ./loadgen/src
+# COPY keeps the files' own times, which can be older than the stubs' build: touch the
+# crate roots so cargo rebuilds the three crates from the real sources.
+RUN touch src/lib.rs cli/src/main.rs loadgen/src/lib.rs \
+    && cargo build --release --locked --bin preemptd \
     && cp target/release/preemptd /preemptd
 
 FROM gcr.io/distroless/cc-debian12:nonroot
@@ -30,8 +41,16 @@ COPY --from=build /preemptd /preemptd
 USER 65532:65532
 # gRPC (preemptd.v1, health, reflection) and Prometheus /metrics.
 EXPOSE 50051 9464
-# The gRPC health protocol, through the binary itself: distroless has no shell.
+# Every setting through the environment, so `docker run -e PREEMPTD_LISTEN=...` (or
+# any PREEMPTD_* variable) takes effect: the command passes no flag that would override
+# it. The health check reaches the server on its gRPC port: PREEMPTD_HEALTH_ADDR, set
+# to PREEMPTD_LISTEN's port on loopback; change both together.
+ENV PREEMPTD_LISTEN=0.0.0.0:50051 \
+    PREEMPTD_METRICS_LISTEN=0.0.0.0:9464 \
+    PREEMPTD_HEALTH_ADDR=127.0.0.1:50051
+# The gRPC health protocol, through the binary itself (distroless has no shell); it
+# reads PREEMPTD_HEALTH_ADDR and the other PREEMPTD_HEALTH_* variables.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
-    CMD ["/preemptd", "health", "--addr", "127.0.0.1:50051", "--timeout", "3s"]
+    CMD ["/preemptd", "health", "--timeout", "3s"]
 ENTRYPOINT ["/preemptd"]
-CMD ["serve", "--listen", "0.0.0.0:50051", "--metrics-listen", "0.0.0.0:9464"]
+CMD ["serve"]

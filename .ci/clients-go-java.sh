@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Go and Java clients against the real server: the Go stubs' freshness, both test
 # suites (every conformance scenario, watch resume, OUT_OF_RANGE re-list, epoch change) and
-# both README examples. Caches: clients/go/.bin (pinned generators, buf's cache),
+# both examples of the client READMEs. Caches: clients/go/.bin (pinned generators, buf's cache),
 # clients/java/.m2 (Maven's repository), Go's module cache; all ignored by git.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Differential test in CI: a bounded budget of random scenarios (fresh seed, printed) answered
 # by upstream kube-scheduler v1.35.4's DefaultPreemption and by preemptd. Fails on any mismatch.
-# The soak (100,000+ cases) is the same command with a larger --cases; see README.
+# The soak (100,000+ cases) is the same command with a larger --cases; see docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,6 +1,6 @@
-//! Kubernetes mode's initial sync against a real API server (DESIGN §5): preemptd's time
-//! to SERVING beside the time a bare list of the same objects takes, and preemptd's
-//! resident memory per pod.
+//! Kubernetes mode's initial sync against a real API server (a target in
+//! docs/performance.md): preemptd's time to SERVING beside the time a bare list of the
+//! same objects takes, and preemptd's resident memory per pod.
 //!
 //! ```sh
 //! preemptd bench --nodes 5000 --pods-per-node 30 --write-scenarios /tmp/s   # the bench's cluster as a v1 List

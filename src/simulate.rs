@@ -385,6 +385,16 @@ fn decide_for(
 ) -> Result<Simulation, SimulateError> {
     let (objects, pod_note) = read_file(pod, options.strict)?;
     let preemptor = single_pod(pod, objects)?;
+    crate::engine::check_pending(&preemptor).map_err(|refused| {
+        SimulateError::invalid(
+            pod,
+            None,
+            DecodeError {
+                path: refused.field().to_string(),
+                message: refused.to_string(),
+            },
+        )
+    })?;
     // Admission refuses a pod naming a class that does not exist.
     let decision = decide(app, preemptor, options.explain).map_err(|error| {
         let (path, message) = match error {

@@ -1,5 +1,5 @@
-//! One test per rule of the spec's §17 ("rules an implementation is most likely to get
-//! wrong"), through the library.
+//! One test per rule an implementation of upstream's preemption is most likely to get
+//! wrong, through the library.
 
 mod common;
 

@@ -101,7 +101,29 @@ async fn preempt_spans_reach_the_collector_under_the_clients_trace() {
     assert_eq!(outcome(&response), pb::Outcome::Preempt);
 
     // The rpc span ends when the server drops the response body, which can be after the
-    // client has the answer: stop the server (its connections drained) before flushing.
+    // client has its answer, and the batch exporter sends on its own schedule: wait until
+    // every span this test looks at has reached the collector.
+    let expected = [
+        "preemptd.v1.Preemption/Preempt",
+        "decide",
+        "filter",
+        "eligibility",
+        "candidate_search",
+        "node_pick",
+        "commit",
+    ];
+    let requests = wait_for_spans(&receiver, |spans| {
+        let ours: Vec<&str> = spans
+            .iter()
+            .filter(|s| hex(&s.trace_id) == trace_id)
+            .map(|s| s.name.as_str())
+            .collect();
+        expected.iter().all(|name| ours.contains(name))
+            && spans
+                .iter()
+                .any(|s| s.name == "preemptd.v1.Preemption/UpdatePod")
+    })
+    .await;
     drop(client);
     server.shutdown().await.expect("shutdown");
     // Flushing blocks until the exporter is done: off the async threads.
@@ -109,7 +131,6 @@ async fn preempt_spans_reach_the_collector_under_the_clients_trace() {
         .await
         .expect("flush");
 
-    let requests = receiver.requests.lock().expect("receiver lock").clone();
     let service_names: Vec<String> = requests
         .iter()
         .flat_map(|r| &r.resource_spans)
@@ -123,26 +144,13 @@ async fn preempt_spans_reach_the_collector_under_the_clients_trace() {
         service_names.iter().any(|s| s.contains("preemptd-test")),
         "{service_names:?}"
     );
-    let spans: Vec<Span> = requests
-        .into_iter()
-        .flat_map(|r| r.resource_spans)
-        .flat_map(|rs| rs.scope_spans)
-        .flat_map(|ss| ss.spans)
-        .collect();
+    let spans = spans_of(&requests);
     let ours: Vec<&Span> = spans
         .iter()
         .filter(|s| hex(&s.trace_id) == trace_id)
         .collect();
     let names: Vec<&str> = ours.iter().map(|s| s.name.as_str()).collect();
-    for expected in [
-        "preemptd.v1.Preemption/Preempt",
-        "decide",
-        "filter",
-        "eligibility",
-        "candidate_search",
-        "node_pick",
-        "commit",
-    ] {
+    for expected in expected {
         assert!(names.contains(&expected), "no {expected} span in {names:?}");
     }
 
@@ -209,7 +217,38 @@ async fn preempt_spans_reach_the_collector_under_the_clients_trace() {
             .iter()
             .all(|s| hex(&s.trace_id) != trace_id && s.parent_span_id.is_empty())
     );
-    let _ = Duration::ZERO;
+}
+
+fn spans_of(requests: &[ExportTraceServiceRequest]) -> Vec<Span> {
+    requests
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|rs| &rs.scope_spans)
+        .flat_map(|ss| ss.spans.iter().cloned())
+        .collect()
+}
+
+/// Polls the collector until the spans it received satisfy `arrived`; the export requests
+/// so far come back. Panics, naming the spans seen, after a deadline generous enough for
+/// a loaded machine (the batch exporter sends every few seconds).
+async fn wait_for_spans(
+    receiver: &Receiver,
+    arrived: impl Fn(&[Span]) -> bool,
+) -> Vec<ExportTraceServiceRequest> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let requests = receiver.requests.lock().expect("receiver lock").clone();
+        let spans = spans_of(&requests);
+        if arrived(&spans) {
+            return requests;
+        }
+        let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the collector did not receive the expected spans; it has {names:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -6,7 +6,6 @@
 //! or the standard `OTEL_...` ones for tracing); `--help` shows both and the defaults.
 //! An invalid value exits with 64 (EX_USAGE) and a message naming the setting.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -23,6 +22,12 @@ use preemptd::server::tls::TlsSettings;
 use preemptd::server::{self, ServeConfig};
 use preemptd::simulate::{self, SimulateOptions};
 use preemptd_loadgen as bench;
+
+use crate::values::{
+    HumanDuration, OptionalAddr, OptionalDuration, Target, parse_human_duration, parse_kubeconfig,
+    parse_listen, parse_optional_addr, parse_optional_duration, parse_positive_duration,
+    parse_target, positive,
+};
 
 /// Exit code for command-line usage errors (sysexits.h EX_USAGE).
 pub const EXIT_USAGE: u8 = 64;
@@ -41,7 +46,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve the preemptd.v1 gRPC API (with health and reflection) until SIGTERM or Ctrl-C.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Decide preemption offline for one pod against a cluster file and print the decision
     /// as proto3 JSON (`preemptd.v1.PreemptResponse`).
     Simulate {
@@ -58,20 +63,21 @@ pub enum Command {
         strict: bool,
         /// Decide under this placement policy (YAML; see deploy/overlays/policy/policy.yaml), as
         /// `serve --policy` would.
-        #[arg(long, value_name = "FILE", value_parser = parse_policy)]
-        policy: Option<Arc<Policy>>,
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
     },
     /// Plan the drain of nodes about to go away, offline: where each of their pods would
     /// go if evicted now (fits / needs preemption / nowhere) and an eviction order within
     /// every PodDisruptionBudget. Nothing is evicted.
     PlanDrain(PlanDrainArgs),
     /// Check a running server over the gRPC health protocol (grpc.health.v1): exit 0 when
-    /// it is SERVING, 1 otherwise. The container image's HEALTHCHECK.
+    /// it is SERVING, 1 otherwise (with --live: 0 whenever it answers). The container
+    /// image's HEALTHCHECK.
     Health(HealthArgs),
     /// Measure load rate, Preempt latency, UpdatePod rate, watch lag and RSS over
     /// loopback gRPC on a generated cluster (the server is a `preemptd serve` child
     /// process unless --target or --in-process); the last stdout line is a JSON object
-    /// with every figure. See BENCHMARKS.md.
+    /// with every figure. See docs/performance.md.
     Bench(bench::BenchArgs),
 }
 
@@ -90,7 +96,7 @@ pub struct OfflineCluster {
     cluster: Option<PathBuf>,
     /// Instead of --cluster: list the live cluster of this kubeconfig once; without a path,
     /// KUBECONFIG or ~/.kube/config.
-    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "", value_parser = parse_kubeconfig)]
     kubeconfig: Option<PathBuf>,
 }
 
@@ -126,8 +132,8 @@ pub struct PlanDrainArgs {
     nodes: Vec<String>,
     /// Plan under this placement policy (YAML), as `serve --policy` would: critical pods to
     /// on-demand capacity, nodes with a termination notice take no pod.
-    #[arg(long, value_name = "FILE", value_parser = parse_policy)]
-    policy: Option<Arc<Policy>>,
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
     /// `text` for people, `json` for the proto3 JSON of preemptd.v1.PlanDrainResponse.
     #[arg(long, value_enum, default_value_t = PlanOutput::Text)]
     output: PlanOutput,
@@ -141,9 +147,15 @@ enum PlanOutput {
 
 #[derive(clap::Args, Debug)]
 pub struct HealthArgs {
-    /// Address of the server to check.
-    #[arg(long, env = "PREEMPTD_HEALTH_ADDR", default_value_t = ServeConfig::default().listen)]
-    pub addr: SocketAddr,
+    /// Address of the server to check: host:port, the host an IP address or a name (each
+    /// of its addresses is tried in turn).
+    #[arg(long, env = "PREEMPTD_HEALTH_ADDR", default_value_t = Target::from(ServeConfig::default().listen), value_parser = parse_target, value_name = "HOST:PORT")]
+    pub addr: Target,
+    /// Liveness: exit 0 whenever the server answers the health check, SERVING or
+    /// NOT_SERVING (a server still loading its initial lists is alive); non-zero only when
+    /// it cannot be reached or does not answer in time.
+    #[arg(long)]
+    pub live: bool,
     /// Service to ask about; empty asks about the server as a whole.
     #[arg(long, env = "PREEMPTD_HEALTH_SERVICE", default_value = "")]
     pub service: String,
@@ -164,7 +176,8 @@ pub struct HealthArgs {
         requires = "tls_cert"
     )]
     pub tls_key: Option<PathBuf>,
-    /// The name the server's certificate must carry (default: the address's IP).
+    /// The name the server's certificate must carry (default: the --addr host, a name or
+    /// an IP address).
     #[arg(
         long,
         env = "PREEMPTD_HEALTH_TLS_SERVER_NAME",
@@ -178,113 +191,25 @@ pub struct HealthArgs {
 }
 
 impl HealthArgs {
+    /// How to reach the server; the certificate's name defaults to the `--addr` host when
+    /// that is a name (an IP address is checked as it is).
     pub fn credentials(&self) -> server::ProbeCredentials {
+        let host_name = self.addr.is_name().then(|| self.addr.host().to_string());
         server::ProbeCredentials {
             tls_ca: self.tls_ca.clone(),
             client_cert: self.tls_cert.clone().zip(self.tls_key.clone()),
-            server_name: self.tls_server_name.clone(),
+            server_name: self.tls_server_name.clone().or(host_name),
             token_file: self.token_file.clone(),
         }
     }
 }
 
-/// A duration: a number with a unit (`ms`, `s`, `m`, `h`), or plain seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration {text:?}: expected e.g. 10s, 500ms, 2m"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "invalid duration {text:?}: unknown unit {unit:?} (ms, s, m, h)"
-            ));
-        }
-    };
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("invalid duration {text:?}: out of range"))
-}
-
-/// A duration flag's value; shown as `parse_duration` reads it back (`10s`, `500ms`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HumanDuration(pub Duration);
-
-impl std::fmt::Display for HumanDuration {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let duration = self.0;
-        if duration.subsec_nanos() == 0 {
-            write!(f, "{}s", duration.as_secs())
-        } else if duration.subsec_nanos().is_multiple_of(1_000_000) {
-            write!(f, "{}ms", duration.as_millis())
-        } else {
-            write!(f, "{}s", duration.as_secs_f64())
-        }
-    }
-}
-
-fn parse_human_duration(text: &str) -> Result<HumanDuration, String> {
-    parse_duration(text).map(HumanDuration)
-}
-
-/// A duration where `0` or `off` means none.
-fn parse_optional_duration(text: &str) -> Result<OptionalDuration, String> {
-    if text == "off" {
-        return Ok(OptionalDuration(None));
-    }
-    let duration = parse_duration(text)?;
-    Ok(OptionalDuration((!duration.is_zero()).then_some(duration)))
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OptionalDuration(pub Option<Duration>);
-
-impl std::fmt::Display for OptionalDuration {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(duration) => HumanDuration(duration).fmt(f),
-            None => f.write_str("off"),
-        }
-    }
-}
-
-/// A listen address, or `off` (or empty) for none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OptionalAddr(pub Option<SocketAddr>);
-
-fn parse_optional_addr(text: &str) -> Result<OptionalAddr, String> {
-    if text.is_empty() || text == "off" {
-        return Ok(OptionalAddr(None));
-    }
-    text.parse()
-        .map(|addr| OptionalAddr(Some(addr)))
-        .map_err(|_| {
-            format!(
-                "invalid socket address {text:?}: expected host:port (e.g. 0.0.0.0:9464) or off"
-            )
-        })
-}
-
-fn positive(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".to_string()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(format!("invalid number {text:?}: {e}")),
-    }
-}
-
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// gRPC listen address.
-    #[arg(long, env = "PREEMPTD_LISTEN", default_value_t = ServeConfig::default().listen)]
-    pub listen: SocketAddr,
+    /// gRPC listen address, host:port; a host name binds its first IPv4 address (else its
+    /// first address): localhost:50051 is 127.0.0.1:50051.
+    #[arg(long, env = "PREEMPTD_LISTEN", default_value_t = ServeConfig::default().listen, value_parser = parse_listen, value_name = "HOST:PORT")]
+    pub listen: std::net::SocketAddr,
     /// Largest request or response message, in bytes.
     #[arg(long, env = "PREEMPTD_MAX_MESSAGE_BYTES", default_value_t = ServeConfig::default().max_message_bytes)]
     pub max_message_bytes: usize,
@@ -342,8 +267,8 @@ pub struct ServeArgs {
     /// Placement policy (YAML; see deploy/overlays/policy/policy.yaml): spot and on-demand
     /// capacity, termination notices, critical pods, PDB mode. Unset, decisions are
     /// upstream's exactly.
-    #[arg(long, env = "PREEMPTD_POLICY", value_name = "FILE", value_parser = parse_policy)]
-    pub policy: Option<Arc<Policy>>,
+    #[arg(long, env = "PREEMPTD_POLICY", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     #[command(flatten)]
@@ -382,23 +307,10 @@ pub struct SecurityArgs {
     /// How often the TLS files are re-read to pick up a rotated certificate.
     #[arg(long, env = "PREEMPTD_TLS_RELOAD_INTERVAL", default_value_t = HumanDuration(Duration::from_secs(10)), value_parser = parse_positive_duration)]
     pub tls_reload_interval: HumanDuration,
-    /// Roles by client identity (YAML; see README "Security"); without it every client is
+    /// Roles by client identity (YAML; see docs/security.md); without it every client is
     /// a writer.
-    #[arg(long, env = "PREEMPTD_AUTHZ", value_name = "FILE", value_parser = parse_authz)]
-    pub authz: Option<Arc<AuthzPolicy>>,
-}
-
-fn parse_authz(path: &str) -> Result<Arc<AuthzPolicy>, String> {
-    AuthzPolicy::load(Path::new(path))
-        .map(Arc::new)
-        .map_err(|error| error.to_string())
-}
-
-fn parse_positive_duration(text: &str) -> Result<HumanDuration, String> {
-    match parse_duration(text)? {
-        duration if duration.is_zero() => Err("must be more than 0".to_string()),
-        duration => Ok(HumanDuration(duration)),
-    }
+    #[arg(long, env = "PREEMPTD_AUTHZ", value_name = "FILE")]
+    pub authz: Option<PathBuf>,
 }
 
 impl SecurityArgs {
@@ -419,11 +331,35 @@ impl SecurityArgs {
     }
 }
 
-/// Reads and checks a policy file: a bad one is a usage error naming the file and field.
-fn parse_policy(path: &str) -> Result<Arc<Policy>, String> {
-    Policy::load(Path::new(path))
-        .map(Arc::new)
-        .map_err(|error| format!("{path}: {error}"))
+/// Reads and checks a policy file: a bad one is named with its flag, file and field.
+fn load_policy(path: Option<&Path>) -> Result<Option<Arc<Policy>>, String> {
+    path.map(|path| {
+        Policy::load(path)
+            .map(Arc::new)
+            .map_err(|error| file_error("--policy", path, &error.to_string()))
+    })
+    .transpose()
+}
+
+/// Reads and checks an authorization file, as [`load_policy`] does.
+fn load_authz(path: Option<&Path>) -> Result<Option<Arc<AuthzPolicy>>, String> {
+    path.map(|path| {
+        AuthzPolicy::load(path)
+            .map(Arc::new)
+            .map_err(|error| file_error("--authz", path, &error.to_string()))
+    })
+    .transpose()
+}
+
+/// `--flag PATH: error`, naming the environment variable when the value came from one;
+/// the path is not repeated when the error starts with it.
+fn file_error(flag: &str, path: &Path, error: &str) -> String {
+    let shown = path.display().to_string();
+    let error = error.strip_prefix(&format!("{shown}: ")).unwrap_or(error);
+    match env_source(flag) {
+        Some(env) => format!("{flag} {shown} (from {env}): {error}"),
+        None => format!("{flag} {shown}: {error}"),
+    }
 }
 
 /// Kubernetes mode: where preemptd reads the cluster from, instead of clients pushing it.
@@ -432,7 +368,7 @@ pub struct ClusterArgs {
     /// Kubernetes mode: watch the cluster of this kubeconfig (its current context) and
     /// serve from it; without a path, KUBECONFIG or ~/.kube/config, as kubectl reads it.
     /// Update calls and Sync are then refused: the watches are the one writer.
-    #[arg(long, env = "PREEMPTD_KUBECONFIG", value_name = "PATH", num_args = 0..=1, default_missing_value = "", conflicts_with = "in_cluster")]
+    #[arg(long, env = "PREEMPTD_KUBECONFIG", value_name = "PATH", num_args = 0..=1, default_missing_value = "", value_parser = parse_kubeconfig, conflicts_with = "in_cluster")]
     pub kubeconfig: Option<PathBuf>,
     /// Kubernetes mode from inside a pod: the service account's token and the
     /// KUBERNETES_SERVICE_HOST/PORT the kubelet sets.
@@ -479,8 +415,8 @@ impl ServeArgs {
             shutdown_grace: self.shutdown_grace.0,
             cluster: self.cluster.source(),
             tls: self.security.tls()?,
-            authz: self.security.authz.clone(),
-            policy: self.policy.clone(),
+            authz: load_authz(self.security.authz.as_deref())?,
+            policy: load_policy(self.policy.as_deref())?,
             ..ServeConfig::default()
         })
     }
@@ -541,7 +477,7 @@ pub fn default_io_threads() -> usize {
 /// WatchNominations streams on one connection, the connection task runs (and writes)
 /// after each stream's frame instead of once after all of them. Without it, fan-out lag
 /// and the server's CPU per delivery are lower, for a somewhat lower bulk-load rate
-/// (docs/perf-history.md). Needs `--cfg tokio_unstable` (set in
+/// (docs/performance.md). Needs `--cfg tokio_unstable` (set in
 /// .cargo/config.toml).
 pub fn serve_runtime(io_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     serve_runtime_builder()
@@ -578,7 +514,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         match telemetry::init(&args.telemetry()) {
             Ok(guard) => guard,
             Err(error) => {
-                eprintln!("preemptd: error: {error:#}");
+                eprintln!("preemptd: error: {}", bench::error_text(error.as_ref()));
                 return ExitCode::FAILURE;
             }
         }
@@ -589,8 +525,14 @@ fn serve(args: ServeArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            tracing::error!(error = %format!("{error:#}"), "server failed");
-            eprintln!("preemptd: error: {error:#}");
+            let error = bench::error_text(error.as_ref());
+            // Said once: in the log (text or JSON, as configured) when it shows errors,
+            // else on stderr.
+            if tracing::event_enabled!(tracing::Level::ERROR) {
+                tracing::error!(%error, "server failed");
+            } else {
+                eprintln!("preemptd: error: {error}");
+            }
             ExitCode::FAILURE
         }
     };
@@ -610,25 +552,43 @@ fn health(args: HealthArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(server::check_health(
-        args.addr,
-        &args.service,
-        args.timeout.0,
-        &args.credentials(),
-    )) {
+    match runtime.block_on(check_health(&args)) {
         Ok(true) => {
             println!("SERVING");
             ExitCode::SUCCESS
         }
         Ok(false) => {
             println!("NOT_SERVING");
-            ExitCode::FAILURE
+            if args.live {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
         }
         Err(error) => {
-            eprintln!("preemptd: error: {error:#}");
+            eprintln!("preemptd: error: {error}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Checks the first of `--addr`'s addresses that answers, all within `--timeout`;
+/// `Ok(true)` when it is SERVING.
+async fn check_health(args: &HealthArgs) -> Result<bool, String> {
+    let deadline = tokio::time::Instant::now() + args.timeout.0;
+    let credentials = args.credentials();
+    let mut failure = format!("{}: no address answered in {}", args.addr, args.timeout);
+    for addr in args.addr.resolve()? {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match server::check_health(addr, &args.service, left, &credentials).await {
+            Ok(serving) => return Ok(serving),
+            Err(error) => failure = bench::error_text(error.as_ref()),
+        }
+    }
+    Err(failure)
 }
 
 /// Parses the command line. Help and version print and exit 0; a bad command line
@@ -689,7 +649,7 @@ fn list_live(
             let client = kubernetes::client(&source).await?;
             kubernetes::list_once(client).await
         })
-        .map_err(|error| simulate::SimulateError::Cluster(format!("{error:#}")))
+        .map_err(|error| simulate::SimulateError::Cluster(bench::error_text(error.as_ref())))
 }
 
 /// Lists the cluster of `source` once and decides for the pod in `pod`.
@@ -702,8 +662,15 @@ fn simulate_live(
 }
 
 fn plan_drain(args: PlanDrainArgs) -> ExitCode {
+    let policy = match load_policy(args.policy.as_deref()) {
+        Ok(policy) => policy,
+        Err(error) => {
+            eprintln!("preemptd: error: {error}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let options = PlanDrainOptions {
-        policy: args.policy,
+        policy,
         pdb_mode: None,
     };
     let planned = match args.source.input() {
@@ -770,7 +737,7 @@ fn run_simulate(simulation: Result<simulate::Simulation, simulate::SimulateError
 /// Runs the parsed command; the process exit code comes back.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::Health(args) => health(args),
         Command::Bench(args) => bench::run(args),
         Command::PlanDrain(args) => plan_drain(args),
@@ -781,6 +748,13 @@ pub fn run(cli: Cli) -> ExitCode {
             strict,
             policy,
         } => {
+            let policy = match load_policy(policy.as_deref()) {
+                Ok(policy) => policy,
+                Err(error) => {
+                    eprintln!("preemptd: error: {error}");
+                    return ExitCode::from(EXIT_USAGE);
+                }
+            };
             let options = SimulateOptions {
                 explain,
                 strict,

@@ -2,6 +2,7 @@
 //! `bench`, to the load generator).
 
 mod cli;
+mod values;
 
 fn main() -> std::process::ExitCode {
     match cli::parse() {

@@ -1,6 +1,6 @@
 //! `preemptd bench` through the real binary on a tiny cluster: it finishes and its last
 //! stdout line is one JSON object with every required figure. Timings are never asserted
-//! (DESIGN: benchmarks are not timed assertions), only that they were measured.
+//! (benchmarks are never timed assertions), only that they were measured.
 
 use std::process::Command;
 
@@ -141,6 +141,86 @@ fn tiny_extender_bench_measures_every_verb() {
         assert!(
             run[verb]["p99_ms"].as_f64().is_some_and(|v| v > 0.0),
             "{verb} in {last}"
+        );
+    }
+}
+
+#[test]
+fn a_target_that_holds_cluster_state_is_refused_without_force() {
+    use preemptd::server::pb;
+    let grpc = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("free port");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_preemptd"))
+        .args([
+            "serve",
+            "--listen",
+            &grpc.to_string(),
+            "--metrics-listen",
+            "off",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn server");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // The server holds one node.
+    let loaded = runtime.block_on(async {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut client = loop {
+            match pb::preemption_client::PreemptionClient::connect(format!("http://{grpc}")).await
+            {
+                Ok(client) => break client,
+                Err(error) if tokio::time::Instant::now() > deadline => {
+                    return Err(format!("server never came up: {error}"));
+                }
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+            }
+        };
+        client
+            .update_node(pb::UpdateNodeRequest {
+                change: Some(pb::update_node_request::Change::UpsertJson(
+                    r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"1","pods":"10"}}}"#
+                        .to_string(),
+                )),
+            })
+            .await
+            .map(|_| ())
+            .map_err(|status| status.to_string())
+    });
+    let bench = |target: String| {
+        Command::new(env!("CARGO_BIN_EXE_preemptd"))
+            .args([
+                "bench",
+                "--target",
+                &target,
+                "--nodes",
+                "5",
+                "--pods-per-node",
+                "2",
+            ])
+            .output()
+            .expect("run preemptd bench")
+    };
+    let by_ip = bench(grpc.to_string());
+    let by_name = bench(format!("localhost:{}", grpc.port()));
+    let _ = server.kill();
+    let _ = server.wait();
+    loaded.expect("load one node");
+    for out in [by_ip, by_name] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("already holds cluster state") && stderr.contains("--force"),
+            "{stderr}"
+        );
+        // Refused before anything was loaded.
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("sync"),
+            "{stderr}"
         );
     }
 }

@@ -1,5 +1,5 @@
-//! The `preemptd plan-drain` binary on the README's example cluster: the text it prints,
-//! its proto3 JSON, and exit 64 naming the flag for bad usage.
+//! The `preemptd plan-drain` binary on the example cluster of docs/drain-plans.md: the text
+//! it prints, its proto3 JSON, and exit 64 naming the flag for bad usage.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -56,7 +56,7 @@ fn parse_plan(text: &str) -> pb::PlanDrainResponse {
 }
 
 #[test]
-fn the_example_plan_is_printed_as_text_and_is_the_readmes() {
+fn the_example_plan_is_printed_as_text_and_is_the_chapters() {
     let (code, out, err) = run_example(&["--nodes", "spot-1"]);
     assert_eq!(code, 0, "{err}");
     for line in [
@@ -71,13 +71,10 @@ fn the_example_plan_is_printed_as_text_and_is_the_readmes() {
         assert!(out.lines().any(|l| l == line), "{line:?} not in\n{out}");
     }
     assert!(out.contains("shop/cache-0    spot-1  nowhere: 0/3 nodes are available"));
-    // The README shows this very output.
-    let readme = std::fs::read_to_string(repo("README.md")).expect("README");
-    let section = readme
-        .split("\n## Drain plans\n")
-        .nth(1)
-        .expect("README has a Drain plans section");
-    let shown = section
+    // docs/drain-plans.md shows this very output.
+    let chapter =
+        std::fs::read_to_string(repo("docs/drain-plans.md")).expect("docs/drain-plans.md");
+    let shown = chapter
         .split("```text\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())

@@ -46,14 +46,14 @@ fn example_decision_is_printed_as_proto3_json() {
             .unwrap()
             .starts_with("0/3 nodes are available: ")
     );
-    // The README shows this very output.
-    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
-    let shown = readme
+    // docs/simulate.md shows this very output.
+    let chapter = std::fs::read_to_string(repo("docs/simulate.md")).unwrap();
+    let shown = chapter
         .split("```json\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())
-        .expect("the README's JSON example");
-    let shown: Value = serde_json::from_str(shown).expect("README example is JSON");
+        .expect("the chapter's JSON example");
+    let shown: Value = serde_json::from_str(shown).expect("the example is JSON");
     assert_eq!(out, shown);
 }
 

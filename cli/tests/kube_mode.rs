@@ -693,6 +693,217 @@ async fn decides_for_watched_pods_with_classes_and_namespace_labels() {
     wipe(&kube).await;
 }
 
+impl Preemptd {
+    /// The status health answers for `service` on a fresh connection; `None` while
+    /// preemptd does not answer.
+    async fn health_of(&self, service: &str) -> Option<i32> {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", self.grpc))
+            .ok()?
+            .connect()
+            .await
+            .ok()?;
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+        let request = tonic_health::pb::HealthCheckRequest {
+            service: service.to_string(),
+        };
+        Some(health.check(request).await.ok()?.into_inner().status)
+    }
+
+    /// Polls `series` until `want` holds for its value (`None`: not exported).
+    async fn wait_metric(&self, series: &str, want: impl Fn(Option<f64>) -> bool) {
+        let deadline = Instant::now() + SETTLE;
+        loop {
+            let value = self.metric(series).await;
+            if want(value) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{series}: last {value:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+fn sorted(mut names: Vec<String>) -> Vec<String> {
+    names.sort();
+    names
+}
+
+/// Started while the API server cannot be reached: every health service says
+/// NOT_SERVING from the first answer on, until the lists are done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_is_not_serving_from_the_first_answer_until_every_kind_is_listed() {
+    let _one = CLUSTER.lock().await;
+    let env = env();
+    let proxy = Proxy::start(apiserver_addr(&env)).await;
+    proxy.cut();
+    let preemptd = Preemptd::start(kubeconfig(&proxy.url(), &env.ca, &env.token));
+    let not_serving = tonic_health::pb::health_check_response::ServingStatus::NotServing as i32;
+    let serving = tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
+    let services = ["", "preemptd.v1.Preemption"];
+
+    // Asked as fast as it goes from the start, so the first answer comes as early as the
+    // port takes calls; each answer, the first included, is NOT_SERVING.
+    let deadline = Instant::now() + SETTLE;
+    let mut answers = 0;
+    while answers < 20 {
+        for service in services {
+            match preemptd.health_of(service).await {
+                Some(status) => {
+                    assert_eq!(status, not_serving, "service {service:?}, answer {answers}");
+                    answers += 1;
+                }
+                // Not listening yet.
+                None => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+        assert!(Instant::now() < deadline, "preemptd never answered health");
+    }
+
+    proxy.restore();
+    for service in services {
+        let deadline = Instant::now() + SETTLE;
+        while preemptd.health_of(service).await != Some(serving) {
+            assert!(
+                Instant::now() < deadline,
+                "{service:?} never became SERVING"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A pod deleted and created again under its name (a StatefulSet's restart) while
+/// preemptd was cut off: the relist holds the new pod, not the old one, and the new one
+/// goes when it is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_recreated_under_its_name_during_a_cut_replaces_the_old_one() {
+    let _one = CLUSTER.lock().await;
+    let env = env();
+    let kube = admin().await;
+    wipe(&kube).await;
+    create_cluster(&kube, &priority_class("low", 10)).await;
+    create_cluster(&kube, &priority_class("high", 1000)).await;
+    create_node(&kube, "n1", "2").await;
+    create_node(&kube, "n2", "2").await;
+    create(
+        &kube,
+        None,
+        &pod("default", "web-0", Some("n1"), "low", "1500m"),
+    )
+    .await;
+
+    let proxy = Proxy::start(apiserver_addr(&env)).await;
+    let preemptd = Preemptd::start(kubeconfig(&proxy.url(), &env.ca, &env.token));
+    let mut client = preemptd.client().await;
+    preemptd.wait_serving().await;
+    // One cpu fits only where web-0 is not.
+    let hi = preempt_json(preemptor("hi", "high", "1"));
+    eventually(&mut client, hi.clone(), "web-0 on n1", |r| {
+        r.outcome == pb::Outcome::Fits as i32 && r.feasible_nodes == ["n2"]
+    })
+    .await;
+
+    // Cut off: web-0 deleted and created again on n2, and etcd compacted past preemptd's
+    // watch, so it relists.
+    proxy.cut();
+    let pods: Api<Pod> = Api::namespaced(kube.clone(), "default");
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    pods.delete("web-0", &now).await.expect("delete web-0");
+    create(
+        &kube,
+        None,
+        &pod("default", "web-0", Some("n2"), "low", "1800m"),
+    )
+    .await;
+    for i in 0..5 {
+        let name = format!("churn-{i}");
+        create(&kube, None, &pod("default", &name, None, "low", "1m")).await;
+        pods.delete(&name, &now).await.expect("delete churn");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    proxy.restore();
+    eventually(&mut client, hi.clone(), "web-0 again, on n2", |r| {
+        r.outcome == pb::Outcome::Fits as i32 && r.feasible_nodes == ["n1"]
+    })
+    .await;
+    preemptd
+        .wait_metric("preemptd_cache_pods", |pods| pods == Some(1.0))
+        .await;
+
+    // Deleted, it is gone.
+    pods.delete("web-0", &now)
+        .await
+        .expect("delete web-0 again");
+    eventually(&mut client, hi, "web-0 deleted", |r| {
+        r.outcome == pb::Outcome::Fits as i32 && sorted(r.feasible_nodes.clone()) == ["n1", "n2"]
+    })
+    .await;
+    preemptd
+        .wait_metric("preemptd_cache_pods", |pods| pods == Some(0.0))
+        .await;
+    wipe(&kube).await;
+}
+
+/// An API server unreachable for longer than a default backoff grows to: once it answers
+/// again, preemptd catches up, and its metrics said meanwhile that the watches failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catches_up_soon_after_an_outage() {
+    let _one = CLUSTER.lock().await;
+    let env = env();
+    let kube = admin().await;
+    wipe(&kube).await;
+    create_cluster(&kube, &priority_class("low", 10)).await;
+    create_node(&kube, "n1", "2").await;
+    create(
+        &kube,
+        None,
+        &pod("default", "p1", Some("n1"), "low", "1500m"),
+    )
+    .await;
+
+    let proxy = Proxy::start(apiserver_addr(&env)).await;
+    let preemptd = Preemptd::start(kubeconfig(&proxy.url(), &env.ca, &env.token));
+    let mut client = preemptd.client().await;
+    preemptd.wait_serving().await;
+    let healthy = "preemptd_kube_watch_healthy{kind=\"priorityclass\"}";
+    preemptd.wait_metric(healthy, |v| v == Some(1.0)).await;
+    preemptd
+        .wait_metric(
+            "preemptd_kube_seconds_since_last_list{kind=\"priorityclass\"}",
+            |v| v.is_some(),
+        )
+        .await;
+    let late = preempt_json(preemptor("late-pod", "late", "1"));
+    let unknown = client
+        .preempt(late.clone())
+        .await
+        .expect_err("no such class yet");
+    assert_eq!(unknown.code(), Code::InvalidArgument, "{unknown:?}");
+
+    // Cut off for 40 s: kube-rs's default backoff would have grown to 25 s and more.
+    proxy.cut();
+    preemptd.wait_metric(healthy, |v| v == Some(0.0)).await;
+    // The outage itself, not a wait for something to happen.
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    create_cluster(&kube, &priority_class("late", 1000)).await;
+    proxy.restore();
+    let restored = Instant::now();
+    let answer = eventually(&mut client, late, "the class created during the cut", |r| {
+        r.outcome == pb::Outcome::Preempt as i32
+    })
+    .await;
+    println!(
+        "caught up {:.1} s after the api server was reachable again",
+        restored.elapsed().as_secs_f64()
+    );
+    assert_eq!(victims(&answer), ["p1"]);
+    preemptd.wait_metric(healthy, |v| v == Some(1.0)).await;
+    wipe(&kube).await;
+}
+
 /// deploy/'s RBAC is enough to serve and nothing more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deploy_rbac_lists_and_watches_the_five_kinds_and_nothing_more() {
@@ -795,5 +1006,90 @@ async fn the_deploy_rbac_lists_and_watches_the_five_kinds_and_nothing_more() {
             .expect("status");
         assert_eq!(status.allowed, allowed, "{verb} {group}/{resource}");
     }
+    wipe(&kube).await;
+}
+
+/// The watches are the one writer: a committing Preempt is refused and preemptd's copy
+/// stays as the cluster is (the preemptor is still decided on as before, not held back as
+/// NOT_ELIGIBLE by a victim only preemptd thinks terminating), and a bound pod named by
+/// pod_ref is no preemptor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_a_committing_preempt_and_keeps_its_copy_as_the_cluster_is() {
+    let _one = CLUSTER.lock().await;
+    let env = env();
+    let kube = admin().await;
+    wipe(&kube).await;
+    create_cluster(&kube, &priority_class("low", 10)).await;
+    create_cluster(&kube, &priority_class("high", 1000)).await;
+    create_node(&kube, "n1", "2").await;
+    create(
+        &kube,
+        None,
+        &pod("default", "busy", Some("n1"), "low", "1500m"),
+    )
+    .await;
+    create(&kube, None, &pod("default", "waiting", None, "high", "1")).await;
+
+    let preemptd = Preemptd::start(kubeconfig(&env.server, &env.ca, &env.token));
+    let mut client = preemptd.client().await;
+    preemptd.wait_serving().await;
+
+    let by_ref = |name: &str, dry_run: bool| pb::PreemptRequest {
+        preemptor: Some(pb::preempt_request::Preemptor::PodRef(pb::PodRef {
+            namespace: "default".into(),
+            name: name.into(),
+            uid: String::new(),
+        })),
+        dry_run,
+        explain: false,
+        pdb_mode: pb::PdbMode::Unspecified.into(),
+    };
+    let decided = eventually(&mut client, by_ref("waiting", true), "the dry run", |r| {
+        r.outcome == pb::Outcome::Preempt as i32
+    })
+    .await;
+    assert_eq!(decided.nominated_node_name, "n1");
+    assert_eq!(victims(&decided), ["busy"]);
+    let listed = client
+        .list_nominations(pb::ListNominationsRequest {})
+        .await
+        .expect("list nominations")
+        .into_inner();
+
+    let refused = client
+        .preempt(by_ref("waiting", false))
+        .await
+        .expect_err("a committing preempt");
+    assert_eq!(refused.code(), Code::FailedPrecondition, "{refused:?}");
+    assert!(refused.message().contains("dry_run"), "{refused:?}");
+
+    // Nothing changed: no nomination, and the same decision as before.
+    let after = client
+        .list_nominations(pb::ListNominationsRequest {})
+        .await
+        .expect("list nominations")
+        .into_inner();
+    assert_eq!(after.nominations, listed.nominations);
+    assert!(after.nominations.is_empty(), "{after:?}");
+    assert_eq!(after.revision, listed.revision);
+    let again = client
+        .preempt(by_ref("waiting", true))
+        .await
+        .expect("dry run")
+        .into_inner();
+    assert_eq!(again.outcome, pb::Outcome::Preempt as i32, "{again:?}");
+    assert_eq!(again.nominated_node_name, "n1");
+    assert_eq!(victims(&again), ["busy"]);
+
+    // A bound pod is no preemptor, dry run or not.
+    let bound = client
+        .preempt(by_ref("busy", true))
+        .await
+        .expect_err("a bound preemptor");
+    assert_eq!(bound.code(), Code::FailedPrecondition, "{bound:?}");
+    assert_eq!(
+        bound.message(),
+        "pod default/busy is bound to node n1: preemption is only for pending pods"
+    );
     wipe(&kube).await;
 }

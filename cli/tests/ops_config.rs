@@ -326,7 +326,7 @@ fn env_configured_server_serves_health_and_metrics_then_stops_on_sigterm() {
         .spawn()
         .expect("spawn server");
 
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(90);
     let mut healthy = false;
     while Instant::now() < deadline {
         let (code, out, _) =
@@ -448,7 +448,7 @@ fn health_reaches_a_server_with_mtls_and_authz() {
         "--tls-key",
         &path("client.key"),
     ];
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(90);
     let mut healthy = false;
     while Instant::now() < deadline {
         let (code, out, _) = health(&with_cert);
@@ -459,6 +459,18 @@ fn health_reaches_a_server_with_mtls_and_authz() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    // By host name, without --tls-server-name: the name is the one checked.
+    let by_name = run(preemptd()
+        .args([
+            "health",
+            "--addr",
+            &format!("localhost:{}", grpc.port()),
+            "--timeout",
+            "2s",
+            "--tls-ca",
+            &path("ca.crt"),
+        ])
+        .args(with_cert));
     // Without a client certificate the handshake is refused; the server's own
     // certificate is signed by the CA but names no authorized identity.
     let without_cert = health(&[]);
@@ -471,10 +483,266 @@ fn health_reaches_a_server_with_mtls_and_authz() {
     let _ = server.kill();
     let _ = server.wait();
     assert!(healthy, "health never reached the server");
+    assert_eq!(by_name.0, 0, "{by_name:?}");
     assert_eq!(without_cert.0, 1, "{without_cert:?}");
     assert_eq!(unauthorized.0, 1, "{unauthorized:?}");
     assert!(
         unauthorized.2.contains("PermissionDenied") || unauthorized.2.contains("permission"),
         "{unauthorized:?}"
     );
+}
+
+/// A kubeconfig whose cluster is `server` (an https URL), with a token user.
+fn kubeconfig_for(server: SocketAddr) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: test\n\
+         clusters:\n  - name: test\n    cluster:\n      server: https://{server}\n      insecure-skip-tls-verify: true\n\
+         users:\n  - name: test\n    user:\n      token: not-a-real-token\n\
+         contexts:\n  - name: test\n    context:\n      cluster: test\n      user: test\n"
+    )
+}
+
+/// Waits (polling, up to a generous deadline) for a TCP connection on `listener`: the
+/// sign that a process used the kubeconfig naming it.
+fn wait_for_connection(listener: &TcpListener, what: &str) {
+    listener.set_nonblocking(true).expect("nonblocking");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match listener.accept() {
+            Ok(_) => return,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(
+                    Instant::now() < deadline,
+                    "{what}: no connection to the kubeconfig's server"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(error) => panic!("{what}: accept: {error}"),
+        }
+    }
+}
+
+#[test]
+fn kubeconfig_without_a_path_reads_kubeconfig_then_the_home_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pod = dir.path().join("pod.json");
+    std::fs::write(
+        &pod,
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":{"containers":[{"name":"c"}]}}"#,
+    )
+    .expect("write pod");
+    let pod = pod.to_str().expect("utf-8 path");
+    let commands: [&[&str]; 3] = [
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "off",
+            "--kubeconfig",
+        ],
+        &["simulate", "--kubeconfig", "--pod", pod],
+        &["plan-drain", "--nodes", "n1", "--kubeconfig"],
+    ];
+    for args in commands {
+        // KUBECONFIG first, then ~/.kube/config: each names a server of its own.
+        let from_env = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let env_file = dir.path().join("from-env.yaml");
+        std::fs::write(
+            &env_file,
+            kubeconfig_for(from_env.local_addr().expect("addr")),
+        )
+        .expect("write kubeconfig");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".kube")).expect("mkdir");
+        let from_home = TcpListener::bind("127.0.0.1:0").expect("bind");
+        std::fs::write(
+            home.join(".kube/config"),
+            kubeconfig_for(from_home.local_addr().expect("addr")),
+        )
+        .expect("write kubeconfig");
+        for (envs, listener) in [
+            (
+                vec![
+                    ("KUBECONFIG", env_file.as_os_str()),
+                    ("HOME", home.as_os_str()),
+                ],
+                &from_env,
+            ),
+            (vec![("HOME", home.as_os_str())], &from_home),
+        ] {
+            let mut child = preemptd()
+                .args(args)
+                .envs(envs.iter().copied())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn preemptd");
+            wait_for_connection(listener, &format!("{args:?} {envs:?}"));
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("wait");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(
+                !stderr.contains("a value is required"),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_server_still_listing_is_alive_but_not_serving() {
+    // The kubeconfig's API server accepts connections and never answers: the initial
+    // list does not end, so health stays NOT_SERVING.
+    let api = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig.yaml");
+    std::fs::write(&kubeconfig, kubeconfig_for(api.local_addr().expect("addr")))
+        .expect("write kubeconfig");
+    let grpc = free_port();
+    let mut server = preemptd()
+        .args([
+            "serve",
+            "--listen",
+            &grpc.to_string(),
+            "--metrics-listen",
+            "off",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn server");
+    let health = |extra: &[&str]| {
+        run(preemptd()
+            .args(["health", "--addr", &grpc.to_string(), "--timeout", "2s"])
+            .args(extra))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let live = loop {
+        let live = health(&["--live"]);
+        if live.0 == 0 || Instant::now() > deadline {
+            break live;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let ready = health(&[]);
+    let _ = server.kill();
+    let _ = server.wait();
+    drop(api);
+    assert_eq!(live.0, 0, "{live:?}");
+    assert_eq!(live.1.trim(), "NOT_SERVING", "{live:?}");
+    assert_eq!(ready.0, 1, "{ready:?}");
+    assert_eq!(ready.1.trim(), "NOT_SERVING", "{ready:?}");
+    // Nothing answering is not alive.
+    let (code, _, err) = health(&["--live"]);
+    assert_eq!(code, 1, "{err}");
+}
+
+#[test]
+fn addresses_take_host_names() {
+    let (grpc, metrics, extender) = (free_port(), free_port(), free_port());
+    let named = |addr: SocketAddr| format!("localhost:{}", addr.port());
+    let mut server = preemptd()
+        .args(["serve", "--listen", &named(grpc)])
+        .args(["--metrics-listen", &named(metrics)])
+        .args(["--extender-listen", &named(extender)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn server");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let served = loop {
+        let health = run(preemptd().args(["health", "--addr", &named(grpc), "--timeout", "2s"]));
+        if health.0 == 0 || Instant::now() > deadline {
+            break health;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // localhost binds its IPv4 address.
+    let scraped = scrape(metrics);
+    let extender_open = std::net::TcpStream::connect(extender).is_ok();
+    let _ = server.kill();
+    let output = server.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(served.0, 0, "{served:?}\n{stderr}");
+    assert_eq!(served.1.trim(), "SERVING");
+    assert!(
+        scraped.expect("scrape").starts_with("HTTP/1.1 200"),
+        "{stderr}"
+    );
+    assert!(extender_open, "{stderr}");
+}
+
+/// Counts `needle` in `haystack`.
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+#[test]
+fn errors_say_each_thing_once() {
+    // A refused connection: hyper's "tcp connect error" wraps an error of the same text.
+    let closed = free_port();
+    let (code, _, err) =
+        run(preemptd().args(["health", "--addr", &closed.to_string(), "--timeout", "2s"]));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(count(&err, "tcp connect error"), 1, "{err}");
+    assert_eq!(count(&err, "Connection refused"), 1, "{err}");
+
+    // A missing kubeconfig: kube's message already carries the OS error.
+    let (code, _, err) = run(preemptd().args([
+        "plan-drain",
+        "--nodes",
+        "n1",
+        "--kubeconfig",
+        "/nonexistent/kubeconfig",
+    ]));
+    assert_ne!(code, 0, "{err}");
+    assert_eq!(count(&err, "(os error 2)"), 1, "{err}");
+
+    // A port in use: one line, not the log's and stderr's.
+    let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let (code, _, err) =
+        run(preemptd().args(["serve", "--listen", &addr, "--metrics-listen", "off"]));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(count(&err, "Address already in use"), 1, "{err}");
+
+    // --tls-client-ca alone names both flags it needs.
+    let (code, _, err) = run(preemptd().args(["serve", "--tls-client-ca", "/nonexistent/ca.crt"]));
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("--tls-cert") && err.contains("--tls-key"),
+        "{err}"
+    );
+
+    // A file's content is not a usage error: no pointer to --help.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "nonsense: [1]\n").expect("write");
+    let bad = bad.to_str().expect("utf-8 path");
+    for args in [
+        vec!["serve", "--policy", bad],
+        vec!["serve", "--authz", bad],
+        vec!["simulate", "--cluster", bad, "--pod", bad, "--policy", bad],
+        vec![
+            "plan-drain",
+            "--cluster",
+            bad,
+            "--nodes",
+            "n1",
+            "--policy",
+            bad,
+        ],
+    ] {
+        let (code, _, err) = run(preemptd().args(&args));
+        assert_eq!(code, 64, "{args:?}: {err}");
+        assert!(
+            err.contains(bad) && err.contains("nonsense"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("--help"), "{args:?}: {err}");
+        assert_eq!(count(&err, bad), 1, "{args:?}: {err}");
+    }
 }

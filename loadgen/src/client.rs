@@ -68,6 +68,9 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
     };
     let channel = connect(addr).await?;
     let mut client = PreemptionClient::new(channel.clone());
+    if args.target.is_some() && !args.force {
+        crate::target::ensure_fresh(&mut client, addr).await?;
+    }
 
     let spec = ClusterSpec {
         nodes: size.nodes,

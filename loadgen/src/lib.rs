@@ -1,8 +1,8 @@
-//! `preemptd bench`: a loopback load generator that measures the DESIGN §5 figures over
-//! real gRPC: bulk load through `Sync`, `Preempt` latency and throughput (resources-only
-//! and anti-affinity + spread preemptors), unary `UpdatePod` rate and ack latency,
-//! `WatchNominations` fan-out lag (with and without a stalled subscriber) and server RSS
-//! per pod and per node.
+//! `preemptd bench`: a loopback load generator that measures the figures of
+//! docs/performance.md (and its targets) over real gRPC: bulk load through `Sync`,
+//! `Preempt` latency and throughput (resources-only and anti-affinity + spread
+//! preemptors), unary `UpdatePod` rate and ack latency, `WatchNominations` fan-out lag
+//! (with and without a stalled subscriber) and server RSS per pod and per node.
 //!
 //! Human-readable lines go to stdout, a progress line to stderr, and the last stdout line
 //! is one JSON object with every figure (for scripts and the smoke test).
@@ -19,6 +19,7 @@ mod extender;
 mod grpc;
 mod report;
 mod scenarios;
+mod target;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -76,10 +77,16 @@ pub struct BenchArgs {
     /// (each size gets a fresh server).
     #[arg(long, value_delimiter = ',', value_name = "NODESxPODS,...")]
     pub sizes: Vec<Size>,
-    /// Use an already running, empty server at this loopback address instead of starting
-    /// one (`preemptd serve` in a process of its own, so RSS is the server's alone).
-    #[arg(long, value_name = "ADDR", conflicts_with = "in_process")]
+    /// Use an already running, empty server at this loopback address (host:port, e.g.
+    /// localhost:50051) instead of starting one (`preemptd serve` in a process of its own,
+    /// so RSS is the server's alone). A server that holds cluster state is refused unless
+    /// --force.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "in_process", value_parser = target::parse_target)]
     pub target: Option<SocketAddr>,
+    /// Load the generated cluster into a --target server even when it already holds
+    /// cluster state (its objects then stay mixed with the generated ones).
+    #[arg(long, requires = "target")]
+    pub force: bool,
     /// Run the server inside the bench process instead (RSS then also counts the client).
     #[arg(long)]
     pub in_process: bool,
@@ -204,6 +211,24 @@ impl BenchArgs {
     }
 }
 
+/// An error and its causes on one line, `outer: cause: root`, as anyhow's `{:#}` prints
+/// them, but without a cause whose text an outer message already carries (hyper's
+/// "tcp connect error: tcp connect error", kube's "...(os error 2): No such file or
+/// directory (os error 2)"). Also how the `preemptd` binary prints its errors.
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !cause_text.is_empty() && !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// Runs the benchmark; the process exit code comes back.
 pub fn run(args: BenchArgs) -> ExitCode {
     let result = args.validate().and_then(|()| {
@@ -219,7 +244,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("preemptd bench: error: {error:#}");
+            eprintln!("preemptd bench: error: {}", error_text(error.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -5,6 +5,7 @@
 //! offending field path apart from the message.
 
 use crate::cache::{CacheError, CommitConflict};
+use crate::engine::NotPending;
 use crate::engine::drain::DrainError;
 use crate::model::build::BuildError;
 use crate::model::decode::DecodeError;
@@ -106,6 +107,14 @@ impl AppError {
         )
     }
 
+    /// A committing preemption in Kubernetes mode: the cluster, not preemptd, must change
+    /// (evictions and the nomination through the API server), and the watches bring it.
+    pub fn watches_commit() -> Self {
+        AppError::FailedPrecondition(
+            "kubernetes mode: preempt with dry_run: the cluster's watches are the one writer; evict the victims and set the nomination through the API server".to_string(),
+        )
+    }
+
     /// Load shedding: more decisions in flight than `--max-concurrent-preempts`.
     pub fn preempt_overloaded(limit: usize) -> Self {
         AppError::ResourceExhausted(format!(
@@ -189,6 +198,13 @@ impl From<End> for AppError {
             End::Lagged { .. } => AppError::ResourceExhausted(end.to_string()),
             End::Closed => AppError::shutting_down(),
         }
+    }
+}
+
+/// A preemptor that is bound, terminating or finished: never one upstream preempts for.
+impl From<NotPending> for AppError {
+    fn from(err: NotPending) -> Self {
+        AppError::FailedPrecondition(err.to_string())
     }
 }
 

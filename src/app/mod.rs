@@ -162,6 +162,17 @@ impl App {
         Ok(())
     }
 
+    /// A committing preemption: refused while Kubernetes watches are the writer, as
+    /// updates are (the cluster did not change; its watches would later contradict the
+    /// commit).
+    pub fn check_committable(&self) -> Result<(), AppError> {
+        self.check_running()?;
+        if self.mirrored {
+            return Err(AppError::watches_commit());
+        }
+        Ok(())
+    }
+
     /// Kubernetes watches are the cache's one writer.
     pub fn is_mirrored(&self) -> bool {
         self.mirrored

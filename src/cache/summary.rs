@@ -205,7 +205,7 @@ fn amount(value: f32) -> i64 {
     // integer within ±2^62 (`LevelDigest::of` refuses larger ones), so finite and at most
     // 2^62 in magnitude after rounding up: it converts exactly. The checked `as` costs the
     // saturation fix-ups on all 24 conversions of every node a decision reads
-    // (`examples/profile_decide`: see BENCHMARKS.md).
+    // (`examples/profile_decide`: see docs/performance.md).
     unsafe { value.to_int_unchecked::<i64>() }
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::Labels;
+use crate::model::{Labels, Resources};
 
 /// The prefetching walk visits exactly the entries of its range, in snapshot order,
 /// across the persistent vector's leaves and past its end.

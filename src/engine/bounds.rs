@@ -7,8 +7,8 @@
 //! victim priority from below. The deficit over the largest single request bounds the
 //! victim count, and both bound the shifted priority sum.
 
+use super::candidate::SHIFT;
 use super::filters::{Occupied, PreFilter};
-use super::pick::SHIFT;
 use crate::cache::{LevelTotals, NodeInfo, NodeSummary};
 use crate::model::{Pod, Resources};
 
@@ -25,7 +25,7 @@ pub(crate) struct Bound {
 
 impl Bound {
     /// As a pick-score key (PDB violations ≥ 0 first), comparable with
-    /// [`super::pick::score_key`]: a node whose bound key is greater than the best candidate's
+    /// [`super::candidate::score_key`]: a node whose bound key is greater than the best candidate's
     /// key cannot win.
     pub fn key(&self) -> [i64; 4] {
         [0, self.highest, self.sum, self.count]

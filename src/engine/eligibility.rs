@@ -1,9 +1,59 @@
 //! Phase 2, eligibility: whether the preemptor may preempt at all (upstream
-//! `PodEligibleToPreemptOthers`).
+//! `PodEligibleToPreemptOthers`), and before that whether it is a pod preemption is for.
 
 use super::filters::Code;
 use crate::cache::Snapshot;
-use crate::model::{Pod, PreemptionPolicy};
+use crate::model::{Pod, PreemptionPolicy, Str};
+
+/// Why a pod is no preemptor at all. Upstream preempts only for pods waiting to be
+/// scheduled: its queue never holds a bound pod, skips pods being deleted, and its
+/// informer drops finished ones. Every entry point (gRPC `Preempt`, the extender's
+/// `/preempt`, `simulate`) refuses such a pod with this, before deciding anything.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotPending {
+    #[error("pod {pod} is terminating on node {node}: preemption is only for pending pods")]
+    TerminatingOn { pod: String, node: Str },
+    #[error("pod {pod} is terminating: preemption is only for pending pods")]
+    Terminating { pod: String },
+    #[error("pod {pod} is bound to node {node}: preemption is only for pending pods")]
+    Bound { pod: String, node: Str },
+    #[error("pod {pod} has finished (phase {phase}): preemption is only for pending pods")]
+    Finished { pod: String, phase: &'static str },
+}
+
+impl NotPending {
+    /// The manifest field that makes the pod no preemptor.
+    pub fn field(&self) -> &'static str {
+        match self {
+            NotPending::TerminatingOn { .. } | NotPending::Terminating { .. } => {
+                "metadata.deletionTimestamp"
+            }
+            NotPending::Bound { .. } => "spec.nodeName",
+            NotPending::Finished { .. } => "status.phase",
+        }
+    }
+}
+
+/// `Ok` when `pod` is pending: not bound to a node, not terminating, not finished.
+pub fn check_pending(pod: &Pod) -> Result<(), NotPending> {
+    let name = || format!("{}/{}", pod.namespace, pod.name());
+    match (&pod.node_name, pod.terminating) {
+        (Some(node), true) => Err(NotPending::TerminatingOn {
+            pod: name(),
+            node: node.clone(),
+        }),
+        (None, true) => Err(NotPending::Terminating { pod: name() }),
+        (Some(node), false) => Err(NotPending::Bound {
+            pod: name(),
+            node: node.clone(),
+        }),
+        (None, false) if pod.phase.is_terminal() => Err(NotPending::Finished {
+            pod: name(),
+            phase: pod.phase.as_str(),
+        }),
+        (None, false) => Ok(()),
+    }
+}
 
 /// `Some(reason)` when `pod` may not preempt: its policy is Never, or a lower-priority
 /// victim of an earlier preemption is still terminating on its nominated node — unless
@@ -64,6 +114,47 @@ mod tests {
             code
         });
         (reason, asked)
+    }
+
+    #[test]
+    fn only_pending_pods_are_preemptors() {
+        let pending = pod("p", 100, 500, GI, None);
+        assert_eq!(check_pending(&pending), Ok(()));
+        assert_eq!(check_pending(&nominated_to("a")), Ok(()));
+
+        let bound = pod("web-1", 100, 500, GI, Some("n1"));
+        let refused = check_pending(&bound).expect_err("bound");
+        assert_eq!(refused.field(), "spec.nodeName");
+        assert_eq!(
+            refused.to_string(),
+            "pod default/web-1 is bound to node n1: preemption is only for pending pods"
+        );
+
+        let mut leaving = bound.clone();
+        leaving.terminating = true;
+        let refused = check_pending(&leaving).expect_err("terminating");
+        assert_eq!(refused.field(), "metadata.deletionTimestamp");
+        assert!(
+            refused.to_string().contains("is terminating on node n1"),
+            "{refused}"
+        );
+        let mut leaving_unbound = pending.clone();
+        leaving_unbound.terminating = true;
+        assert!(matches!(
+            check_pending(&leaving_unbound),
+            Err(NotPending::Terminating { .. })
+        ));
+
+        for phase in [
+            crate::model::PodPhase::Succeeded,
+            crate::model::PodPhase::Failed,
+        ] {
+            let mut finished = pending.clone();
+            finished.phase = phase;
+            let refused = check_pending(&finished).expect_err("finished");
+            assert_eq!(refused.field(), "status.phase");
+            assert!(refused.to_string().contains(phase.as_str()), "{refused}");
+        }
     }
 
     #[test]

@@ -4,9 +4,9 @@
 
 use rayon::prelude::*;
 
-use super::filter_pass::{FilterTally, NodeOnly};
+use super::candidate::SHIFT;
 use super::filters::{self, PreFilter};
-use super::pick::SHIFT;
+use super::tally::{FilterTally, NodeOnly};
 use crate::cache::{GROUP_NODES, Snapshot};
 use crate::model::Pod;
 

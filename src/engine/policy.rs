@@ -111,8 +111,7 @@ pub struct Policy {
     pub pdb_mode: PdbMode,
 }
 
-/// Capacity-type labels of Karpenter, the clouds' node pools and user manifests
-/// (`spec/spot-and-extender.md` §1).
+/// Capacity-type labels of Karpenter, the clouds' node pools and user manifests.
 pub const DEFAULT_CAPACITY_LABELS: &[(&str, &str, Option<&str>)] = &[
     ("node.kubernetes.io/capacity", "spot", Some("on-demand")),
     ("karpenter.sh/capacity-type", "spot", Some("on-demand")),
@@ -137,7 +136,7 @@ pub const DEFAULT_NOTICE_TAINTS: &[(&str, Option<&str>)] = &[
     ("cloud.google.com/impending-node-termination", None),
 ];
 
-/// The condition the kubelet's graceful node shutdown sets (`spec/spot-and-extender.md` §2).
+/// The condition the kubelet's graceful node shutdown sets.
 pub const DEFAULT_NOTICE_CONDITIONS: &[(&str, &str, Option<&str>)] =
     &[("Ready", "False", Some("node is shutting down"))];
 

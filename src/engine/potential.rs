@@ -7,7 +7,7 @@
 use std::mem;
 
 use super::bounds;
-use super::search::PRUNE_CHUNK_FIRST;
+use super::thresholds::PRUNE_CHUNK_FIRST;
 
 /// The potential nodes of one or more filter tasks.
 #[derive(Default)]

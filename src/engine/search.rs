@@ -5,32 +5,20 @@
 //! exhaustive search's. Screened groups are filtered only while they may hold a winner.
 
 use rayon::prelude::*;
-use triomphe::Arc;
 
-use super::PRUNE_THRESHOLD;
-use super::filter_pass::{FilterPass, FilterTally, Filtered};
+use super::candidate::{Candidate, earliest_start_of_highest, score_key};
+use super::filter_pass::{FilterPass, Filtered};
 use super::filters::Status;
 use super::groups::{GroupScreen, SCREEN_FIRST_GROUPS, ScreenedGroups};
-use super::pick::{earliest_start_of_highest, score_key};
 use super::potential::{MostPromising, Potential};
+use super::tally::FilterTally;
+use super::thresholds::{PRUNE_CHUNK_FIRST, PRUNE_THRESHOLD};
 use super::victims::{self, Coverage, PdbIndex};
-use crate::model::Pod;
 
-/// Nodes dry-run before the first pruning check (one per worker thread and some), then
-/// twice as many each round up to `PRUNE_CHUNK_MAX`: the most promising nodes usually
-/// hold the winner, so the first rounds are small.
-pub(super) const PRUNE_CHUNK_FIRST: usize = 4;
+/// The most nodes dry-run between two pruning checks.
 const PRUNE_CHUNK_MAX: usize = 64;
 /// Dry runs of fewer nodes than this stay on the calling thread.
 const PARALLEL_DRY_RUNS: usize = 8;
-
-/// A candidate node with its victims.
-pub(crate) struct Candidate {
-    pub index: usize,
-    /// Importance order (most important first).
-    pub victims: Vec<Arc<Pod>>,
-    pub pdb_violations: i32,
-}
 
 /// What the search found, and what the filter pass made of the nodes in the end.
 pub(super) struct Found {

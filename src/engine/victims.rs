@@ -1,16 +1,30 @@
 //! Victim selection on one node (upstream `SelectVictimsOnNode`) and PDB budget
 //! consumption (`filterPodsWithPDBViolation`).
 
-use std::cmp::Reverse;
+use std::cmp::{Ordering, Reverse};
 
 use ahash::AHashMap as HashMap;
 use smallvec::SmallVec;
 use triomphe::Arc;
 
 use super::filters::{Code, PreFilter, Status};
-use super::importance;
 use crate::cache::NodeInfo;
 use crate::model::{Pod, PodDisruptionBudget, Str};
+
+/// Importance order (upstream `MoreImportantPod`): higher priority first, then earlier
+/// start (unset = now); remaining ties by namespace/name so results are reproducible.
+pub(crate) fn importance(a: &Pod, b: &Pod, now: i64) -> Ordering {
+    b.priority
+        .cmp(&a.priority)
+        .then_with(|| {
+            a.start_time
+                .unwrap_or(now)
+                .cmp(&b.start_time.unwrap_or(now))
+        })
+        .then_with(|| a.namespace.cmp(&b.namespace))
+        .then_with(|| a.name().cmp(b.name()))
+        .then_with(|| a.uid().cmp(b.uid()))
+}
 
 /// PDBs grouped by namespace, keeping the cluster order inside each group.
 pub(crate) struct PdbIndex<'a> {

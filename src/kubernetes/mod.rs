@@ -6,8 +6,10 @@
 //! The watchers hand their changes to one applier thread, which applies them to a
 //! [`Mirror`] in arrival order, in batches of whatever has queued up. A (re)list replaces
 //! the state of its kind: what the cache holds that the list did not name is deleted, so
-//! objects deleted while the watch was cut off disappear. The mirror is ready once every
-//! kind has finished its first list.
+//! objects deleted while the watch was cut off disappear. An object the builder refuses
+//! is not held, whether a watch event or a list brings it: the version held before goes.
+//! The mirror is ready once every kind has finished its first list. Failed watches retry
+//! about every second, so the cache catches up soon after an API server outage.
 //!
 //! This layer knows kube-rs, the model and the application core, not gRPC:
 //! [`AppMirror`] applies what the watches deliver to the core.
@@ -216,6 +218,8 @@ enum Control {
     /// A (re)list of the kind begins.
     ListStarted(Kind),
     Delete(ObjectKey, Option<String>),
+    /// The builder refused the object's new version: the one held goes.
+    Refused(ObjectKey),
     /// The (re)list is complete: objects it did not name are gone.
     ListDone(Kind),
 }
@@ -237,6 +241,7 @@ pub fn start(client: kube::Client, mirror: Arc<dyn Mirror>) -> tokio::task::Join
     if let Err(error) = applier {
         tracing::error!(%error, "cannot start the kubernetes applier thread");
     }
+    metrics::watches_started();
     let mut watches: Vec<_> = Kind::ALL
         .into_iter()
         .map(|kind| {
@@ -260,16 +265,41 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// The pause between a kind's watch retries before jitter (which adds up to as much
+/// again): an API server back from an outage is relisted within about a second.
+/// kube-rs's default grows to 30 s (plus jitter), so a cluster stayed stale for up to
+/// half a minute after its API server answered again. Not shorter: a failed list starts
+/// over with an `Init` event, which resets the stream's backoff, so this is also the
+/// pace of list retries while the API server is down.
+const RETRY_DELAY: Duration = Duration::from_millis(500);
+/// How often a watch that keeps failing says so again.
+const FAILING_LOG_EVERY: Duration = Duration::from_secs(30);
+
+/// A watch's retry pauses: [`RETRY_DELAY`], jittered.
+fn retry_backoff() -> watcher::ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(RETRY_DELAY)
+        .with_max_delay(RETRY_DELAY)
+        .with_jitter()
+        .without_max_times()
+        .into()
+}
+
 /// One kind's watch: every event converted on arrival and queued for the applier.
 async fn watch<K: KindType>(client: kube::Client, changes: mpsc::Sender<Change>) {
     let kind = K::KIND;
     let api: Api<Watched<K>> = Api::all_with(client, &kind.api_resource());
     let mut events = watcher(api, watcher::Config::default())
-        .default_backoff()
+        .backoff(retry_backoff())
         .boxed();
+    let mut outage = Outage::default();
     // Set at each (re)list's start, which comes first.
     let mut memo = None;
     while let Some(event) = next_with_memo(&mut events, &mut memo).await {
+        // `Init` comes before any request: it says nothing of the API server.
+        if matches!(&event, Ok(e) if !matches!(e, watcher::Event::Init)) {
+            outage.ended(kind);
+        }
         let change = match event {
             Ok(watcher::Event::Init) => {
                 // A list converts many objects at once: remember as a Sync stream does.
@@ -277,7 +307,7 @@ async fn watch<K: KindType>(client: kube::Client, changes: mpsc::Sender<Change>)
                 Some(Change::Other(Control::ListStarted(kind)))
             }
             Ok(watcher::Event::InitApply(object) | watcher::Event::Apply(object)) => {
-                convert(object).map(Change::Upsert)
+                Some(upsert_or_refusal(object))
             }
             Ok(watcher::Event::Delete(object)) => deletion(&object),
             Ok(watcher::Event::InitDone) => {
@@ -296,7 +326,7 @@ async fn watch<K: KindType>(client: kube::Client, changes: mpsc::Sender<Change>)
             }
             Err(error) => {
                 metrics::watch_error(kind);
-                tracing::warn!(kind = kind.name(), %error, "watch failed, retrying with backoff");
+                outage.failed(kind, &error);
                 None
             }
         };
@@ -304,6 +334,52 @@ async fn watch<K: KindType>(client: kube::Client, changes: mpsc::Sender<Change>)
             && changes.send(change).await.is_err()
         {
             return;
+        }
+    }
+}
+
+/// A watch's run of failures: logged when it starts, every [`FAILING_LOG_EVERY`] while
+/// it lasts, and when it ends (retries come about every second, too often to log each).
+#[derive(Default)]
+struct Outage {
+    since: Option<Instant>,
+    failures: u64,
+    last_logged: Option<Instant>,
+}
+
+impl Outage {
+    fn failed(&mut self, kind: Kind, error: &watcher::Error) {
+        let now = Instant::now();
+        let since = *self.since.get_or_insert_with(|| {
+            metrics::watch_healthy(kind, false);
+            now
+        });
+        self.failures += 1;
+        if self
+            .last_logged
+            .is_none_or(|last| now.duration_since(last) >= FAILING_LOG_EVERY)
+        {
+            self.last_logged = Some(now);
+            tracing::warn!(
+                kind = kind.name(),
+                %error,
+                failures = self.failures,
+                failing_seconds = now.duration_since(since).as_secs(),
+                "watch failed, retrying"
+            );
+        }
+    }
+
+    fn ended(&mut self, kind: Kind) {
+        if let Some(since) = self.since.take() {
+            metrics::watch_healthy(kind, true);
+            tracing::info!(
+                kind = kind.name(),
+                failures = self.failures,
+                failed_seconds = since.elapsed().as_secs_f64(),
+                "watch answered again"
+            );
+            *self = Outage::default();
         }
     }
 }
@@ -322,6 +398,23 @@ async fn with_memo_until_done<F: Future>(future: F, memo: &mut Option<Box<Memo>>
     std::future::poll_fn(|cx| with_memo_installed(memo, || future.as_mut().poll(cx))).await
 }
 
+/// What an added or changed object means for the cache: the model object, or, when the
+/// builder refuses it, that whatever is held under its name goes. The object as the API
+/// server now has it cannot be represented, so an older version kept would answer for an
+/// object that no longer is; a relist drops it (it is not named by the list), and a watch
+/// event does the same, so a long-running preemptd and a fresh one agree.
+fn upsert_or_refusal<K: KindType>(watched: Watched<K>) -> Change {
+    let key = ObjectKey {
+        kind: K::KIND,
+        namespace: watched.metadata.namespace.clone().unwrap_or_default(),
+        name: watched.metadata.name.clone().unwrap_or_default(),
+    };
+    match convert(watched) {
+        Some(object) => Change::Upsert(object),
+        None => Change::Other(Control::Refused(key)),
+    }
+}
+
 /// The model object of a watched object; `None` (counted and logged) when the builder
 /// refused it.
 fn convert<K: KindType>(watched: Watched<K>) -> Option<Object> {
@@ -333,7 +426,16 @@ fn convert<K: KindType>(watched: Watched<K>) -> Option<Object> {
             let meta = &watched.metadata;
             let namespace = meta.namespace.as_deref().unwrap_or_default();
             let name = meta.name.as_deref().unwrap_or_default();
-            tracing::warn!(kind = kind.name(), namespace, name, %error, "object refused, skipped");
+            if let Some(suppressed) = metrics::refusal_log_due(kind) {
+                tracing::warn!(
+                    kind = kind.name(),
+                    namespace,
+                    name,
+                    %error,
+                    suppressed,
+                    "object refused, not held"
+                );
+            }
             None
         }
     }
@@ -473,8 +575,17 @@ fn apply_control(
             }
             mirror.delete(&key, uid.as_deref());
         }
+        Control::Refused(key) => {
+            if let Some(listing) = listings.get_mut(&key.kind) {
+                listing.seen.remove(&key.namespace, &key.name);
+            }
+            if !key.name.is_empty() {
+                mirror.delete(&key, None);
+            }
+        }
         Control::ListStarted(kind) => {
-            if listed.contains(&kind) {
+            // A list that failed starts over: one relist however many attempts it takes.
+            if listed.contains(&kind) && !listings.contains_key(&kind) {
                 metrics::relist(kind);
                 tracing::info!(kind = kind.name(), "relisting");
             }
@@ -506,6 +617,7 @@ fn apply_control(
                 mirror.delete(key, None);
             }
             let seconds = listing.started.elapsed().as_secs_f64();
+            metrics::listed(kind);
             tracing::info!(
                 kind = kind.name(),
                 objects = listing.seen.len(),
@@ -571,7 +683,7 @@ pub async fn client(source: &Source) -> anyhow::Result<kube::Client> {
 }
 
 /// Every object of every kind, listed once (pages of [`LIST_PAGE`]); objects the builder
-/// refuses are skipped with a warning, as the watches skip them.
+/// refuses are left out with a warning, as the watches leave them out.
 pub async fn list_once(client: kube::Client) -> anyhow::Result<Vec<Object>> {
     use anyhow::Context as _;
     let mut objects = Vec::new();
@@ -696,5 +808,98 @@ mod tests {
         let watched: Watched<PodType> = serde_json::from_str(text).expect("json");
         assert!(watched.object.is_err());
         assert!(convert(watched).is_none());
+    }
+
+    /// Kind, namespace and name.
+    type HeldKey = (&'static str, String, String);
+
+    /// A mirror that keeps the uid of each object by its key.
+    #[derive(Default)]
+    struct Held(std::sync::Mutex<std::collections::BTreeMap<HeldKey, String>>);
+
+    impl Mirror for Held {
+        fn upsert(&self, objects: Vec<Object>) {
+            let mut held = self.0.lock().unwrap();
+            for object in objects {
+                let (kind, namespace, name) = key_of(&object);
+                let uid = match &object {
+                    Object::Pod(p) => p.uid().to_string(),
+                    _ => String::new(),
+                };
+                held.insert((kind.name(), namespace.into(), name.into()), uid);
+            }
+        }
+        fn delete(&self, key: &ObjectKey, uid: Option<&str>) {
+            let mut held = self.0.lock().unwrap();
+            let k = (key.kind.name(), key.namespace.clone(), key.name.clone());
+            if uid.is_none_or(|uid| held.get(&k).is_some_and(|h| h == uid)) {
+                held.remove(&k);
+            }
+        }
+        fn for_each_key(&self, kind: Kind, each: &mut dyn FnMut(&str, &str)) {
+            for (k, namespace, name) in self.0.lock().unwrap().keys() {
+                if *k == kind.name() {
+                    each(namespace, name);
+                }
+            }
+        }
+        fn ready(&self) {}
+    }
+
+    fn watched_pod(name: &str, cpu: &str) -> Watched<PodType> {
+        let text = format!(
+            r#"{{"metadata": {{"name": "{name}", "namespace": "shop", "uid": "u-{name}"}},
+                "spec": {{"nodeName": "n1", "containers": [{{"name": "c",
+                         "resources": {{"requests": {{"cpu": "{cpu}"}}}}}}]}}}}"#
+        );
+        serde_json::from_str(&text).expect("json")
+    }
+
+    /// What `mirror` holds after the applier has applied `changes` in order.
+    fn applied(changes: Vec<Change>) -> Vec<HeldKey> {
+        let mirror = Held::default();
+        let (sender, received) = mpsc::channel(changes.len().max(1));
+        for change in changes {
+            assert!(sender.try_send(change).is_ok(), "room for every change");
+        }
+        drop(sender);
+        apply_changes(received, &mirror);
+        mirror.0.into_inner().unwrap().into_keys().collect()
+    }
+
+    #[test]
+    fn a_refused_version_drops_the_held_one_in_a_watch_event_as_in_a_relist() {
+        let list = |pods: Vec<Change>| {
+            let mut changes = vec![Change::Other(Control::ListStarted(Kind::Pod))];
+            changes.extend(pods);
+            changes.push(Change::Other(Control::ListDone(Kind::Pod)));
+            changes
+        };
+        let first = || {
+            list(vec![
+                upsert_or_refusal(watched_pod("web-1", "100m")),
+                upsert_or_refusal(watched_pod("web-2", "100m")),
+            ])
+        };
+        // A watch event carries web-1's new version, which the builder refuses.
+        let mut watched = first();
+        watched.push(upsert_or_refusal(watched_pod("web-1", "lots")));
+        // A relist finds web-1 in that version.
+        let mut relisted = first();
+        relisted.extend(list(vec![
+            upsert_or_refusal(watched_pod("web-1", "lots")),
+            upsert_or_refusal(watched_pod("web-2", "100m")),
+        ]));
+        let only_web_2 = vec![("pod", "shop".to_string(), "web-2".to_string())];
+        assert_eq!(applied(watched), only_web_2);
+        assert_eq!(applied(relisted), only_web_2);
+        // And a refused version within a list, after the good one, drops it too.
+        let mut twice = first();
+        twice.extend(list(vec![
+            upsert_or_refusal(watched_pod("web-2", "100m")),
+            upsert_or_refusal(watched_pod("web-1", "100m")),
+            upsert_or_refusal(watched_pod("web-1", "lots")),
+        ]));
+        assert_eq!(applied(twice), only_web_2);
     }
 }

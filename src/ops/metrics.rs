@@ -40,6 +40,8 @@ pub const KUBE_RELISTS: &str = "preemptd_kube_relists_total";
 pub const KUBE_WATCH_ERRORS: &str = "preemptd_kube_watch_errors_total";
 pub const KUBE_REJECTED: &str = "preemptd_kube_rejected_objects_total";
 pub const KUBE_SECONDS_SINCE_EVENT: &str = "preemptd_kube_seconds_since_last_event";
+pub const KUBE_SECONDS_SINCE_LIST: &str = "preemptd_kube_seconds_since_last_list";
+pub const KUBE_WATCH_HEALTHY: &str = "preemptd_kube_watch_healthy";
 pub const AUTHZ_DENIED: &str = "preemptd_authz_denied_total";
 pub const EXTENDER_REQUESTS: &str = "preemptd_extender_requests_total";
 pub const EXTENDER_SECONDS: &str = "preemptd_extender_request_duration_seconds";
@@ -143,11 +145,19 @@ fn describe() {
     describe_counter!(KUBE_WATCH_ERRORS, "Kubernetes watch errors, by kind");
     describe_counter!(
         KUBE_REJECTED,
-        "Watched objects the builder refused (skipped), by kind"
+        "Watched objects the builder refused, by kind (the version held before, if any, is dropped)"
     );
     describe_gauge!(
         KUBE_SECONDS_SINCE_EVENT,
         "Seconds since the last object arrived from a Kubernetes watch, by kind"
+    );
+    describe_gauge!(
+        KUBE_SECONDS_SINCE_LIST,
+        "Seconds since a Kubernetes list (the first, or a relist) last completed, by kind"
+    );
+    describe_gauge!(
+        KUBE_WATCH_HEALTHY,
+        "1 while a kind's Kubernetes watch is answered, 0 while its requests fail (retried about every second), by kind"
     );
     describe_counter!(
         AUTHZ_DENIED,

@@ -10,6 +10,7 @@ use tonic::{Code, Status};
 
 use crate::app::AppError;
 use crate::cache::{CacheError, CommitConflict};
+use crate::engine::NotPending;
 use crate::engine::drain::DrainError;
 use crate::model::build::BuildError;
 use crate::model::decode::DecodeError;
@@ -228,7 +229,14 @@ macro_rules! through_app {
         }
     )*};
 }
-through_app!(CacheError, CommitConflict, SubscribeError, End, DrainError);
+through_app!(
+    CacheError,
+    CommitConflict,
+    SubscribeError,
+    End,
+    DrainError,
+    NotPending
+);
 
 impl From<tokio::task::JoinError> for ApiError {
     fn from(err: tokio::task::JoinError) -> Self {

@@ -269,9 +269,14 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     .max_encoding_message_size(config.max_message_bytes);
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    // tonic's reporter starts the overall service SERVING: nothing is until the core is
-    // listed (below).
-    set_health(&health, ServingStatus::NotServing).await;
+    // Before the server answers its first call: the reporter starts the overall service
+    // ("") SERVING, which in Kubernetes mode is not so until every kind is listed.
+    let initial_health = if config.cluster.is_some() {
+        ServingStatus::NotServing
+    } else {
+        ServingStatus::Serving
+    };
+    set_health(&health, initial_health).await;
     let metrics = match config.metrics_listen {
         None => None,
         Some(addr) => Some(start_metrics(addr, app.clone(), tls.clone()).await?),
@@ -320,22 +325,19 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         Some(source) => {
             let client = crate::kubernetes::client(source).await?;
             tracing::info!(?source, "kubernetes mode: listing and watching the cluster");
+            // SERVING once every watched kind is listed.
+            let (listed, health) = (app.clone(), health.clone());
+            tokio::spawn(async move {
+                listed.listed().await;
+                if listed.check_running().is_ok() {
+                    set_health(&health, ServingStatus::Serving).await;
+                }
+            });
             let mirror = crate::kubernetes::AppMirror::new(app.clone());
             Some(crate::kubernetes::start(client, Arc::new(mirror)))
         }
         None => None,
     };
-    // SERVING once the core is listed: at once in push mode, in Kubernetes mode once
-    // every watched kind is.
-    {
-        let (app, health) = (app.clone(), health.clone());
-        tokio::spawn(async move {
-            app.listed().await;
-            if app.check_running().is_ok() {
-                set_health(&health, ServingStatus::Serving).await;
-            }
-        });
-    }
     if let Some(policy) = &config.policy {
         log_policy(policy);
     }

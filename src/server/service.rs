@@ -182,6 +182,8 @@ impl pb::preemption_server::Preemption for PreemptionService {
     ) -> Result<Response<pb::PreemptResponse>, Status> {
         if !request.get_ref().dry_run {
             super::authz::check_commit(request.extensions(), self.authz_enforced)?;
+            // Before listing is done too: such a call never succeeds in this mode.
+            self.app.check_committable().map_err(ApiError::from)?;
         }
         let app = &self.app;
         app.check_listed().map_err(ApiError::from)?;
@@ -214,6 +216,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
                     .map_err(ApiError::from)?,
             ),
         };
+        crate::engine::check_pending(&pod).map_err(ApiError::from)?;
         app.admit(&mut pod, class_path).map_err(ApiError::from)?;
         let decide = PreemptRequest {
             pod,

@@ -1,4 +1,4 @@
-//! TLS for any TCP port of the server (gRPC, metrics, and the coming HTTP extender):
+//! TLS for any TCP port of the server (gRPC, metrics, and the kube-scheduler extender):
 //! rustls with ring, the certificate and key read from PEM files and reloaded when the
 //! files change (cert-manager rotates a Secret's files in place), and with a client CA,
 //! mutual TLS: a client without a certificate signed by it is refused at the handshake.

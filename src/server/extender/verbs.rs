@@ -174,6 +174,7 @@ pub fn preempt<'de>(
     args: PreemptionArgsJson<'de>,
 ) -> Result<PreemptionResult<'de>, ApiError> {
     let mut args = args.build()?;
+    crate::engine::check_pending(&args.pod)?;
     let mut preemptor = admitted(app, args.pod)?;
     app.cache.fill_held_nomination(&mut preemptor);
     let options = DecideOptions {
