@@ -42,7 +42,8 @@ const INLINE_DECODE_BYTES: usize = 32 * 1024;
 const OPTIMISTIC_ATTEMPTS: u32 = 4;
 
 /// Values a thread's unary `UpdatePod` calls recently converted. Updates of the pods of
-/// one template carry the same details and label sets: converted once, then looked up.
+/// one template repeat their namespaces, node names, label sets and quantities: made once,
+/// then shared.
 const UNARY_MEMO_CAPACITY: usize = 1 << 13;
 
 thread_local! {
@@ -446,40 +447,6 @@ impl PreemptionService {
     }
 }
 
-/// `UpdatePod` (served by `unary`, outside the generated trait): the request's encoding
-/// read into a change and applied.
-pub(crate) async fn update_pod(
-    state: &State,
-    encoding: bytes::Bytes,
-) -> Result<pb::UpdatePodResponse, ApiError> {
-    state.check_writable()?;
-    let received = UNARY_MEMO
-        .with_borrow_mut(|memo| wire::read_update_pod(encoding, memo))
-        // As tonic reports a request prost cannot decode.
-        .map_err(|error| ApiError::Undecodable(error.to_string()))?;
-    use pb::update_pod_request::Change as Requested;
-    let change = match received {
-        wire::ReceivedPod::Upserted(pod) => Change::Upsert(PodArc::new(pod?)),
-        wire::ReceivedPod::Decoded(request) => match request.change {
-            None => return Err(missing_change()),
-            Some(Requested::Upsert(p)) => Change::Upsert(PodArc::new(convert::pod("upsert", &p)?)),
-            Some(Requested::UpsertJson(text)) => Change::Upsert(PodArc::new(
-                decode_json("upsert_json", text, decode::decode_pod).await?,
-            )),
-            Some(Requested::Delete(r)) => Change::Delete(r),
-        },
-    };
-    let incoming = sent_version(&change, |p| p.resource_version);
-    let outcome = state.apply_pod(change)?;
-    Ok(pb::UpdatePodResponse {
-        applied: outcome.applied,
-        resource_version: outcome.resource_version,
-        revision: outcome.revision,
-        epoch: state.epoch.clone(),
-        stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
-    })
-}
-
 fn missing_change() -> ApiError {
     ApiError::invalid("change", "one of upsert, upsert_json or delete is required")
 }
@@ -507,6 +474,34 @@ impl pb::preemption_server::Preemption for PreemptionService {
         let incoming = sent_version(&change, |n| n.resource_version);
         let outcome = state.apply_node(change)?;
         Ok(Response::new(pb::UpdateNodeResponse {
+            applied: outcome.applied,
+            resource_version: outcome.resource_version,
+            revision: outcome.revision,
+            epoch: state.epoch.clone(),
+            stale: stale_reason(outcome.applied, incoming, outcome.resource_version),
+        }))
+    }
+
+    async fn update_pod(
+        &self,
+        request: Request<pb::UpdatePodRequest>,
+    ) -> Result<Response<pb::UpdatePodResponse>, Status> {
+        let state = &self.state;
+        state.check_writable()?;
+        use pb::update_pod_request::Change as Requested;
+        let change = match request.into_inner().change {
+            None => return Err(missing_change().into()),
+            Some(Requested::Upsert(p)) => Change::Upsert(PodArc::new(
+                UNARY_MEMO.with_borrow_mut(|memo| convert::pod_with_memo("upsert", &p, memo))?,
+            )),
+            Some(Requested::UpsertJson(text)) => Change::Upsert(PodArc::new(
+                decode_json("upsert_json", text, decode::decode_pod).await?,
+            )),
+            Some(Requested::Delete(r)) => Change::Delete(r),
+        };
+        let incoming = sent_version(&change, |p| p.resource_version);
+        let outcome = state.apply_pod(change)?;
+        Ok(Response::new(pb::UpdatePodResponse {
             applied: outcome.applied,
             resource_version: outcome.resource_version,
             revision: outcome.revision,

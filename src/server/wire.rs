@@ -1,14 +1,13 @@
-//! `Sync`'s pods and nodes and `UpdatePod`'s requests, read straight from their encoding
-//! (nodes: see the `node` module).
+//! `Sync`'s pods and nodes, read straight from their encoding (nodes: see the `node`
+//! module).
 //!
 //! Decoding a pod into a `pb::Pod` allocates a string per field and a sorted map per label
 //! set and resource list, which the conversion then reads once and drops: together more
 //! than half of a bulk load's receiving work. So `Sync` receives `SyncRequestWire` (the
 //! server is generated with it as the method's input): `SyncRequest` with the pod and
-//! node items left as bytes, the same on the wire; `UpdatePod`'s whole request arrives as
-//! bytes (`server::unary`). The fields most pods set (identity, labels, node,
-//! priority, containers with their requests, limits and ports, tolerations, node
-//! selector, times, phase) are read from those bytes into the builder's [`PodInput`]; a
+//! node items left as bytes, the same on the wire. The fields most pods set (identity,
+//! labels, node, priority, containers with their requests, limits and ports,
+//! tolerations, node selector, times, phase) are read from those bytes into the builder's [`PodInput`]; a
 //! pod with any other field, or anything out of the ordinary (a field of an unexpected
 //! wire type, invalid UTF-8, an unknown field) goes through prost and the typed reader.
 //! Both paths end in the same builder, so they give the same pod or the same error.
