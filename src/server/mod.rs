@@ -17,7 +17,6 @@ mod mirror;
 mod probe;
 mod service;
 pub mod tls;
-pub mod wire;
 
 pub use probe::{ProbeCredentials, check_health};
 
@@ -40,9 +39,6 @@ use service::{PreemptionService, State};
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod pb {
     tonic::include_proto!("preemptd.v1");
-    // The server, generated apart: `Sync` receives its requests as `wire`'s type, which
-    // keeps a pod's encoding for the server to read.
-    include!(concat!(env!("OUT_DIR"), "/server/preemptd.v1.rs"));
 
     /// Encoded `FileDescriptorSet` of `preemptd.proto` (for reflection).
     pub const FILE_DESCRIPTOR_SET: &[u8] =

@@ -27,7 +27,6 @@ use super::ServeConfig;
 use super::convert;
 use super::errors::ApiError;
 use super::pb;
-use super::wire;
 
 pub(super) mod apply;
 pub(super) mod sync;
@@ -758,7 +757,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
 
     async fn sync(
         &self,
-        request: Request<Streaming<wire::SyncRequestWire>>,
+        request: Request<Streaming<pb::SyncRequest>>,
     ) -> Result<Response<pb::SyncResponse>, Status> {
         let state = self.state.clone();
         state.check_writable()?;
