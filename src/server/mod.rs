@@ -9,6 +9,7 @@ pub mod authz;
 pub mod convert;
 pub mod errors;
 pub mod extender;
+pub(crate) mod http;
 pub mod json;
 #[cfg(any(test, feature = "generate"))]
 pub mod messages;
@@ -180,7 +181,7 @@ impl RunningServer {
             let _ = tx.send(());
         }
         if let Some(metrics) = self.metrics.take() {
-            metrics.shutdown().await;
+            metrics.shutdown(self.grace).await;
         }
         if let Some(extender) = self.extender.take() {
             extender.shutdown(self.grace).await;
