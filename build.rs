@@ -1,18 +1,10 @@
 //! Compiles `proto/` with protox (pure Rust, no `protoc` anywhere), generates the tonic
-//! client and messages, then the tonic server, and writes the encoded descriptor set for
-//! server reflection.
-//!
-//! The server is generated apart, in two ways unlike the client: `Sync`'s requests are
-//! read by a hand-written type of the same wire format (`SyncRequestWire` keeps a pod's
-//! encoding undecoded, for the server to read it straight into its model; see
-//! `server::wire`), and `UpdatePod` is left out, as `server::unary` serves it. Clients
-//! and reflection see the real descriptors.
+//! client, server and messages, and writes the encoded descriptor set for server
+//! reflection.
 
 use std::path::PathBuf;
 
 use prost::Message as _;
-
-const PACKAGE: &str = "preemptd.v1";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto = "proto/preemptd/v1/preemptd.proto";
@@ -24,32 +16,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Label and resource maps are a few entries each: a sorted map decodes faster than
         // a seeded hash map and hands entries out in a stable order.
         .btree_map(".")
-        .build_server(false)
-        .build_client(true)
-        .compile_fds(fds.clone())?;
-    let mut server_fds = fds;
-    for service in server_fds
-        .file
-        .iter_mut()
-        .flat_map(|file| &mut file.service)
-    {
-        service.method.retain(|method| method.name() != "UpdatePod");
-    }
-    let server_dir = out_dir.join("server");
-    std::fs::create_dir_all(&server_dir)?;
-    tonic_prost_build::configure()
         .build_server(true)
-        .build_client(false)
-        .out_dir(&server_dir)
-        // prost's codec with buffers sized for this service's messages (`server::codec`).
-        .codec_path("crate::server::codec::ServerCodec")
-        // Every message is the client pass's but the request read by hand (prost prefers
-        // a message's own path to its package's).
-        .extern_path(format!(".{PACKAGE}"), "crate::server::pb")
-        .extern_path(
-            format!(".{PACKAGE}.SyncRequest"),
-            "crate::server::wire::SyncRequestWire",
-        )
-        .compile_fds(server_fds)?;
+        .build_client(true)
+        .compile_fds(fds)?;
     Ok(())
 }

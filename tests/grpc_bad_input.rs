@@ -773,12 +773,11 @@ type RawCase<'a> = (
     Code,
 );
 
-/// `UpdatePod` is served outside the generated server and `Sync` receives its requests
-/// as the server's own type (which keeps a pod's encoding), as a stream its handler
-/// reads: for the same malformed call they answer as `UpdateNode` does, and nothing
-/// changes.
+/// `UpdatePod` (the hot unary update) and `Sync` (whose requests the server receives as
+/// its own type, which keeps a pod's encoding, as a stream its handler reads): for the
+/// same malformed call they answer as `UpdateNode` does, and nothing changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_methods_read_by_hand_fail_malformed_calls_as_every_method_does() {
+async fn update_pod_and_sync_fail_malformed_calls_as_every_method_does() {
     timeout(TEST_TIMEOUT, async {
         let mut config = loopback_config();
         config.max_message_bytes = MAX_MESSAGE_BYTES;

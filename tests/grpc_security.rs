@@ -568,9 +568,11 @@ async fn https_get(
         .connect(name, tcp)
         .await
         .expect("handshake");
-    tls.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
-        .await
-        .expect("send");
+    tls.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("send");
     let mut response = Vec::new();
     // The server closes after its answer; some TLS stacks end without close_notify.
     let _ = tls.read_to_end(&mut response).await;

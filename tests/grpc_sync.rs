@@ -396,7 +396,6 @@ async fn items_are_applied_while_the_stream_stays_open() {
 /// for the whole request, at once, while the client still holds the stream open.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_item_fails_the_stream_while_it_is_open() {
-    use preemptd::server::wire::SyncRequestWire;
     use prost::Message as _;
     timeout(TEST_TIMEOUT, async {
         let (server, _client) = start().await;
@@ -411,12 +410,11 @@ async fn an_undecodable_item_fails_the_stream_while_it_is_open() {
             .expect_err("undecodable")
             .to_string();
 
-        // Each message's bytes are sent as they are: the server's own request type keeps
-        // a pod item undecoded, and writes it back unchanged.
-        let (items, feed) = tokio::sync::mpsc::channel::<SyncRequestWire>(4);
+        // Each message's bytes are sent as they are.
+        let (items, feed) = tokio::sync::mpsc::channel::<RawMessage>(4);
         let mut grpc = tonic::client::Grpc::new(channel(&server).await);
         grpc.ready().await.expect("channel ready");
-        let codec = tonic_prost::ProstCodec::<SyncRequestWire, pb::SyncResponse>::default();
+        let codec = tonic_prost::ProstCodec::<RawMessage, pb::SyncResponse>::default();
         let path =
             tonic::codegen::http::uri::PathAndQuery::from_static("/preemptd.v1.Preemption/Sync");
         let call = tokio::spawn(async move {
@@ -428,9 +426,7 @@ async fn an_undecodable_item_fails_the_stream_while_it_is_open() {
             .await
         });
         for encoding in [node_item(node("n1", "4")).encode_to_vec(), bad_utf8_name] {
-            let message = SyncRequestWire::decode(&encoding[..]).expect("items kept as bytes");
-            assert_eq!(message.encode_to_vec(), encoding);
-            items.send(message).await.expect("stream open");
+            items.send(RawMessage(encoding)).await.expect("stream open");
         }
         // `items` stays open: the answer must not wait for the end of the stream.
         let status = timeout(std::time::Duration::from_secs(10), call)
@@ -444,4 +440,33 @@ async fn an_undecodable_item_fails_the_stream_while_it_is_open() {
     })
     .await
     .expect("test timed out");
+}
+
+/// A request message that is the bytes it holds, sent as they are.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct RawMessage(Vec<u8>);
+
+impl prost::Message for RawMessage {
+    fn encode_raw(&self, buf: &mut impl bytes::BufMut) {
+        buf.put_slice(&self.0);
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: prost::encoding::WireType,
+        buf: &mut impl bytes::Buf,
+        ctx: prost::encoding::DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        // Only ever sent.
+        prost::encoding::skip_field(wire_type, tag, buf, ctx)
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
 }

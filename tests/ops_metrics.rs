@@ -1,5 +1,6 @@
 //! `/metrics` end to end: a server with its metrics endpoint on port 0, real gRPC
-//! traffic, and a plain HTTP/1.1 scrape checked for names, labels and counts.
+//! traffic, and a plain HTTP/1.1 scrape checked for names, labels and counts; over TLS,
+//! scrapes in HTTP/1.1 and HTTP/2 (each as ALPN negotiates it).
 //!
 //! Its own test binary: the metrics recorder is process-wide.
 
@@ -17,7 +18,12 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
         .await
         .expect("connect metrics");
     stream
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: */*\r\n\r\n").as_bytes())
+        .write_all(
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
         .await
         .expect("send request");
     let mut response = String::new();
@@ -238,4 +244,140 @@ async fn server_runs_without_a_metrics_endpoint() {
     assert_eq!(server.metrics_addr(), None);
     upsert_node(&mut client, node("n1", "1")).await;
     server.shutdown().await.expect("shutdown");
+}
+
+/// A CA's PEM, and a server certificate for localhost it signed in a temporary directory
+/// (`tls.crt`, `tls.key`).
+fn localhost_pki() -> (String, tempfile::TempDir) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "test ca");
+    let ca_key = KeyPair::generate().expect("ca key");
+    let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
+    let issuer = Issuer::new(ca_params, ca_key);
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.subject_alt_names = vec![SanType::DnsName("localhost".try_into().expect("dns"))];
+    let key = KeyPair::generate().expect("key");
+    let cert = params.signed_by(&key, &issuer).expect("sign");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("tls.crt"), cert.pem()).expect("cert");
+    std::fs::write(dir.path().join("tls.key"), key.serialize_pem()).expect("key");
+    (ca_cert.pem(), dir)
+}
+
+/// A TLS connection to `addr` trusting `ca_pem`, offering `alpn`; checks that the server
+/// chose it.
+async fn tls_connect(
+    addr: std::net::SocketAddr,
+    ca_pem: &str,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    use rustls_pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add_parsable_certificates(
+        rustls_pki_types::CertificateDer::pem_slice_iter(ca_pem.as_bytes()).flatten(),
+    );
+    let mut config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let name = rustls_pki_types::ServerName::try_from("localhost").expect("name");
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("handshake");
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(alpn), "alpn");
+    tls
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_over_tls_answer_http1_and_http2_scrapes() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let (ca_pem, dir) = localhost_pki();
+        let (server, mut client) = {
+            let config = preemptd::server::ServeConfig {
+                tls: Some(preemptd::server::tls::TlsSettings::new(
+                    dir.path().join("tls.crt"),
+                    dir.path().join("tls.key"),
+                )),
+                metrics_listen: Some("127.0.0.1:0".parse().expect("addr")),
+                ..loopback_config()
+            };
+            let server = preemptd::server::start(config).await.expect("start");
+            let client = tls_client_for(&server, &ca_pem).await;
+            (server, client)
+        };
+        upsert_node(&mut client, node("n1", "2")).await;
+        let metrics = server.metrics_addr().expect("metrics endpoint");
+
+        // HTTP/1.1, as curl without --http2 or a scraper that offers only http/1.1.
+        let mut tls = tls_connect(metrics, &ca_pem, b"http/1.1").await;
+        tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            .await
+            .expect("send");
+        let mut response = Vec::new();
+        // Some TLS stacks end without close_notify: what arrived is the answer.
+        let _ = tls.read_to_end(&mut response).await;
+        let response = String::from_utf8(response).expect("utf-8");
+        let (head, body) = response.split_once("\r\n\r\n").expect("http response");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert_eq!(count(body, "preemptd_cache_nodes", &[]), 1.0);
+
+        // HTTP/2, as the ALPN h2 the port offers promises (curl's default over TLS).
+        let tls = tls_connect(metrics, &ca_pem, b"h2").await;
+        let (send, connection) = h2::client::handshake(tls).await.expect("h2 handshake");
+        tokio::spawn(connection);
+        let mut send = send.ready().await.expect("ready");
+        let request = http::Request::get("https://localhost/metrics")
+            .body(())
+            .expect("request");
+        let (response, _) = send.send_request(request, true).expect("send request");
+        let response = response.await.expect("response");
+        assert_eq!(response.status(), http::StatusCode::OK);
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .expect("ascii")
+                .starts_with("text/plain; version=0.0.4"),
+            "{:?}",
+            response.headers()
+        );
+        let mut body = response.into_body();
+        let mut text = Vec::new();
+        while let Some(data) = body.data().await {
+            let data = data.expect("response data");
+            let _ = body.flow_control().release_capacity(data.len());
+            text.extend_from_slice(&data);
+        }
+        let text = String::from_utf8(text).expect("utf-8");
+        assert_eq!(count(&text, "preemptd_cache_nodes", &[]), 1.0);
+
+        server.shutdown().await.expect("shutdown");
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// A gRPC client of `server` over TLS, trusting `ca_pem`.
+async fn tls_client_for(server: &preemptd::server::RunningServer, ca_pem: &str) -> Client {
+    let tls = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(ca_pem))
+        .domain_name("localhost");
+    let channel =
+        tonic::transport::Endpoint::from_shared(format!("https://{}", server.local_addr()))
+            .expect("endpoint")
+            .tls_config(tls)
+            .expect("tls config")
+            .connect()
+            .await
+            .expect("connect");
+    preemptd::server::pb::preemption_client::PreemptionClient::new(channel)
 }

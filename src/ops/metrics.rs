@@ -12,8 +12,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
@@ -58,12 +62,10 @@ const DECISION_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 ];
 
-/// Scrapes served at once; more connections wait (the port is for Prometheus, not the
-/// public).
+/// Scrapes rendered at once.
 const MAX_SCRAPES: usize = 16;
-/// Longest request head read from a scraper, and how long it may take to send it.
-const MAX_REQUEST_HEAD: usize = 8 * 1024;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Prometheus' text exposition format.
+const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -309,12 +311,20 @@ fn set_gauges(s: &Snapshot) {
 /// Reads the scrape-time values; runs on the blocking pool.
 pub type SnapshotFn = Arc<dyn Fn() -> Snapshot + Send + Sync>;
 
-/// The `/metrics` listener: HTTP/1.1 (over TLS when the gRPC port has it), one request
-/// per connection.
+/// The `/metrics` port: HTTP/1.1 and HTTP/2 (over TLS when the gRPC port has it).
 pub struct MetricsEndpoint {
     local_addr: SocketAddr,
     shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+/// What a scrape reads.
+struct Scrape {
+    handle: PrometheusHandle,
+    snapshot: SnapshotFn,
+    /// Renders at once; more scrapes wait their turn (the port is for Prometheus, not the
+    /// public, and each render holds a blocking thread).
+    renders: Semaphore,
 }
 
 impl MetricsEndpoint {
@@ -330,48 +340,21 @@ impl MetricsEndpoint {
             .await
             .with_context(|| format!("bind metrics address {addr}"))?;
         let local_addr = listener.local_addr().context("metrics local address")?;
-        let (tx, mut rx) = oneshot::channel::<()>();
-        let permits = Arc::new(Semaphore::new(MAX_SCRAPES));
-        let task = tokio::spawn(async move {
-            loop {
-                let permit = tokio::select! {
-                    _ = &mut rx => break,
-                    permit = permits.clone().acquire_owned() => match permit {
-                        Ok(permit) => permit,
-                        Err(_) => break,
-                    },
-                };
-                let (stream, peer) = tokio::select! {
-                    _ = &mut rx => break,
-                    accepted = listener.accept() => match accepted {
-                        Ok(accepted) => accepted,
-                        Err(error) => {
-                            tracing::warn!(%error, "metrics accept failed");
-                            // Out of file descriptors and the like: do not spin.
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                            continue;
-                        }
-                    },
-                };
-                let (handle, snapshot, tls) = (handle.clone(), snapshot.clone(), tls.clone());
-                tokio::spawn(async move {
-                    let _permit = permit;
-                    let served = match tls {
-                        None => serve_one(stream, handle, snapshot).await,
-                        Some(tls) => {
-                            match tokio::time::timeout(REQUEST_TIMEOUT, tls.accept(stream)).await {
-                                Ok(Ok(stream)) => serve_one(stream, handle, snapshot).await,
-                                Ok(Err(error)) => Err(error),
-                                Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
-                            }
-                        }
-                    };
-                    if let Err(error) = served {
-                        tracing::debug!(%peer, %error, "metrics request failed");
-                    }
-                });
-            }
+        let scrape = Arc::new(Scrape {
+            handle,
+            snapshot,
+            renders: Semaphore::new(MAX_SCRAPES),
         });
+        let app = Router::new()
+            .route("/metrics", get(metrics))
+            .fallback(not_found)
+            .with_state(scrape);
+        let (tx, rx) = oneshot::channel::<()>();
+        let stopped = async {
+            let _ = rx.await;
+        };
+        let task = crate::server::http::spawn("metrics", listener, tls, app, stopped)
+            .context("metrics local address")?;
         tracing::info!(addr = %local_addr, "serving metrics at /metrics");
         Ok(MetricsEndpoint {
             local_addr,
@@ -384,87 +367,61 @@ impl MetricsEndpoint {
         self.local_addr
     }
 
-    /// Stops accepting scrapes.
-    pub async fn shutdown(mut self) {
+    /// Stops accepting scrapes; those in flight finish within `grace`.
+    pub async fn shutdown(mut self, grace: Duration) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
-        if let Some(task) = self.task.take() {
-            let _ = task.await;
+        if let Some(mut task) = self.task.take() {
+            match tokio::time::timeout(grace, &mut task).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(error))) => tracing::warn!(%error, "metrics server failed"),
+                Ok(Err(error)) => tracing::warn!(%error, "metrics server task failed"),
+                Err(_) => {
+                    tracing::warn!(
+                        ?grace,
+                        "scrapes still open after the grace period; closing them"
+                    );
+                    task.abort();
+                }
+            }
         }
     }
 }
 
 impl Drop for MetricsEndpoint {
     fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
+        // Dropping the sender resolves the shutdown signal.
+        self.shutdown.take();
+    }
+}
+
+/// `GET /metrics` (axum answers `HEAD` from it, and other methods with 405).
+async fn metrics(State(scrape): State<Arc<Scrape>>) -> Response {
+    let Ok(_permit) = scrape.renders.acquire().await else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    // Counting nominated pods walks every node: keep it off the async threads.
+    let rendered = {
+        let scrape = scrape.clone();
+        tokio::task::spawn_blocking(move || {
+            set_gauges(&(scrape.snapshot)());
+            scrape.handle.render()
+        })
+        .await
+    };
+    match rendered {
+        Ok(body) => ([(header::CONTENT_TYPE, TEXT_FORMAT)], body).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "metrics render failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
         }
     }
 }
 
-async fn serve_one(
-    mut stream: impl AsyncRead + AsyncWrite + Unpin,
-    handle: PrometheusHandle,
-    snapshot: SnapshotFn,
-) -> std::io::Result<()> {
-    let mut head = Vec::with_capacity(1024);
-    let read = tokio::time::timeout(REQUEST_TIMEOUT, async {
-        let mut buf = [0u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-            if head.len() > MAX_REQUEST_HEAD {
-                return Err(std::io::Error::other("request head too large"));
-            }
-            let n = stream.read(&mut buf).await?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            head.extend_from_slice(&buf[..n]);
-        }
-        Ok(())
-    })
-    .await;
-    match read {
-        Ok(result) => result?,
-        Err(_) => return Err(std::io::ErrorKind::TimedOut.into()),
-    }
-    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-    let mut parts = line.split(|&b| b == b' ');
-    let (method, target) = (
-        parts.next().unwrap_or_default(),
-        parts.next().unwrap_or_default(),
-    );
-    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
-    let (status, content_type, body) = match (method, path) {
-        (b"GET" | b"HEAD", b"/metrics") => {
-            // Counting nominated pods walks every node: keep it off the async threads.
-            let body = tokio::task::spawn_blocking(move || {
-                set_gauges(&snapshot());
-                handle.render()
-            })
-            .await
-            .map_err(std::io::Error::other)?;
-            ("200 OK", "text/plain; version=0.0.4; charset=utf-8", body)
-        }
-        (b"GET" | b"HEAD", _) => (
-            "404 Not Found",
-            "text/plain; charset=utf-8",
-            "not found: metrics are at /metrics\n".to_string(),
-        ),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain; charset=utf-8",
-            "method not allowed\n".to_string(),
-        ),
-    };
-    let mut response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
+async fn not_found() -> (StatusCode, &'static str) {
+    (
+        StatusCode::NOT_FOUND,
+        "not found: metrics are at /metrics\n",
     )
-    .into_bytes();
-    if method != b"HEAD" {
-        response.extend_from_slice(body.as_bytes());
-    }
-    stream.write_all(&response).await?;
-    stream.shutdown().await
 }

@@ -32,20 +32,11 @@ pub enum ApiError {
     /// A request body over the size limit (the extender's HTTP port).
     #[error("{0}")]
     TooLarge(String),
-    /// A request that is not valid protobuf, read by the service itself (INTERNAL, as
-    /// tonic reports the requests it cannot decode).
-    #[error("{0}")]
-    Undecodable(String),
     /// A request stream the transport could not read (its framing, a message over the
     /// size limit, a message prost rejects, a failed body): tonic's code and words, the
     /// same for every method whether the failure reaches a handler or not.
     #[error("{message}")]
     Transport { code: Code, message: String },
-    /// A request compressed with an encoding this server does not take (it takes only
-    /// `identity`): UNIMPLEMENTED in tonic's words, naming `identity` in
-    /// `grpc-accept-encoding` as tonic does.
-    #[error("Content is compressed with `{0}` which isn't supported")]
-    UnsupportedEncoding(String),
 }
 
 impl ApiError {
@@ -67,24 +58,6 @@ impl ApiError {
     /// A bug.
     pub fn internal(message: impl Into<String>) -> Self {
         AppError::Internal(message.into()).into()
-    }
-
-    /// A unary call whose body holds no message, in tonic's words.
-    pub fn missing_message() -> Self {
-        ApiError::Transport {
-            code: Code::Internal,
-            message: "Missing request message.".to_string(),
-        }
-    }
-
-    /// An answer over the message size limit, in tonic's words.
-    pub fn answer_too_large(len: usize, limit: usize) -> Self {
-        ApiError::Transport {
-            code: Code::OutOfRange,
-            message: format!(
-                "Error, encoded message length too large: found {len} bytes, the limit is: {limit} bytes"
-            ),
-        }
     }
 
     /// `method` needs role `needed`; the caller has `role`, or matched no identity.
@@ -164,9 +137,7 @@ impl ApiError {
             ApiError::TooLarge(_) => Code::ResourceExhausted,
             ApiError::DeadlineExceeded(_) => Code::DeadlineExceeded,
             ApiError::PermissionDenied(_) => Code::PermissionDenied,
-            ApiError::Undecodable(_) => Code::Internal,
             ApiError::Transport { code, .. } => *code,
-            ApiError::UnsupportedEncoding(_) => Code::Unimplemented,
         }
     }
 }
@@ -187,25 +158,17 @@ impl ApiError {
                 AppError::Unavailable(_) => H::SERVICE_UNAVAILABLE,
                 AppError::Internal(_) => H::INTERNAL_SERVER_ERROR,
             },
-            ApiError::Undecodable(_) | ApiError::Transport { .. } => H::BAD_REQUEST,
+            ApiError::Transport { .. } => H::BAD_REQUEST,
             ApiError::TooLarge(_) => H::PAYLOAD_TOO_LARGE,
             ApiError::DeadlineExceeded(_) => H::GATEWAY_TIMEOUT,
             ApiError::PermissionDenied(_) => H::FORBIDDEN,
-            ApiError::UnsupportedEncoding(_) => H::UNSUPPORTED_MEDIA_TYPE,
         }
     }
 }
 
 impl From<ApiError> for Status {
     fn from(err: ApiError) -> Self {
-        let mut status = Status::new(err.code(), err.to_string());
-        if let ApiError::UnsupportedEncoding(_) = err {
-            status.metadata_mut().insert(
-                "grpc-accept-encoding",
-                tonic::metadata::MetadataValue::from_static("identity"),
-            );
-        }
-        status
+        Status::new(err.code(), err.to_string())
     }
 }
 
@@ -374,10 +337,6 @@ mod tests {
             (ApiError::TooLarge("body".into()), H::PAYLOAD_TOO_LARGE),
             (AppError::not_listed_yet().into(), H::SERVICE_UNAVAILABLE),
             (ApiError::internal("bug"), H::INTERNAL_SERVER_ERROR),
-            (
-                ApiError::UnsupportedEncoding("gzip".into()),
-                H::UNSUPPORTED_MEDIA_TYPE,
-            ),
         ] {
             assert_eq!(err.http_status(), status, "{err:?}");
         }

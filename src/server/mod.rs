@@ -6,20 +6,17 @@
 //! [`RunningServer`] with the bound address (tests bind `127.0.0.1:0`).
 
 pub mod authz;
-mod codec;
 pub mod convert;
 pub mod errors;
 pub mod extender;
+pub(crate) mod http;
 pub mod json;
 #[cfg(any(test, feature = "generate"))]
 pub mod messages;
 mod middleware;
 mod probe;
-mod routes;
 mod service;
 pub mod tls;
-mod unary;
-pub mod wire;
 
 pub use probe::{ProbeCredentials, check_health};
 
@@ -43,10 +40,6 @@ use service::PreemptionService;
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod pb {
     tonic::include_proto!("preemptd.v1");
-    // The server, generated apart: `Sync` receives its requests as `wire`'s type, which
-    // keeps a pod's encoding for the server to read, and `UpdatePod` is left out
-    // (`unary` serves it).
-    include!(concat!(env!("OUT_DIR"), "/server/preemptd.v1.rs"));
 
     /// Encoded `FileDescriptorSet` of `preemptd.proto` (for reflection).
     pub const FILE_DESCRIPTOR_SET: &[u8] =
@@ -204,7 +197,7 @@ impl RunningServer {
             let _ = tx.send(());
         }
         if let Some(metrics) = self.metrics.take() {
-            metrics.shutdown().await;
+            metrics.shutdown(self.grace).await;
         }
         if let Some(extender) = self.extender.take() {
             extender.shutdown(self.grace).await;
@@ -297,13 +290,16 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     };
 
     let (tx, rx) = oneshot::channel::<()>();
-    let update_pod = unary::UpdatePodCall::new(app.clone(), config.max_message_bytes);
-    let routes = with_reflection(routes::Routes::new(update_pod, preemption).add(health_service))?;
-    let server = Server::builder()
+    let (reflection_v1, reflection_v1alpha) = reflection()?;
+    let router = Server::builder()
         .http2_keepalive_interval(config.keepalive_interval)
         .http2_keepalive_timeout(Some(config.keepalive_timeout))
         .layer(middleware::RpcLayer::new(config.rpc_timeout))
-        .layer(authz::AuthzLayer::new(config.authz.clone()));
+        .layer(authz::AuthzLayer::new(config.authz.clone()))
+        .add_service(preemption)
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha);
     let stopped = async {
         // A dropped sender also means shut down.
         let _ = rx.await;
@@ -312,13 +308,11 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         None => {
             // Without TCP_NODELAY small responses wait for delayed ACKs (~40 ms p99).
             let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-            tokio::spawn(server.serve_with_incoming_shutdown(routes, incoming, stopped))
+            tokio::spawn(router.serve_with_incoming_shutdown(incoming, stopped))
         }
-        Some(acceptor) => tokio::spawn(server.serve_with_incoming_shutdown(
-            routes,
-            acceptor.incoming(listener),
-            stopped,
-        )),
+        Some(acceptor) => {
+            tokio::spawn(router.serve_with_incoming_shutdown(acceptor.incoming(listener), stopped))
+        }
     };
 
     let watches = match &config.cluster {
@@ -361,11 +355,16 @@ pub(crate) async fn set_health(health: &HealthReporter, status: ServingStatus) {
     health.set_service_status(SERVICE_NAME, status).await;
 }
 
-/// Adds both reflection versions. Each describes the same set: our service, health, and
+/// Both reflection versions. Each describes the same set: our service, health, and
 /// (besides its own, which each adds) the other reflection version, so `list` agrees.
-fn with_reflection<S: tonic::server::NamedService>(
-    routes: routes::Routes<S>,
-) -> anyhow::Result<routes::Routes<S>> {
+fn reflection() -> anyhow::Result<(
+    tonic_reflection::server::v1::ServerReflectionServer<
+        impl tonic_reflection::server::v1::ServerReflection,
+    >,
+    tonic_reflection::server::v1alpha::ServerReflectionServer<
+        impl tonic_reflection::server::v1alpha::ServerReflection,
+    >,
+)> {
     let reflection = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
@@ -380,7 +379,7 @@ fn with_reflection<S: tonic::server::NamedService>(
         .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
         .build_v1alpha()
         .context("build reflection v1alpha")?;
-    Ok(routes.add(v1).add(v1alpha))
+    Ok((v1, v1alpha))
 }
 
 /// Serves `/metrics` on `addr`, with the cache's counts read at each scrape.

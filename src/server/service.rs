@@ -15,7 +15,6 @@ use crate::model::decode;
 use super::convert;
 use super::errors::ApiError;
 use super::pb;
-use super::wire;
 
 pub(super) mod changes;
 pub(super) mod sync;
@@ -58,14 +57,6 @@ impl PreemptionService {
     }
 }
 
-/// Writes what an update did as its kind's response.
-macro_rules! update_response {
-    ($response:ty, $applied:expr, $epoch:expr) => {{
-        let applied: Applied = $applied;
-        Response::new(<$response>::from_applied(applied, $epoch))
-    }};
-}
-
 /// The responses of the update calls, which all say the same.
 trait FromApplied {
     fn from_applied(applied: Applied, epoch: String) -> Self;
@@ -94,35 +85,6 @@ from_applied!(
     pb::UpdateNamespaceResponse
 );
 
-/// `UpdatePod` (served by `unary`, outside the generated trait): the request's encoding
-/// read into a change and applied.
-pub(crate) async fn update_pod(
-    app: &App,
-    encoding: bytes::Bytes,
-) -> Result<pb::UpdatePodResponse, ApiError> {
-    app.check_writable()?;
-    let received = UNARY_MEMO
-        .with_borrow_mut(|memo| wire::read_update_pod(encoding, memo))
-        // As tonic reports a request prost cannot decode.
-        .map_err(|error| ApiError::Undecodable(error.to_string()))?;
-    let change = match received {
-        wire::ReceivedPod::Upserted(pod) => {
-            crate::app::AnyChange::Pod(crate::app::Change::Upsert(crate::app::PodArc::new(pod?)))
-        }
-        wire::ReceivedPod::Decoded(request) => {
-            if request.is_document() {
-                tokio::task::spawn_blocking(move || request.read(&mut Memo::new(0))).await??
-            } else {
-                UNARY_MEMO.with_borrow_mut(|memo| request.read(memo))?
-            }
-        }
-    };
-    Ok(pb::UpdatePodResponse::from_applied(
-        app.apply(change)?,
-        app.epoch.clone(),
-    ))
-}
-
 type WatchStream =
     Pin<Box<dyn Stream<Item = Result<pb::WatchNominationsResponse, Status>> + Send + 'static>>;
 
@@ -133,11 +95,21 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<pb::UpdateNodeRequest>,
     ) -> Result<Response<pb::UpdateNodeResponse>, Status> {
         let applied = self.update(request.into_inner()).await?;
-        Ok(update_response!(
-            pb::UpdateNodeResponse,
+        Ok(Response::new(pb::UpdateNodeResponse::from_applied(
             applied,
-            self.app.epoch.clone()
-        ))
+            self.app.epoch.clone(),
+        )))
+    }
+
+    async fn update_pod(
+        &self,
+        request: Request<pb::UpdatePodRequest>,
+    ) -> Result<Response<pb::UpdatePodResponse>, Status> {
+        let applied = self.update(request.into_inner()).await?;
+        Ok(Response::new(pb::UpdatePodResponse::from_applied(
+            applied,
+            self.app.epoch.clone(),
+        )))
     }
 
     async fn update_pod_disruption_budget(
@@ -145,10 +117,8 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<pb::UpdatePodDisruptionBudgetRequest>,
     ) -> Result<Response<pb::UpdatePodDisruptionBudgetResponse>, Status> {
         let applied = self.update(request.into_inner()).await?;
-        Ok(update_response!(
-            pb::UpdatePodDisruptionBudgetResponse,
-            applied,
-            self.app.epoch.clone()
+        Ok(Response::new(
+            pb::UpdatePodDisruptionBudgetResponse::from_applied(applied, self.app.epoch.clone()),
         ))
     }
 
@@ -157,10 +127,8 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<pb::UpdatePriorityClassRequest>,
     ) -> Result<Response<pb::UpdatePriorityClassResponse>, Status> {
         let applied = self.update(request.into_inner()).await?;
-        Ok(update_response!(
-            pb::UpdatePriorityClassResponse,
-            applied,
-            self.app.epoch.clone()
+        Ok(Response::new(
+            pb::UpdatePriorityClassResponse::from_applied(applied, self.app.epoch.clone()),
         ))
     }
 
@@ -169,11 +137,10 @@ impl pb::preemption_server::Preemption for PreemptionService {
         request: Request<pb::UpdateNamespaceRequest>,
     ) -> Result<Response<pb::UpdateNamespaceResponse>, Status> {
         let applied = self.update(request.into_inner()).await?;
-        Ok(update_response!(
-            pb::UpdateNamespaceResponse,
+        Ok(Response::new(pb::UpdateNamespaceResponse::from_applied(
             applied,
-            self.app.epoch.clone()
-        ))
+            self.app.epoch.clone(),
+        )))
     }
 
     async fn preempt(
@@ -331,7 +298,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
 
     async fn sync(
         &self,
-        request: Request<Streaming<wire::SyncRequestWire>>,
+        request: Request<Streaming<pb::SyncRequest>>,
     ) -> Result<Response<pb::SyncResponse>, Status> {
         let app = self.app.clone();
         app.check_writable().map_err(ApiError::from)?;

@@ -14,7 +14,6 @@ mod envelope;
 mod verbs;
 pub mod wire;
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,20 +21,18 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::connect_info::{ConnectInfo, Connected};
+use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{DefaultBodyLimit, State as AxumState};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::serve::{IncomingStream, Listener};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio_stream::StreamExt as _;
 
 use super::authz::{self, AuthzPolicy};
 use super::errors::ApiError;
-use super::tls::{PeerInfo, TlsAcceptor, TlsConnection};
+use super::tls::{PeerInfo, TlsAcceptor};
 use crate::app::{App, AppError};
 
 pub use verbs::NOT_CACHED;
@@ -83,17 +80,8 @@ impl ExtenderEndpoint {
         let stopped = async {
             let _ = rx.await;
         };
-        let task = match tls {
-            None => spawn_serve(PlainListener(listener), app, stopped),
-            Some(acceptor) => spawn_serve(
-                TlsListener {
-                    incoming: acceptor.incoming(listener),
-                    local_addr,
-                },
-                app,
-                stopped,
-            ),
-        };
+        let task = super::http::spawn("extender", listener, tls, app, stopped)
+            .context("extender local address")?;
         tracing::info!(addr = %local_addr, "serving the kube-scheduler extender at /filter, /prioritize, /preempt");
         Ok(ExtenderEndpoint {
             local_addr,
@@ -132,104 +120,6 @@ impl Drop for ExtenderEndpoint {
     fn drop(&mut self) {
         // Dropping the sender resolves the shutdown signal.
         self.shutdown.take();
-    }
-}
-
-fn spawn_serve<L>(
-    listener: L,
-    app: Router,
-    stopped: impl Future<Output = ()> + Send + 'static,
-) -> JoinHandle<std::io::Result<()>>
-where
-    L: Listener<Addr = PeerInfo>,
-    for<'a> PeerInfo: Connected<IncomingStream<'a, L>>,
-{
-    let service = app.into_make_service_with_connect_info::<PeerInfo>();
-    tokio::spawn(async move {
-        axum::serve(listener, service)
-            .with_graceful_shutdown(stopped)
-            .await
-    })
-}
-
-/// Plaintext connections, with TCP_NODELAY (small replies would otherwise wait for
-/// delayed ACKs).
-struct PlainListener(TcpListener);
-
-impl Listener for PlainListener {
-    type Io = TcpStream;
-    type Addr = PeerInfo;
-
-    async fn accept(&mut self) -> (TcpStream, PeerInfo) {
-        loop {
-            match self.0.accept().await {
-                Ok((tcp, remote_addr)) => {
-                    let _ = tcp.set_nodelay(true);
-                    let peer = PeerInfo {
-                        remote_addr: Some(remote_addr),
-                        certificate: None,
-                    };
-                    return (tcp, peer);
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "extender accept failed");
-                    // Out of file descriptors and the like: do not spin.
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<PeerInfo> {
-        Ok(PeerInfo {
-            remote_addr: Some(self.0.local_addr()?),
-            certificate: None,
-        })
-    }
-}
-
-/// TLS connections from the gRPC port's reusable acceptor (same certificates, reloads,
-/// client CA; handshakes off the accept loop).
-struct TlsListener {
-    incoming: tokio_stream::wrappers::ReceiverStream<std::io::Result<TlsConnection>>,
-    local_addr: SocketAddr,
-}
-
-impl Listener for TlsListener {
-    type Io = TlsConnection;
-    type Addr = PeerInfo;
-
-    async fn accept(&mut self) -> (TlsConnection, PeerInfo) {
-        loop {
-            match self.incoming.next().await {
-                Some(Ok(connection)) => {
-                    let peer = connection.peer().clone();
-                    return (connection, peer);
-                }
-                Some(Err(error)) => tracing::debug!(%error, "extender tls accept failed"),
-                // The acceptor stopped: nothing more will come.
-                None => std::future::pending::<()>().await,
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<PeerInfo> {
-        Ok(PeerInfo {
-            remote_addr: Some(self.local_addr),
-            certificate: None,
-        })
-    }
-}
-
-impl Connected<IncomingStream<'_, PlainListener>> for PeerInfo {
-    fn connect_info(stream: IncomingStream<'_, PlainListener>) -> Self {
-        stream.remote_addr().clone()
-    }
-}
-
-impl Connected<IncomingStream<'_, TlsListener>> for PeerInfo {
-    fn connect_info(stream: IncomingStream<'_, TlsListener>) -> Self {
-        stream.remote_addr().clone()
     }
 }
 
