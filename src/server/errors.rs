@@ -46,6 +46,9 @@ pub enum ApiError {
     /// The caller's role does not allow the call (`--authz`).
     #[error("{0}")]
     PermissionDenied(String),
+    /// The caller presented no credential the `--authz` policy knows.
+    #[error("{0}")]
+    Unauthenticated(String),
     /// The server is shutting down, or has not finished listing its cluster.
     #[error("{0}")]
     Unavailable(String),
@@ -183,6 +186,14 @@ impl ApiError {
         })
     }
 
+    /// `method` needs role `needed`; the caller presented neither a client certificate
+    /// nor a token the policy lists.
+    pub fn unauthenticated(method: &str, needed: &str) -> Self {
+        ApiError::Unauthenticated(format!(
+            "{method} needs role {needed}; the caller presented no known credential (a client certificate or a bearer token)"
+        ))
+    }
+
     /// The handler did not answer within `timeout`.
     pub fn deadline_exceeded(timeout: std::time::Duration) -> Self {
         ApiError::DeadlineExceeded(format!("no answer within the rpc timeout of {timeout:?}"))
@@ -219,6 +230,7 @@ impl ApiError {
             Code::Aborted => "ABORTED",
             Code::FailedPrecondition => "FAILED_PRECONDITION",
             Code::PermissionDenied => "PERMISSION_DENIED",
+            Code::Unauthenticated => "UNAUTHENTICATED",
             Code::Unavailable => "UNAVAILABLE",
             Code::DeadlineExceeded => "DEADLINE_EXCEEDED",
             Code::Unimplemented => "UNIMPLEMENTED",
@@ -237,6 +249,7 @@ impl ApiError {
             ApiError::Aborted(_) => Code::Aborted,
             ApiError::FailedPrecondition(_) => Code::FailedPrecondition,
             ApiError::PermissionDenied(_) => Code::PermissionDenied,
+            ApiError::Unauthenticated(_) => Code::Unauthenticated,
             ApiError::Unavailable(_) => Code::Unavailable,
             ApiError::Internal(_) | ApiError::Undecodable(_) => Code::Internal,
             ApiError::Transport { code, .. } => *code,
@@ -260,6 +273,7 @@ impl ApiError {
             ApiError::DeadlineExceeded(_) => H::GATEWAY_TIMEOUT,
             ApiError::FailedPrecondition(_) => H::PRECONDITION_FAILED,
             ApiError::PermissionDenied(_) => H::FORBIDDEN,
+            ApiError::Unauthenticated(_) => H::UNAUTHORIZED,
             ApiError::Unavailable(_) => H::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => H::INTERNAL_SERVER_ERROR,
             ApiError::Transport { .. } => H::BAD_REQUEST,
@@ -388,6 +402,10 @@ mod tests {
                 ApiError::permission_denied("preemptd.v1.Preemption/UpdatePod", "writer", None),
                 Code::PermissionDenied,
             ),
+            (
+                ApiError::unauthenticated("preemptd.v1.Preemption/UpdatePod", "writer"),
+                Code::Unauthenticated,
+            ),
             (ApiError::drain_overloaded(4), Code::ResourceExhausted),
             (ApiError::too_many_watchers(2), Code::ResourceExhausted),
             (
@@ -460,6 +478,10 @@ mod tests {
             (
                 ApiError::permission_denied("extender/filter", "reader", None),
                 H::FORBIDDEN,
+            ),
+            (
+                ApiError::unauthenticated("extender/filter", "reader"),
+                H::UNAUTHORIZED,
             ),
             (ApiError::TooLarge("body".into()), H::PAYLOAD_TOO_LARGE),
             (ApiError::not_listed_yet(), H::SERVICE_UNAVAILABLE),

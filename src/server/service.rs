@@ -34,8 +34,9 @@ pub(super) mod sync;
 
 use apply::{Change, PodArc};
 
-/// Documents larger than this are decoded on the blocking pool (parsing a large JSON
-/// document takes well over the async threads' budget).
+/// JSON documents larger than this, and all YAML, are decoded on the blocking pool
+/// (parsing a large JSON document, or YAML of any size near its bounds, takes well over
+/// the async threads' budget).
 const INLINE_DECODE_BYTES: usize = 32 * 1024;
 /// Commit attempts made without the preempt gate; later ones are serialized among
 /// `Preempt` calls so concurrent preemptors cannot keep invalidating each other.
@@ -818,7 +819,9 @@ fn outcome_label(outcome: i32) -> &'static str {
     }
 }
 
-/// Parses and decodes a JSON/YAML document, on the blocking pool when it is large.
+/// Parses and decodes a JSON/YAML document: small JSON inline, the rest on the blocking
+/// pool. A call dropped while its document waits for a blocking thread (its deadline
+/// passed, its client went away) is not parsed at all.
 async fn decode_json<T: Send + 'static>(
     field: &'static str,
     text: String,
@@ -828,9 +831,18 @@ async fn decode_json<T: Send + 'static>(
         let value = decode::parse_document(&text).map_err(|e| ApiError::from_decode(field, e))?;
         decode(&value).map_err(|e| ApiError::from_decode(field, e))
     };
-    if text.len() > INLINE_DECODE_BYTES {
-        tokio::task::spawn_blocking(move || parse(text)).await?
-    } else {
-        parse(text)
+    if text.len() <= INLINE_DECODE_BYTES && decode::reads_as_json(&text) {
+        return parse(text);
     }
+    let waiting = Arc::new(());
+    let caller = Arc::downgrade(&waiting);
+    let parsed = tokio::task::spawn_blocking(move || {
+        if caller.strong_count() == 0 {
+            return None;
+        }
+        Some(parse(text))
+    })
+    .await?;
+    drop(waiting);
+    parsed.unwrap_or_else(|| Err(ApiError::Internal("document decode abandoned".to_string())))
 }
