@@ -759,15 +759,16 @@ mod tls {
             let nodes = vec![node_json("x", "{}", "null")];
             let body = args_with_nodes(&pod_json("p", 1, "100m", "{}"), &nodes);
 
+            // No credential, or an unknown token: 401 (who are you?), not 403.
             let reply = post_tls(addr, &pki.ca_pem, "/filter", &body, &[]).await;
-            assert_eq!(reply.status, 403, "{}", reply.body);
+            assert_eq!(reply.status, 401, "{}", reply.body);
             assert_eq!(
                 reply.json(),
-                json!({"error": "extender/filter needs role reader; the caller's identity is not authorized"})
+                json!({"error": "extender/filter needs role reader; the caller presented no known credential (a client certificate or a bearer token)"})
             );
             let wrong = ["Authorization: Bearer guess"];
             let reply = post_tls(addr, &pki.ca_pem, "/preempt", &body, &wrong).await;
-            assert_eq!(reply.status, 403, "{}", reply.body);
+            assert_eq!(reply.status, 401, "{}", reply.body);
 
             let token = ["Authorization: Bearer reader-secret"];
             let reply = post_tls(addr, &pki.ca_pem, "/filter", &body, &token).await;

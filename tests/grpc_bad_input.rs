@@ -860,3 +860,96 @@ async fn update_pod_and_sync_fail_malformed_calls_as_every_method_does() {
     .await
     .expect("test timed out");
 }
+
+/// Documents nested thousands deep, each tens to hundreds of KiB: parsed naively, YAML
+/// like this costs seconds to minutes of CPU.
+fn hostile_documents() -> Vec<(&'static str, String)> {
+    let mut block = String::from("kind: Pod\nspec:\n");
+    for depth in 1..400 {
+        block.push_str(&" ".repeat(depth));
+        block.push_str("a:\n");
+    }
+    vec![
+        ("deep yaml block mapping", block),
+        ("deep yaml block sequence", "- ".repeat(100_000) + "x\n"),
+        (
+            "deep yaml flow",
+            "kind: Pod\nspec: ".to_string() + &"[".repeat(200_000),
+        ),
+        (
+            "deep yaml flow closed",
+            "kind: Pod\nspec: ".to_string() + &"{a: ".repeat(40_000) + &"}".repeat(40_000),
+        ),
+        ("deep json array", "[".repeat(200_000)),
+        (
+            "deep json object",
+            "{\"a\":".repeat(40_000) + "1" + &"}".repeat(40_000),
+        ),
+        (
+            "yaml over the size limit",
+            "kind: Pod\n".to_string() + &"# padding\n".repeat(300_000),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_documents_are_refused_cheaply_and_other_clients_are_answered() {
+    timeout(TEST_TIMEOUT, async {
+        let (server, mut client) = start().await;
+        // A pod nested moderately deep in a field preemptd ignores is still read.
+        let mut nested = String::from(
+            "kind: Pod\nmetadata:\n  name: nested\n  namespace: default\n  uid: u-nested\nspec:\n  containers:\n  - name: app\n  x:\n",
+        );
+        for depth in 2..30 {
+            nested.push_str(&"  ".repeat(depth));
+            nested.push_str("x:\n");
+        }
+        client
+            .update_pod(pb::UpdatePodRequest {
+                change: Some(PodChange::UpsertJson(nested)),
+            })
+            .await
+            .expect("a moderately nested yaml pod is read");
+
+        let mut refusals = Vec::new();
+        for (name, document) in hostile_documents() {
+            for copy in 0..2 {
+                let mut hostile = client.clone();
+                let document = document.clone();
+                refusals.push(tokio::spawn(async move {
+                    let result = hostile
+                        .update_pod(pb::UpdatePodRequest {
+                            change: Some(PodChange::UpsertJson(document)),
+                        })
+                        .await;
+                    (name, copy, result)
+                }));
+            }
+        }
+        // Another client, on its own connection, beside them.
+        let mut bystander = Client::new(channel(&server).await);
+        let asked = std::time::Instant::now();
+        let listed = bystander
+            .list_nominations(pb::ListNominationsRequest {})
+            .await
+            .expect("listnominations beside the hostile documents");
+        println!(
+            "listnominations beside {} hostile documents answered in {:?}",
+            refusals.len(),
+            asked.elapsed()
+        );
+        assert!(listed.into_inner().nominations.is_empty());
+
+        for refusal in refusals {
+            let (name, copy, result) = refusal.await.expect("task");
+            let status = result.expect_err(name);
+            assert_eq!(status.code(), Code::InvalidArgument, "{name} #{copy}: {status:?}");
+            let message = status.message();
+            assert!(message.starts_with("upsert_json: "), "{name}: {message}");
+            assert!(message.contains("limit"), "{name}: {message}");
+        }
+        server.shutdown().await.expect("shutdown");
+    })
+    .await
+    .expect("test timed out");
+}

@@ -332,8 +332,17 @@ fn hex_sha256(text: &str) -> String {
 }
 
 fn assert_denied<T: std::fmt::Debug>(result: Result<T, tonic::Status>, method: &str) {
-    let status = result.expect_err("permission denied");
-    assert_eq!(status.code(), Code::PermissionDenied, "{status:?}");
+    assert_refused(result, method, Code::PermissionDenied);
+}
+
+/// No credential, or one the policy does not know: "who are you?".
+fn assert_unauthenticated<T: std::fmt::Debug>(result: Result<T, tonic::Status>, method: &str) {
+    assert_refused(result, method, Code::Unauthenticated);
+}
+
+fn assert_refused<T: std::fmt::Debug>(result: Result<T, tonic::Status>, method: &str, code: Code) {
+    let status = result.expect_err("refused");
+    assert_eq!(status.code(), code, "{status:?}");
     assert!(
         status
             .message()
@@ -494,7 +503,7 @@ async fn bearer_tokens_carry_roles_over_plaintext() {
     })
     .await;
     let node = || update_node_request(node("n1", "4"));
-    assert_denied(
+    assert_unauthenticated(
         client.update_node(with_token(node(), None)).await,
         "UpdateNode",
     );
@@ -504,8 +513,12 @@ async fn bearer_tokens_carry_roles_over_plaintext() {
             .await,
         "UpdateNode",
     );
-    assert_denied(
+    assert_unauthenticated(
         client.update_node(with_token(node(), Some("wrong"))).await,
+        "UpdateNode",
+    );
+    assert_unauthenticated(
+        client.update_node(with_token(node(), Some(""))).await,
         "UpdateNode",
     );
     client
@@ -520,7 +533,7 @@ async fn bearer_tokens_carry_roles_over_plaintext() {
         .await
         .expect("the reader token lists");
     assert!(listed.into_inner().nominations.is_empty());
-    assert_denied(
+    assert_unauthenticated(
         client
             .list_nominations(with_token(pb::ListNominationsRequest {}, None))
             .await,
@@ -645,4 +658,62 @@ async fn metrics_are_served_over_tls_and_count_denials() {
     let mut response = Vec::new();
     let _ = plain.read_to_end(&mut response).await;
     assert!(!String::from_utf8_lossy(&response).contains("preemptd_"));
+}
+
+fn handshake_failures(body: &str, port: &str, reason: &str) -> f64 {
+    body.lines()
+        .filter(|line| line.starts_with("preemptd_tls_handshake_failures_total{"))
+        .filter(|line| {
+            line.contains(&format!("port=\"{port}\""))
+                && line.contains(&format!("reason=\"{reason}\""))
+        })
+        .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_mtls_handshakes_are_counted_by_port_and_reason() {
+    let ca = Ca::new("cluster ca");
+    let files = TlsFiles::new(&ca.server(), Some(&ca));
+    let server = start_server(ServeConfig {
+        tls: Some(files.settings(true)),
+        metrics_listen: Some("127.0.0.1:0".parse().expect("addr")),
+        ..loopback_config()
+    })
+    .await;
+    let metrics = server.metrics_addr().expect("metrics address");
+    let scraper = ca.client(Some("prometheus.monitoring.svc"), None, "prometheus");
+    let failures = |reason: &'static str| {
+        let scraper = &scraper;
+        let ca = &ca;
+        async move {
+            let (_, body) = https_get(metrics, "/metrics", ca, scraper).await;
+            handshake_failures(&body, "grpc", reason)
+        }
+    };
+    let (unknown_ca_before, missing_before) = (
+        failures("bad_certificate").await,
+        failures("no_certificate").await,
+    );
+
+    let stranger = Ca::new("another ca").client(Some("scheduler.kube-system.svc"), None, "x");
+    assert!(!can_call(&server, &ca, Some(&stranger)).await);
+    assert!(!can_call(&server, &ca, None).await);
+
+    // The server counts each refusal once its handshake task has seen it fail.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (unknown_ca, missing) = (
+            failures("bad_certificate").await,
+            failures("no_certificate").await,
+        );
+        if unknown_ca > unknown_ca_before && missing > missing_before {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "bad_certificate {unknown_ca_before} -> {unknown_ca}, no_certificate {missing_before} -> {missing}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

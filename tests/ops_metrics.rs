@@ -381,3 +381,84 @@ async fn tls_client_for(server: &preemptd::server::RunningServer, ca_pem: &str) 
             .expect("connect");
     preemptd::server::pb::preemption_client::PreemptionClient::new(channel)
 }
+
+/// The sum of every series of `name` whose labels include every pair in `labels`.
+fn total(body: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    body.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(series, _)| {
+            let (series_name, series_labels) = series.split_once('{').unwrap_or((series, ""));
+            series_name == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| series_labels.contains(&format!("{k}=\"{v}\"")))
+        })
+        .filter_map(|(_, value)| value.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_sync_streams_are_counted_as_handled() {
+    let (server, client) = start_with(preemptd::server::ServeConfig {
+        metrics_listen: Some("127.0.0.1:0".parse().expect("addr")),
+        ..loopback_config()
+    })
+    .await;
+    let metrics = server.metrics_addr().expect("metrics endpoint");
+    let sync = [("grpc_method", "Sync")];
+    let counts = || async {
+        let (_, body) = http_get(metrics, "/metrics").await;
+        (
+            total(&body, "grpc_server_started_total", &sync),
+            total(&body, "grpc_server_handled_total", &sync),
+        )
+    };
+    let (started_before, _) = counts().await;
+
+    const STREAMS: usize = 6;
+    let mut feeds = Vec::new();
+    for i in 0..STREAMS {
+        let (items, call) = open_sync_feed(&client);
+        items
+            .send(sync_pod_item(pod(&format!("p{i}"), 0, "100m", "")))
+            .await
+            .expect("send");
+        feeds.push((items, call));
+    }
+    // Every stream has reached the server before any is cancelled.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while counts().await.0 < started_before + STREAMS as f64 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "streams never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Half are cancelled mid-stream (the client drops the call: RST_STREAM), half end.
+    for (i, (items, call)) in feeds.into_iter().enumerate() {
+        if i % 2 == 0 {
+            call.abort();
+            let _ = call.await;
+            drop(items);
+        } else {
+            drop(items);
+            call.await.expect("sync task").expect("sync answered");
+        }
+    }
+    // Every started call is handled exactly once, the cancelled ones included.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (started, handled) = counts().await;
+        assert!(started >= started_before + STREAMS as f64);
+        if started == handled {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "sync started {started}, handled {handled}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.shutdown().await.expect("shutdown");
+}

@@ -23,6 +23,14 @@ use super::namespace::Namespace;
 use super::priority::PriorityClass;
 use super::{Node, Pod, PodDisruptionBudget};
 
+mod document;
+mod nesting;
+
+pub use document::{
+    MAX_JSON_NESTING, MAX_YAML_BYTES, MAX_YAML_NESTING, check_yaml_bounds, parse_document,
+    reads_as_json,
+};
+
 /// A decoding failure: the field path relative to the decoded value (empty for the value
 /// itself or for a parse error) and a lowercase message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -71,60 +79,6 @@ pub const KINDS: [&str; 5] = [
     KIND_PRIORITY_CLASS,
     KIND_NAMESPACE,
 ];
-
-/// Parses text that is JSON or YAML (a single document) into a JSON value. Text that looks
-/// like JSON (`[`, `{}` or `{"`) is parsed strictly as JSON, anything else (including YAML
-/// flow style such as `{kind: Pod}`) as YAML; a failure reports the line and column.
-pub fn parse_document(text: &str) -> Result<Value> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let trimmed = text.trim_start();
-    if trimmed.is_empty() {
-        return Err(DecodeError::new("", "empty document"));
-    }
-    if looks_like_json(trimmed) {
-        return serde_json::from_str::<Value>(text).map_err(|e| {
-            DecodeError::new(
-                "",
-                format!(
-                    "invalid JSON at line {} column {}: {}",
-                    e.line(),
-                    e.column(),
-                    json_message(&e)
-                ),
-            )
-        });
-    }
-    serde_yaml_ng::from_str::<Value>(text).map_err(|e| {
-        let message = e.to_string();
-        match e.location() {
-            Some(loc) if !message.contains(" at line ") => DecodeError::new(
-                "",
-                format!(
-                    "invalid YAML at line {} column {}: {message}",
-                    loc.line(),
-                    loc.column()
-                ),
-            ),
-            _ => DecodeError::new("", format!("invalid YAML: {message}")),
-        }
-    })
-}
-
-fn looks_like_json(trimmed: &str) -> bool {
-    match trimmed.strip_prefix('{') {
-        Some(rest) => rest.trim_start().starts_with(['"', '}']),
-        None => trimmed.starts_with('['),
-    }
-}
-
-/// serde_json's message without its trailing " at line L column C".
-fn json_message(error: &serde_json::Error) -> String {
-    let full = error.to_string();
-    match full.rfind(" at line ") {
-        Some(i) => full[..i].to_string(),
-        None => full,
-    }
-}
 
 /// Decodes one Node, Pod or PodDisruptionBudget by its `kind`.
 pub fn decode_object(value: &Value) -> Result<Object> {

@@ -47,6 +47,7 @@ pub const KUBE_SECONDS_SINCE_EVENT: &str = "preemptd_kube_seconds_since_last_eve
 pub const KUBE_SECONDS_SINCE_LIST: &str = "preemptd_kube_seconds_since_last_list";
 pub const KUBE_WATCH_HEALTHY: &str = "preemptd_kube_watch_healthy";
 pub const AUTHZ_DENIED: &str = "preemptd_authz_denied_total";
+pub const TLS_HANDSHAKE_FAILURES: &str = "preemptd_tls_handshake_failures_total";
 pub const EXTENDER_REQUESTS: &str = "preemptd_extender_requests_total";
 pub const EXTENDER_SECONDS: &str = "preemptd_extender_request_duration_seconds";
 pub const EXTENDER_DIVERGED: &str = "preemptd_extender_diverged_nodes_total";
@@ -163,7 +164,11 @@ fn describe() {
     );
     describe_counter!(
         AUTHZ_DENIED,
-        "Calls refused with PERMISSION_DENIED by --authz, by method and the caller's role (none: unknown identity)"
+        "Calls refused by --authz (UNAUTHENTICATED or PERMISSION_DENIED), by method and the caller's role (none: unknown identity)"
+    );
+    describe_counter!(
+        TLS_HANDSHAKE_FAILURES,
+        "Refused or failed TLS handshakes, by port (grpc, metrics, extender) and reason"
     );
     describe_counter!(
         EXTENDER_REQUESTS,
@@ -196,6 +201,12 @@ pub fn extender_diverged(nodes: usize) {
 /// `none`.
 pub fn authz_denied(method: &'static str, role: &'static str) {
     metrics::counter!(AUTHZ_DENIED, "method" => method, "role" => role).increment(1);
+}
+
+/// A TLS handshake on `port` failed for `reason` (`bad_certificate`, `no_certificate`,
+/// `not_tls`, `protocol`, `timeout`, `io`).
+pub fn tls_handshake_failed(port: &'static str, reason: &'static str) {
+    metrics::counter!(TLS_HANDSHAKE_FAILURES, "port" => port, "reason" => reason).increment(1);
 }
 
 /// A pod was kept with priority 0: its PriorityClass does not exist.

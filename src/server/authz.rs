@@ -6,9 +6,12 @@
 //! before the call reaches a service, and hands the service the [`Caller`] in the
 //! request's extensions. The one check that needs the request body — a committing
 //! `Preempt` needs a writer, a dry run only a reader — is [`check_commit`], called by the
-//! service. A refused call gets PERMISSION_DENIED naming the method and changes nothing;
-//! it is counted (`preemptd_authz_denied_total`) and logged with the identity, never with
-//! a token.
+//! service. A refused call changes nothing and names the method: UNAUTHENTICATED (HTTP
+//! 401) when the client presented no credential the policy knows — no client certificate
+//! and no token, or an unknown token — and PERMISSION_DENIED (403) when it is known (a
+//! listed identity, or a certificate the client CA signed) but its role is too low. Both
+//! are counted (`preemptd_authz_denied_total`) and logged with the identity, never with a
+//! token.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -257,6 +260,12 @@ impl AuthzPolicy {
         Ok(())
     }
 
+    /// Whether any entry names a client certificate (`dns`, `uri`, `cn`): without a
+    /// client CA no client presents one, so such entries can never match.
+    pub fn has_certificate_identities(&self) -> bool {
+        !(self.dns.is_empty() && self.uris.is_empty() && self.common_names.is_empty())
+    }
+
     /// Whether any entry is a token (tokens over plaintext can be read off the wire).
     pub fn has_tokens(&self) -> bool {
         !self.tokens.is_empty()
@@ -331,8 +340,13 @@ fn deny(
         Some(caller) => {
             tracing::warn!(method, identity = %caller.identity, role, needed = needed.name(), "permission denied");
         }
+        // A certificate the client CA signed is an identity, only not one the policy lists.
+        None if presented.certificate.is_some() => {
+            tracing::warn!(method, identity = %presented, needed = needed.name(), "permission denied: unknown identity");
+        }
         None => {
-            tracing::warn!(method, identity = %presented, needed = needed.name(), "permission denied: unknown identity")
+            tracing::warn!(method, identity = %presented, needed = needed.name(), "unauthenticated: no known credential");
+            return ApiError::unauthenticated(call, needed.name());
         }
     }
     ApiError::permission_denied(call, needed.name(), caller.map(|c| c.role.name()))

@@ -29,6 +29,9 @@ pub enum ApiError {
     /// The caller's role does not allow the call (`--authz`).
     #[error("{0}")]
     PermissionDenied(String),
+    /// The caller presented no credential the `--authz` policy knows.
+    #[error("{0}")]
+    Unauthenticated(String),
     /// A request body over the size limit (the extender's HTTP port).
     #[error("{0}")]
     TooLarge(String),
@@ -70,6 +73,14 @@ impl ApiError {
                 format!("{method} needs role {needed}; the caller's identity is not authorized")
             }
         })
+    }
+
+    /// `method` needs role `needed`; the caller presented neither a client certificate
+    /// nor a token the policy lists.
+    pub fn unauthenticated(method: &str, needed: &str) -> Self {
+        ApiError::Unauthenticated(format!(
+            "{method} needs role {needed}; the caller presented no known credential (a client certificate or a bearer token)"
+        ))
     }
 
     /// The handler did not answer within `timeout`.
@@ -137,6 +148,7 @@ impl ApiError {
             ApiError::TooLarge(_) => Code::ResourceExhausted,
             ApiError::DeadlineExceeded(_) => Code::DeadlineExceeded,
             ApiError::PermissionDenied(_) => Code::PermissionDenied,
+            ApiError::Unauthenticated(_) => Code::Unauthenticated,
             ApiError::Transport { code, .. } => *code,
         }
     }
@@ -162,6 +174,7 @@ impl ApiError {
             ApiError::TooLarge(_) => H::PAYLOAD_TOO_LARGE,
             ApiError::DeadlineExceeded(_) => H::GATEWAY_TIMEOUT,
             ApiError::PermissionDenied(_) => H::FORBIDDEN,
+            ApiError::Unauthenticated(_) => H::UNAUTHORIZED,
         }
     }
 }
@@ -261,6 +274,10 @@ mod tests {
                 Code::ResourceExhausted,
             ),
             (
+                ApiError::unauthenticated("preemptd.v1.Preemption/UpdatePod", "writer"),
+                Code::Unauthenticated,
+            ),
+            (
                 ApiError::TooLarge("body over 4 bytes".into()),
                 Code::ResourceExhausted,
             ),
@@ -333,6 +350,10 @@ mod tests {
             (
                 ApiError::permission_denied("extender/filter", "reader", None),
                 H::FORBIDDEN,
+            ),
+            (
+                ApiError::unauthenticated("extender/filter", "reader"),
+                H::UNAUTHORIZED,
             ),
             (ApiError::TooLarge("body".into()), H::PAYLOAD_TOO_LARGE),
             (AppError::not_listed_yet().into(), H::SERVICE_UNAVAILABLE),

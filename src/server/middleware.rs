@@ -207,15 +207,26 @@ fn date_header() -> HeaderValue {
     })
 }
 
-/// Records the end of a call once: metrics, the span's status, a debug line.
+/// Records the end of a call exactly once: metrics, the span's status, a debug line. A
+/// drop guard: a call dropped before it answered (its client cancelled a stream while
+/// the handler still read it, or reset the connection) is recorded as CANCELLED, so
+/// every started call is handled once.
 struct Finish {
     span: tracing::Span,
     metrics: Arc<RpcMetrics>,
     start: Instant,
+    recorded: bool,
 }
 
 impl Finish {
-    fn finish(self, code: Code) {
+    fn finish(mut self, code: Code) {
+        self.record(code);
+    }
+
+    fn record(&mut self, code: Code) {
+        if std::mem::replace(&mut self.recorded, true) {
+            return;
+        }
         let elapsed = self.start.elapsed();
         self.metrics
             .handled(code as usize, code_label(code), elapsed);
@@ -229,6 +240,12 @@ impl Finish {
             elapsed_us = elapsed.as_micros() as u64,
             "rpc finished"
         );
+    }
+}
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.record(Code::Cancelled);
     }
 }
 
@@ -281,6 +298,7 @@ where
             span: span.clone(),
             metrics,
             start: Instant::now(),
+            recorded: false,
         };
         Box::pin(
             async move {

@@ -272,7 +272,14 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     set_health(&health, initial_health).await;
     let metrics = match config.metrics_listen {
         None => None,
-        Some(addr) => Some(start_metrics(addr, app.clone(), tls.clone()).await?),
+        Some(addr) => Some(
+            start_metrics(
+                addr,
+                app.clone(),
+                tls.as_ref().map(|t| t.for_port("metrics")),
+            )
+            .await?,
+        ),
     };
 
     let extender = match config.extender_listen {
@@ -283,7 +290,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
                 app.clone(),
                 config.authz.clone(),
                 config.max_message_bytes,
-                tls.clone(),
+                tls.as_ref().map(|t| t.for_port("extender")),
             )
             .await?,
         ),
@@ -431,6 +438,13 @@ fn log_security(config: &ServeConfig, tls: Option<&tls::TlsAcceptor>) {
         None => tracing::info!("authorization off (no --authz): every client is a writer"),
         Some(policy) => {
             tracing::info!("authorization on: unknown identities are refused");
+            let mtls = tls.is_some_and(|acceptor| acceptor.requires_client_certificates());
+            if !mtls && policy.has_certificate_identities() {
+                tracing::warn!(
+                    tls = tls.is_some(),
+                    "--authz names client certificates (dns, uri, cn) but without --tls-client-ca no client presents one: those entries can never match"
+                );
+            }
             if tls.is_none() && policy.has_tokens() {
                 tracing::warn!(
                     "bearer tokens over plaintext can be read off the network; use --tls-cert"

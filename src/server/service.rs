@@ -21,6 +21,11 @@ pub(super) mod sync;
 
 use changes::{UpdateRequest, decode_document};
 
+/// JSON documents larger than this, and all YAML, are decoded on the blocking pool
+/// (parsing a large JSON document, or YAML of any size near its bounds, takes well over
+/// the async threads' budget).
+const INLINE_DECODE_BYTES: usize = 32 * 1024;
+
 /// Values a thread's unary updates recently converted. Updates of the pods of one
 /// template carry the same details and label sets: converted once, then looked up.
 const UNARY_MEMO_CAPACITY: usize = 1 << 13;
@@ -48,10 +53,11 @@ impl PreemptionService {
     /// Reads an update (documents on the blocking pool) and applies it.
     async fn update<R: UpdateRequest>(&self, request: R) -> Result<Applied, ApiError> {
         self.app.check_writable()?;
-        let change = if request.is_document() {
-            tokio::task::spawn_blocking(move || request.read(&mut Memo::new(0))).await??
-        } else {
-            UNARY_MEMO.with_borrow_mut(|memo| request.read(memo))?
+        let change = match request.document() {
+            Some(text) if !parses_inline(text) => {
+                on_blocking_pool(move || request.read(&mut Memo::new(0))).await?
+            }
+            _ => UNARY_MEMO.with_borrow_mut(|memo| request.read(memo))?,
         };
         Ok(self.app.apply(change)?)
     }
@@ -171,11 +177,12 @@ impl pb::preemption_server::Preemption for PreemptionService {
             Some(Preemptor::Pod(p)) => ("pod.spec.priorityClassName", convert::pod("pod", &p)?),
             Some(Preemptor::PodJson(text)) => (
                 "pod_json: spec.priorityClassName",
-                tokio::task::spawn_blocking(move || {
-                    decode_document("pod_json", &text, decode::decode_pod)
-                })
-                .await
-                .map_err(ApiError::from)??,
+                if parses_inline(&text) {
+                    decode_document("pod_json", &text, decode::decode_pod)?
+                } else {
+                    on_blocking_pool(move || decode_document("pod_json", &text, decode::decode_pod))
+                        .await?
+                },
             ),
             Some(Preemptor::PodRef(r)) => (
                 "pod.spec.priorityClassName",
@@ -316,4 +323,21 @@ fn outcome_label(outcome: i32) -> &'static str {
         Ok(pb::Outcome::NoCandidate) => "no_candidate",
         _ => "unspecified",
     }
+}
+
+/// Whether a document is cheap enough to parse on an async thread: small JSON.
+fn parses_inline(text: &str) -> bool {
+    text.len() <= INLINE_DECODE_BYTES && decode::reads_as_json(text)
+}
+
+/// Runs `job` on the blocking pool. A call dropped while its job waits for a blocking
+/// thread (its deadline passed, its client went away) never runs it.
+async fn on_blocking_pool<T: Send + 'static>(
+    job: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let waiting = Arc::new(());
+    let caller = Arc::downgrade(&waiting);
+    let done = tokio::task::spawn_blocking(move || (caller.strong_count() > 0).then(job)).await?;
+    drop(waiting);
+    done.unwrap_or_else(|| Err(ApiError::internal("document decode abandoned")))
 }

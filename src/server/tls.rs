@@ -8,6 +8,11 @@
 //! for tonic's `serve_with_incoming`, and [`TlsAcceptor::accept`] serves hand-written
 //! listeners. Each connection carries its peer's [`PeerInfo`] (address and client
 //! certificate names), which tonic puts into every request's extensions.
+//!
+//! A failed handshake (a client certificate from an unknown CA, none at all, a plaintext
+//! client) is counted in `preemptd_tls_handshake_failures_total{port,reason}` and logged
+//! at most once per [`FAILURE_LOG_INTERVAL`] per port, with the number left unlogged
+//! since.
 
 use std::io;
 use std::net::SocketAddr;
@@ -33,6 +38,8 @@ use tonic::transport::server::Connected;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Handshakes finished but not yet taken by the server.
 const ACCEPTED_BACKLOG: usize = 128;
+/// At most one log line per port in this long about failed handshakes.
+const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Where the PEM files are, and how often to look for new ones.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,6 +144,31 @@ struct Loaded {
 pub struct TlsAcceptor {
     current: Arc<RwLock<Arc<ServerConfig>>>,
     settings: Arc<TlsSettings>,
+    /// The port's name in metrics and logs (`grpc`, `metrics`, `extender`).
+    port: &'static str,
+    failures: Arc<parking_lot::Mutex<FailureLog>>,
+}
+
+/// When failed handshakes were last logged, and how many failed since.
+#[derive(Default)]
+struct FailureLog {
+    logged_at: Option<std::time::Instant>,
+    unlogged: u64,
+}
+
+/// Why a handshake failed, as the metric's `reason` label.
+fn failure_reason(error: &io::Error) -> &'static str {
+    match error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
+        Some(rustls::Error::InvalidCertificate(_)) => "bad_certificate",
+        Some(rustls::Error::NoCertificatesPresented) => "no_certificate",
+        Some(rustls::Error::InvalidMessage(_)) => "not_tls",
+        Some(_) => "protocol",
+        None if error.kind() == io::ErrorKind::TimedOut => "timeout",
+        None => "io",
+    }
 }
 
 impl std::fmt::Debug for TlsAcceptor {
@@ -224,6 +256,8 @@ impl TlsAcceptor {
         let acceptor = TlsAcceptor {
             current: Arc::new(RwLock::new(Arc::new(config))),
             settings: Arc::new(settings),
+            port: "grpc",
+            failures: Arc::default(),
         };
         tokio::spawn(reload_loop(
             Arc::downgrade(&acceptor.current),
@@ -238,11 +272,64 @@ impl TlsAcceptor {
         self.settings.client_ca.is_some()
     }
 
+    /// The same certificate for another port, named `port` in metrics and logs.
+    pub fn for_port(&self, port: &'static str) -> Self {
+        TlsAcceptor {
+            port,
+            failures: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Counts a failed handshake, and logs it unless this port logged one less than
+    /// [`FAILURE_LOG_INTERVAL`] ago. Clients that connect and leave without a word (TCP
+    /// probes) are counted but logged only at debug level.
+    fn handshake_failed(
+        &self,
+        peer: Option<SocketAddr>,
+        reason: &'static str,
+        error: &dyn std::fmt::Display,
+    ) {
+        crate::ops::metrics::tls_handshake_failed(self.port, reason);
+        if reason == "io" {
+            tracing::debug!(port = self.port, peer = ?peer, %error, "tls handshake failed");
+            return;
+        }
+        let unlogged = {
+            let mut log = self.failures.lock();
+            let now = std::time::Instant::now();
+            if log
+                .logged_at
+                .is_some_and(|at| now.duration_since(at) < FAILURE_LOG_INTERVAL)
+            {
+                log.unlogged += 1;
+                return;
+            }
+            log.logged_at = Some(now);
+            std::mem::take(&mut log.unlogged)
+        };
+        tracing::warn!(
+            port = self.port,
+            peer = ?peer,
+            reason,
+            %error,
+            unlogged_since_last = unlogged,
+            "tls handshake refused"
+        );
+    }
+
     /// The TLS handshake on an accepted connection (no timeout: see [`Self::incoming`]).
+    /// A failure is counted and logged (see [`Self::handshake_failed`]).
     pub async fn accept(&self, tcp: TcpStream) -> io::Result<TlsConnection> {
         let remote_addr = tcp.peer_addr().ok();
         let config = self.current.read().clone();
-        let stream = tokio_rustls::TlsAcceptor::from(config).accept(tcp).await?;
+        let stream = match tokio_rustls::TlsAcceptor::from(config).accept(tcp).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                self.handshake_failed(remote_addr, failure_reason(&error), &error);
+                return Err(error);
+            }
+        };
         let certificate = stream
             .get_ref()
             .1
@@ -261,8 +348,9 @@ impl TlsAcceptor {
 
     /// Accepts connections from `listener` (with TCP_NODELAY) and hands out those whose
     /// handshake succeeded, each handshake in a task of its own so a slow client holds up
-    /// no other. Failed handshakes (a refused client certificate, a plaintext client) are
-    /// logged at debug level and dropped. Stops accepting when the stream is dropped.
+    /// no other. Failed handshakes (a refused client certificate, a plaintext client, one
+    /// over [`HANDSHAKE_TIMEOUT`]) are counted, logged (rate-limited) and dropped. Stops
+    /// accepting when the stream is dropped.
     pub fn incoming(&self, listener: TcpListener) -> ReceiverStream<io::Result<TlsConnection>> {
         let (tx, rx) = mpsc::channel(ACCEPTED_BACKLOG);
         let acceptor = self.clone();
@@ -288,10 +376,13 @@ impl TlsAcceptor {
                         Ok(Ok(connection)) => {
                             let _ = tx.send(Ok(connection)).await;
                         }
-                        Ok(Err(error)) => {
-                            tracing::debug!(%peer, %error, "tls handshake failed");
-                        }
-                        Err(_) => tracing::debug!(%peer, "tls handshake timed out"),
+                        // Counted and logged by `accept`.
+                        Ok(Err(_)) => {}
+                        Err(_) => acceptor.handshake_failed(
+                            Some(peer),
+                            "timeout",
+                            &format_args!("no handshake within {HANDSHAKE_TIMEOUT:?}"),
+                        ),
                     }
                 });
             }

@@ -251,7 +251,7 @@ async fn handle(
 fn outcome_of(status: StatusCode) -> &'static str {
     match status {
         StatusCode::BAD_REQUEST => "bad_request",
-        StatusCode::FORBIDDEN => "denied",
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => "denied",
         StatusCode::PAYLOAD_TOO_LARGE => "too_large",
         StatusCode::TOO_MANY_REQUESTS => "overloaded",
         StatusCode::SERVICE_UNAVAILABLE => "unavailable",

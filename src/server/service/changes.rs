@@ -48,8 +48,9 @@ impl Kind {
 pub(crate) trait UpdateRequest: Send + 'static {
     /// The request's kind.
     const KIND: Kind;
-    /// The change is a JSON/YAML document: parsing it is work for the blocking pool.
-    fn is_document(&self) -> bool;
+    /// The change's JSON/YAML document, if it is one (parsing one can be work for the
+    /// blocking pool).
+    fn document(&self) -> Option<&str>;
     /// The change in the core's terms, typed objects converted with `memo`.
     fn read(self, memo: &mut Memo) -> Result<AnyChange, ApiError>;
 }
@@ -75,8 +76,11 @@ macro_rules! update_request {
         impl UpdateRequest for $request {
             const KIND: Kind = Kind::$kind;
 
-            fn is_document(&self) -> bool {
-                matches!(self.change, Some(pb::$oneof::Change::UpsertJson(_)))
+            fn document(&self) -> Option<&str> {
+                match &self.change {
+                    Some(pb::$oneof::Change::UpsertJson(text)) => Some(text),
+                    _ => None,
+                }
             }
 
             fn read(self, memo: &mut Memo) -> Result<AnyChange, ApiError> {
