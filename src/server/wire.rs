@@ -718,7 +718,7 @@ mod tests {
             assert_eq!(second.name(), sibling.name);
             // The details came from the memo; the pod's own fields are still checked.
             let invalid = pb::Pod {
-                phase: "Sleeping".into(),
+                start_time: "yesterday".into(),
                 ..sibling.clone()
             };
             assert!(receive(invalid, &mut memo).is_err());
@@ -817,10 +817,6 @@ mod tests {
         for bad in [
             pb::Pod {
                 name: String::new(),
-                ..pod.clone()
-            },
-            pb::Pod {
-                phase: "Sleeping".into(),
                 ..pod.clone()
             },
             pb::Pod {
