@@ -21,7 +21,7 @@ async fn node_with_low_pod(client: &mut Client) {
 async fn expect_low_preempted(client: &mut Client) {
     let answer = preempt(client, pod("high", 100, "2", ""), true).await;
     assert_eq!(outcome(&answer), pb::Outcome::Preempt, "{}", answer.message);
-    assert_eq!(names(&answer.victims), ["low"]);
+    assert_eq!(names(&answer.victims), ["default/low"]);
     assert_eq!(answer.nominated_node_name, "n1");
 }
 
@@ -108,7 +108,7 @@ async fn quantities_beyond_int64_read_as_kube_scheduler_reads_them() {
         assert!(applied.applied);
         let answer = preempt(&mut client, pod("high", 100, "2", ""), true).await;
         assert_eq!(outcome(&answer), pb::Outcome::Preempt, "{}", answer.message);
-        assert_eq!(names(&answer.victims), ["vast-bound"]);
+        assert_eq!(names(&answer.victims), ["default/vast-bound"]);
     })
     .await
     .expect("test timed out");
