@@ -391,8 +391,9 @@ impl Suffix {
 
 /// At most 18 digits as an int64 (upstream's `strconv.ParseInt` of them).
 fn small_integer<'a>(digits: impl Iterator<Item = &'a u8>) -> Option<i64> {
-    digits.fold(Some(0i64), |acc, d| {
-        acc?.checked_mul(10)?.checked_add(i64::from(d - b'0'))
+    let mut digits = digits;
+    digits.try_fold(0i64, |acc, d| {
+        acc.checked_mul(10)?.checked_add(i64::from(d - b'0'))
     })
 }
 
