@@ -35,9 +35,11 @@ impl PriorityLevel {
     fn add(&mut self, pod: &Pod) {
         let r = pod.requests();
         self.pods += 1;
-        self.milli_cpu += r.milli_cpu;
-        self.memory += r.memory;
-        self.ephemeral_storage += r.ephemeral_storage;
+        // Wrapping, as upstream's int64 sums: exact whatever the amounts (a level is
+        // rebuilt from its pods on removal, the node's total is undone by subtraction).
+        self.milli_cpu = self.milli_cpu.wrapping_add(r.milli_cpu);
+        self.memory = self.memory.wrapping_add(r.memory);
+        self.ephemeral_storage = self.ephemeral_storage.wrapping_add(r.ephemeral_storage);
         self.max_milli_cpu = self.max_milli_cpu.max(r.milli_cpu);
         self.max_memory = self.max_memory.max(r.memory);
         self.max_ephemeral_storage = self.max_ephemeral_storage.max(r.ephemeral_storage);

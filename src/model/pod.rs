@@ -277,15 +277,24 @@ pub struct PodDetails {
 }
 
 impl PodDetails {
-    /// Recomputes the derived fields (`requests`, `host_ports`) from the spec fields.
-    pub fn finish(&mut self) {
-        self.requests = resources::effective_pod_requests(self);
+    /// Recomputes the derived fields (`requests`, `host_ports`) from the spec fields;
+    /// requests the scheduler cannot read are refused (see [`resources::ReadingError`]).
+    pub fn try_finish(&mut self) -> Result<(), resources::ReadingError> {
         self.host_ports = self
             .containers
             .iter()
             .chain(self.init_containers.iter().filter(|c| c.restart_always))
             .flat_map(|c| c.ports.iter().cloned())
             .collect();
+        self.requests = Resources::default();
+        self.requests = resources::effective_pod_requests(self)?;
+        Ok(())
+    }
+
+    /// [`PodDetails::try_finish`] for specs known to be readable (built in code, not
+    /// from input): unreadable requests count as none.
+    pub fn finish(&mut self) {
+        let _ = self.try_finish();
     }
 
     /// Whether the container specs and resource lists `finish` reads are still here.
@@ -465,6 +474,12 @@ impl Pod {
     pub fn finish(mut self) -> Self {
         self.details_mut().finish();
         self
+    }
+
+    /// [`Pod::finish`], refusing requests the scheduler cannot read.
+    pub fn try_finish(mut self) -> Result<Self, resources::ReadingError> {
+        self.details_mut().try_finish()?;
+        Ok(self)
     }
 
     /// Readies a finished pod to be held long: values many pods carry (namespace, node,

@@ -54,38 +54,92 @@ impl ContainerResources {
         }
     }
 
-    fn add(&mut self, other: &ContainerResources) {
+    /// Upstream `addResourceList`: a name not yet listed takes the quantity as it is,
+    /// a listed one adds to it (the sum's form decides how an overflowing value reads).
+    fn add(&mut self, other: &ContainerResources) -> Result<(), ReadingError> {
         for (name, q) in other.iter() {
-            let sum = self.get(name).unwrap_or_default().saturating_add(q);
+            let sum = match self.get(name) {
+                None => q,
+                Some(current) => {
+                    current
+                        .checked_add(q)
+                        .ok_or_else(|| ReadingError::Unsummable {
+                            resource: name.clone(),
+                        })?
+                }
+            };
             self.set(name, sum);
         }
+        Ok(())
     }
 
     fn max_with(&mut self, other: &ContainerResources) {
         for (name, q) in other.iter() {
             match self.get(name) {
-                Some(current) if current >= q => {}
+                Some(current) if current.cmp_value(q).is_ge() => {}
                 _ => self.set(name, q),
             }
         }
     }
 
-    /// Converts to the scheduler's integer form (cpu rounded up to millicores, the rest
-    /// rounded up to integers), as `NodeInfo` accounting does.
-    pub fn to_resources(&self) -> Resources {
+    /// Converts to the scheduler's integer form (cpu in millicores, the rest in units,
+    /// rounded up), as `NodeInfo` accounting does; an amount the scheduler would read as
+    /// negative (an int64 overflow) is refused.
+    pub fn to_resources(&self) -> Result<Resources, ReadingError> {
         let mut out = Resources::default();
         for (name, q) in self.iter() {
+            let Some(amount) = scheduler_reading(name, q)? else {
+                continue;
+            };
             match &**name {
-                CPU => out.milli_cpu = q.milli_value(),
-                MEMORY => out.memory = q.value(),
-                EPHEMERAL_STORAGE => out.ephemeral_storage = q.value(),
-                PODS => out.pods = q.value(),
-                other if is_scalar_resource(other) => out.scalars.push((name.clone(), q.value())),
-                _ => {}
+                CPU => out.milli_cpu = amount,
+                MEMORY => out.memory = amount,
+                EPHEMERAL_STORAGE => out.ephemeral_storage = amount,
+                PODS => out.pods = amount,
+                _ => out.scalars.push((name.clone(), amount)),
             }
         }
-        out
+        Ok(out)
     }
+}
+
+/// Why a resource amount cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReadingError {
+    #[error("the summed {resource} requests are beyond the supported precision")]
+    Unsummable { resource: Str },
+    #[error("kube-scheduler reads this {resource} amount as {reading} (int64 overflow)")]
+    Negative { resource: Str, reading: i64 },
+}
+
+impl ReadingError {
+    pub fn resource(&self) -> &Str {
+        match self {
+            ReadingError::Unsummable { resource } | ReadingError::Negative { resource, .. } => {
+                resource
+            }
+        }
+    }
+}
+
+/// The integer the scheduler reads for `name` (`MilliValue` for cpu, `Value` for the
+/// rest it tracks; `None` for names it ignores), refused when int64 overflow makes it
+/// negative: the quantity itself is not negative (the builder refuses those), and a
+/// negative request would give capacity back.
+pub fn scheduler_reading(name: &Str, q: Quantity) -> Result<Option<i64>, ReadingError> {
+    let amount = match &**name {
+        CPU => q.milli_value(),
+        MEMORY | EPHEMERAL_STORAGE | PODS => q.value(),
+        other if is_scalar_resource(other) => q.value(),
+        _ => return Ok(None),
+    };
+    if amount < 0 && !q.is_negative() {
+        return Err(ReadingError::Negative {
+            resource: name.clone(),
+            reading: amount,
+        });
+    }
+    Ok(Some(amount))
 }
 
 /// API-server defaulting of a container's requests: a resource with a limit and no
@@ -164,17 +218,18 @@ impl Resources {
         self.combine(other, -1);
     }
 
+    /// Adds or subtracts as upstream's int64 `+=` and `-=` do: wrapping, which keeps
+    /// every add undone exactly by its subtract whatever the amounts.
     fn combine(&mut self, other: &Resources, sign: i64) {
-        self.milli_cpu = self.milli_cpu.saturating_add(sign * other.milli_cpu);
-        self.memory = self.memory.saturating_add(sign * other.memory);
-        self.ephemeral_storage = self
-            .ephemeral_storage
-            .saturating_add(sign * other.ephemeral_storage);
-        self.pods = self.pods.saturating_add(sign * other.pods);
+        let step = |total: i64, amount: i64| total.wrapping_add(amount.wrapping_mul(sign));
+        self.milli_cpu = step(self.milli_cpu, other.milli_cpu);
+        self.memory = step(self.memory, other.memory);
+        self.ephemeral_storage = step(self.ephemeral_storage, other.ephemeral_storage);
+        self.pods = step(self.pods, other.pods);
         for (name, value) in &other.scalars {
             match self.scalars.binary_search_by(|(k, _)| k.cmp(name)) {
-                Ok(i) => self.scalars[i].1 = self.scalars[i].1.saturating_add(sign * value),
-                Err(i) => self.scalars.insert(i, (name.clone(), sign * value)),
+                Ok(i) => self.scalars[i].1 = step(self.scalars[i].1, *value),
+                Err(i) => self.scalars.insert(i, (name.clone(), step(0, *value))),
             }
         }
     }
@@ -182,22 +237,23 @@ impl Resources {
 
 /// Upstream `resource.PodRequests`: max(containers + sidecars, every init step including
 /// the sidecars declared before it), pod-level requests replacing the aggregate for the
-/// resources they set, plus overhead. No non-zero defaults.
-pub fn effective_pod_requests(details: &PodDetails) -> Resources {
+/// resources they set, plus overhead. No non-zero defaults. Quantities are summed
+/// before they are read, as upstream sums them.
+pub fn effective_pod_requests(details: &PodDetails) -> Result<Resources, ReadingError> {
     let mut running = ContainerResources::default();
     for c in &details.containers {
-        running.add(&c.requests);
+        running.add(&c.requests)?;
     }
     let mut sidecars = ContainerResources::default();
     let mut init_max = ContainerResources::default();
     for c in &details.init_containers {
         if c.restart_always {
-            running.add(&c.requests);
-            sidecars.add(&c.requests);
+            running.add(&c.requests)?;
+            sidecars.add(&c.requests)?;
             init_max.max_with(&sidecars);
         } else {
             let mut step = c.requests.clone();
-            step.add(&sidecars);
+            step.add(&sidecars)?;
             init_max.max_with(&step);
         }
     }
@@ -210,7 +266,7 @@ pub fn effective_pod_requests(details: &PodDetails) -> Resources {
     for (name, q) in pod_level {
         running.set(name, q);
     }
-    running.add(&details.overhead);
+    running.add(&details.overhead)?;
     running.to_resources()
 }
 
@@ -273,7 +329,9 @@ mod tests {
         assert!(is_scalar_resource("nvidia.com/gpu"));
         assert!(is_scalar_resource("hugepages-2Mi"));
         assert!(!is_scalar_resource("foo"));
-        let r = list(&[("example.com/foo", "3"), ("foo", "1")]).to_resources();
+        let r = list(&[("example.com/foo", "3"), ("foo", "1")])
+            .to_resources()
+            .unwrap();
         assert_eq!(r.scalar("example.com/foo"), 3);
         assert_eq!(r.scalars.len(), 1);
     }

@@ -71,9 +71,9 @@ impl PreFilter<'_> {
             slots,
             summary.pods as i64 + nominated.pods,
             [
-                (cpu, used_cpu + add_cpu),
-                (memory, used_memory + add_memory),
-                (storage, used_storage + add_storage),
+                (cpu, used_cpu.wrapping_add(add_cpu)),
+                (memory, used_memory.wrapping_add(add_memory)),
+                (storage, used_storage.wrapping_add(add_storage)),
             ],
         )
     }
@@ -83,9 +83,10 @@ impl PreFilter<'_> {
         let mut occupied = Occupied::default();
         for pod in self.nominated_pods(info) {
             let r = pod.requests();
-            occupied.requested[0] += r.milli_cpu;
-            occupied.requested[1] += r.memory;
-            occupied.requested[2] += r.ephemeral_storage;
+            // Wrapping, as upstream's int64 sums on the node.
+            occupied.requested[0] = occupied.requested[0].wrapping_add(r.milli_cpu);
+            occupied.requested[1] = occupied.requested[1].wrapping_add(r.memory);
+            occupied.requested[2] = occupied.requested[2].wrapping_add(r.ephemeral_storage);
             occupied.pods += 1;
         }
         occupied
@@ -124,7 +125,7 @@ fn fit_mask(request: &Resources, pod_slots: i64, pods: i64, amounts: [(i64, i64)
         let wants = [request.milli_cpu, request.memory, request.ephemeral_storage];
         let bits = [fit::CPU, fit::MEMORY, fit::EPHEMERAL_STORAGE];
         for ((want, (have, in_use)), bit) in wants.into_iter().zip(amounts).zip(bits) {
-            if want > 0 && want > have - in_use {
+            if want > 0 && want > have.wrapping_sub(in_use) {
                 mask |= bit;
                 if want > have {
                     mask |= fit::UNRESOLVABLE;
@@ -175,7 +176,7 @@ fn resources_fit(
     if !request.is_zero_request() {
         for (name, want) in &request.scalars {
             let (have, in_use) = scalar(name);
-            if *want > 0 && *want > have - in_use {
+            if *want > 0 && *want > have.wrapping_sub(in_use) {
                 scalar_reasons.push(Reason::Owned(format!("Insufficient {name}")));
                 if *want > have {
                     mask |= fit::UNRESOLVABLE;

@@ -52,7 +52,15 @@ pub fn node(n: &NodeInput<'_>, memo: &mut Memo) -> Result<Node, BuildError> {
         labels: memo.labels_of_strings(&in_key_order(&n.labels)),
         taints,
         unschedulable: n.unschedulable,
-        allocatable: ContainerResources::new(allocatable).to_resources(),
+        allocatable: ContainerResources::new(allocatable)
+            .to_resources()
+            .map_err(|e| {
+                let resource = e.resource().clone();
+                OBJECT
+                    .field("status.allocatable")
+                    .key(&resource)
+                    .error(e.to_string())
+            })?,
         // Not through the memo: annotation values are mostly unique to their node.
         annotations: labels_of(&n.annotations),
         conditions,
@@ -72,7 +80,9 @@ pub(super) fn resource_list<const N: usize>(
             let entry = path.key(name);
             entry.check(rules::resource_name(name))?;
             let quantity = memo.quantity(text, |text| entry.check(rules::quantity(text)))?;
-            Ok((memo.str(name), quantity))
+            let name = memo.str(name);
+            entry.check(rules::scheduler_reading(&name, quantity))?;
+            Ok((name, quantity))
         })
         .collect()
 }

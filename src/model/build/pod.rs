@@ -69,11 +69,13 @@ pub fn pod(p: &PodInput<'_>, memo: &mut Memo) -> Result<Pod> {
     pod.nominated_node_name =
         (!p.nominated_node_name.is_empty()).then(|| memo.str(p.nominated_node_name));
     pod.phase = OBJECT.field("status.phase").check(rules::phase(p.phase))?;
+    let unreadable =
+        |e: crate::model::resources::ReadingError| OBJECT.field("spec").error(e.to_string());
     Ok(match &p.details {
-        Source::Fields => pod.finish(),
+        Source::Fields => pod.try_finish().map_err(unreadable)?,
         Source::Encoded(fields) => {
             let details = pod.details_mut();
-            details.finish();
+            details.try_finish().map_err(unreadable)?;
             details.drop_specs();
             memo.remember_details(fields, &pod.details);
             pod

@@ -10,6 +10,7 @@ use super::super::{
     PodPhase, PreemptionPolicy, Protocol, Requirement, TaintEffect, TolerationOperator,
     WhenUnsatisfiable,
 };
+use super::super::{Str, resources};
 use super::input::SelectorInput;
 
 /// Why a field's value is refused; the walk names the field.
@@ -33,7 +34,6 @@ pub const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
 pub const WHEN_UNSATISFIABLE: &[&str] = &["DoNotSchedule", "ScheduleAnyway"];
 pub const INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
 pub const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
-pub const PHASES: &[&str] = &["Pending", "Running", "Succeeded", "Failed", "Unknown"];
 
 /// The message for an enum value outside `supported`.
 pub fn unsupported(value: &str, supported: &[&str]) -> Invalid {
@@ -65,6 +65,14 @@ pub fn quantity(text: &str) -> Rule<Quantity> {
         return Err(Invalid::new("must be non-negative"));
     }
     Ok(q)
+}
+
+/// A resource amount the scheduler reads as int64 overflow makes negative is refused (see
+/// [`resources::scheduler_reading`]).
+pub fn scheduler_reading(name: &Str, q: Quantity) -> Rule<()> {
+    resources::scheduler_reading(name, q)
+        .map(drop)
+        .map_err(|e| Invalid(e.to_string()))
 }
 
 /// A resource list's key (`cpu`, `nvidia.com/gpu`): required.
@@ -135,9 +143,11 @@ pub fn preemption_policy(text: &str) -> Rule<PreemptionPolicy> {
     )
 }
 
-/// A pod's phase; empty means `Pending`.
+/// A pod's phase; empty means `Pending`. The API server accepts any phase, and the
+/// scheduler only sets `Succeeded` and `Failed` pods apart: another phase is an ordinary
+/// pod that is not terminal, read as `Unknown`.
 pub fn phase(text: &str) -> Rule<PodPhase> {
-    one_of(text, PodPhase::parse, PHASES)
+    Ok(PodPhase::parse(text).unwrap_or(PodPhase::Unknown))
 }
 
 /// A container's restart policy (empty allowed); an init container with `Always` is a
@@ -337,20 +347,26 @@ mod tests {
     fn quantities_follow_parse_quantity() {
         assert!(quantity("1.5e-2147483648").is_ok());
         assert!(
-            quantity("1e999999999999999999").is_err(),
+            quantity("1e9999999999999999999").is_err(),
             "exponent beyond int64"
         );
+        // Within int64 the exponent is cut to int32, as upstream cuts it: 2^32 is 0.
+        assert_eq!(quantity("1e4294967296").map(Quantity::value), Ok(1));
         assert_eq!(quantity("-1").unwrap_err().0, "must be non-negative");
         assert_eq!(quantity("12x").unwrap_err().0, "invalid quantity \"12x\"");
     }
 
     #[test]
     fn huge_exponents_do_not_overflow() {
-        assert!(quantity("1e2147483647").is_err());
-        assert_eq!(quantity("0e2147483647"), Ok(Quantity::ZERO));
+        // An int64 amount of scale 2^31-1: `Value()` overflows to 0 and `MilliValue()`'s
+        // int32 shift wraps, leaving the 1.
+        let vast = quantity("1e2147483647").unwrap();
+        assert_eq!((vast.value(), vast.milli_value()), (0, 1));
+        assert!(quantity("0e2147483647").unwrap().is_zero());
         assert_eq!(
-            quantity("1.5e-2147483648").map(|q| q.to_string()),
-            Ok("1n".to_string())
+            quantity("1.5e-2147483648").map(Quantity::milli_value),
+            Ok(1),
+            "rounded up to 1n"
         );
         assert!(quantity("1e9223372036854775808").is_err(), "beyond int64");
         assert_eq!(
@@ -359,6 +375,33 @@ mod tests {
         );
         assert!(quantity(&"1".repeat(300)).is_err());
         assert_eq!(quantity("12e3").map(Quantity::value), Ok(12_000));
+    }
+
+    #[test]
+    fn readings_kube_scheduler_sees_as_negative_are_refused() {
+        let reading =
+            |name: &str, text: &str| scheduler_reading(&name.into(), quantity(text).unwrap());
+        assert_eq!(
+            reading("cpu", "9223372036854775807").unwrap_err().0,
+            "kube-scheduler reads this cpu amount as -1000 (int64 overflow)"
+        );
+        assert!(reading("memory", "9223372036854775807").is_ok());
+        assert!(reading("memory", "9223372036854775808").is_err());
+        assert!(reading("memory", "1e30").is_ok(), "read as 0");
+        assert!(reading("ephemeral-storage", "1e40").is_ok(), "read as 0");
+        assert!(reading("example.com/gpu", "12345678901234567890").is_err());
+        assert!(
+            reading("unknown", "12345678901234567890").is_ok(),
+            "not read"
+        );
+    }
+
+    #[test]
+    fn any_phase_is_accepted_and_only_succeeded_and_failed_are_terminal() {
+        assert_eq!(phase("Bogus"), Ok(PodPhase::Unknown));
+        assert_eq!(phase(""), Ok(PodPhase::Pending));
+        assert!(!phase("Bogus").unwrap().is_terminal());
+        assert!(phase("Failed").unwrap().is_terminal());
     }
 
     #[test]
