@@ -1,6 +1,8 @@
-//! The engine's modules depend on each other in layers: no module reaches, directly or
-//! through others, back to itself. Read from the sources, so a new import that closes a
-//! circle fails here rather than in review.
+//! The library's layers import only downwards (model → cache → engine / nominations → app
+//! → server and kubernetes; cli on top), the core knows no transport crate, and the
+//! engine's modules depend on each other in layers: no module reaches, directly or through
+//! others, back to itself. Read from the sources, so a new import that breaks a layer fails
+//! here rather than in review.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -206,4 +208,152 @@ fn imports_are_read_from_paths_and_groups() {
     let mut names = names_after(&code, "super::");
     names.extend(names_after(&code, "crate::engine::"));
     assert_eq!(names, ["bounds", "filters", "pick", "policy", "search"]);
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
+    for entry in fs::read_dir(dir).expect("source directory") {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+/// The library's top-level module a source file belongs to (`src/app/x.rs` → `app`,
+/// `src/simulate.rs` → `simulate`).
+fn top_module(src: &Path, file: &Path) -> String {
+    let relative = file.strip_prefix(src).expect("under src");
+    let first = relative
+        .components()
+        .next()
+        .expect("a path")
+        .as_os_str()
+        .to_string_lossy()
+        .to_string();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// What each layer may not name: modules of this crate above it, and transport crates.
+fn forbidden(layer: &str) -> Vec<&'static str> {
+    const TRANSPORT: [&str; 8] = [
+        "tonic::",
+        "tonic_health::",
+        "tonic_reflection::",
+        "prost::",
+        "axum::",
+        "hyper::",
+        "kube::",
+        "k8s_openapi::",
+    ];
+    let above: &[&str] = match layer {
+        "model" => &[
+            "cache",
+            "engine",
+            "nominations",
+            "app",
+            "kubernetes",
+            "simulate",
+            "plan_drain",
+        ],
+        "cache" => &[
+            "engine",
+            "nominations",
+            "app",
+            "kubernetes",
+            "simulate",
+            "plan_drain",
+        ],
+        "engine" | "nominations" => &[
+            "app",
+            "kubernetes",
+            "simulate",
+            "plan_drain",
+            "nominations",
+            "engine",
+        ],
+        "ops" | "app" => &["app", "kubernetes", "simulate", "plan_drain"],
+        "kubernetes" | "simulate" | "plan_drain" => &[],
+        _ => return Vec::new(),
+    };
+    let mut names: Vec<&'static str> = above
+        .iter()
+        .filter(|name| **name != layer)
+        .map(|name| match *name {
+            "cache" => "crate::cache",
+            "engine" => "crate::engine",
+            "nominations" => "crate::nominations",
+            "app" => "crate::app",
+            "kubernetes" => "crate::kubernetes",
+            "simulate" => "crate::simulate",
+            "plan_drain" => "crate::plan_drain",
+            _ => unreachable!("listed above"),
+        })
+        .collect();
+    // Only the server and the command line (another crate) name the server.
+    names.push("crate::server");
+    if matches!(layer, "model" | "cache" | "engine" | "nominations" | "app") {
+        names.extend(TRANSPORT);
+    }
+    names
+}
+
+/// `(file, name)` for every forbidden name a layer's code uses.
+fn layer_violations(src: &Path) -> Vec<(String, &'static str)> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let layer = top_module(src, &file);
+        let code = code_of(&fs::read_to_string(&file).expect("source file"));
+        for name in forbidden(&layer) {
+            let used = code.match_indices(name).any(|(at, _)| {
+                !code[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| is_ident_char(c) || c == ':')
+            });
+            if used {
+                found.push((file.display().to_string(), name));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn layers_import_only_downwards_and_the_core_knows_no_transport() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let violations = layer_violations(&src);
+    assert!(
+        violations.is_empty(),
+        "imports against the layers (model → cache → engine / nominations → app → server, kubernetes): {violations:#?}"
+    );
+    // The reader sees what it must: the layers exist and the server uses the core.
+    for layer in ["model", "cache", "engine", "app", "server", "kubernetes"] {
+        assert!(src.join(layer).is_dir(), "src/{layer} not found");
+    }
+    let service = fs::read_to_string(src.join("server/service.rs")).expect("service.rs");
+    assert!(
+        service.contains("crate::app::"),
+        "the gRPC service must sit on the core"
+    );
+}
+
+#[test]
+fn a_layer_violation_is_found() {
+    assert!(forbidden("app").contains(&"crate::server"));
+    assert!(forbidden("app").contains(&"tonic::"));
+    assert!(forbidden("model").contains(&"crate::cache"));
+    assert!(!forbidden("server").contains(&"crate::app"));
+    assert!(forbidden("kubernetes").contains(&"crate::server"));
+    assert!(!forbidden("kubernetes").contains(&"crate::app"));
+    let code = code_of(
+        "use crate::server::pb; // crate::kubernetes\nfn f() { tonic::Status::ok(\"\"); }\n",
+    );
+    assert!(code.contains("crate::server::pb"));
+    assert!(!code.contains("crate::kubernetes"));
 }

@@ -1,28 +1,17 @@
-//! Prometheus metrics through the `metrics` facade, served as text at `/metrics` on
-//! their own address.
+//! Prometheus metrics through the `metrics` facade: their names, descriptions and
+//! recording functions.
 //!
 //! Without an installed recorder every `metrics::` call is a no-op, so the server and the
 //! library run the same with metrics off. [`install`] sets the process-wide recorder
-//! (idempotent: a test binary may start several servers); [`MetricsEndpoint::start`]
-//! serves it. Names follow kube-scheduler (`scheduler_preemption_*`) and go-grpc-prometheus
+//! (idempotent: a test binary may start several servers); the server's `/metrics`
+//! port serves it. Names follow kube-scheduler (`scheduler_preemption_*`) and go-grpc-prometheus
 //! (`grpc_server_*`); preemptd's own start with `preemptd_`.
 
-use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, oneshot};
-use tokio::task::JoinHandle;
-
-use crate::server::tls::TlsAcceptor;
 
 pub const PREEMPTION_ATTEMPTS: &str = "scheduler_preemption_attempts_total";
 pub const PREEMPTION_VICTIMS: &str = "scheduler_preemption_victims";
@@ -62,11 +51,6 @@ const RPC_BUCKETS: &[f64] = &[
 const DECISION_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 ];
-
-/// Scrapes rendered at once.
-const MAX_SCRAPES: usize = 16;
-/// Prometheus' text exposition format.
-const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -310,129 +294,12 @@ pub struct Snapshot {
     pub watch_subscribers: usize,
 }
 
-fn set_gauges(s: &Snapshot) {
+/// Sets the scrape-time gauges.
+pub fn set_gauges(s: &Snapshot) {
     metrics::gauge!(CACHE_NODES).set(s.nodes as f64);
     metrics::gauge!(CACHE_PODS).set(s.pods as f64);
     metrics::gauge!(CACHE_NOMINATED_PODS).set(s.nominated_pods as f64);
     metrics::gauge!(CACHE_PDBS).set(s.pdbs as f64);
     metrics::gauge!(NOMINATIONS_REVISION).set(s.nominations_revision as f64);
     metrics::gauge!(WATCH_SUBSCRIBERS).set(s.watch_subscribers as f64);
-}
-
-/// Reads the scrape-time values; runs on the blocking pool.
-pub type SnapshotFn = Arc<dyn Fn() -> Snapshot + Send + Sync>;
-
-/// The `/metrics` port: HTTP/1.1 and HTTP/2 (over TLS when the gRPC port has it).
-pub struct MetricsEndpoint {
-    local_addr: SocketAddr,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<std::io::Result<()>>>,
-}
-
-/// What a scrape reads.
-struct Scrape {
-    handle: PrometheusHandle,
-    snapshot: SnapshotFn,
-    /// Renders at once; more scrapes wait their turn (the port is for Prometheus, not the
-    /// public, and each render holds a blocking thread).
-    renders: Semaphore,
-}
-
-impl MetricsEndpoint {
-    /// Binds `addr` and serves `handle` at `/metrics`, refreshing the scrape-time gauges
-    /// from `snapshot` on every scrape; over TLS with `tls`.
-    pub async fn start(
-        addr: SocketAddr,
-        handle: PrometheusHandle,
-        snapshot: SnapshotFn,
-        tls: Option<TlsAcceptor>,
-    ) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("bind metrics address {addr}"))?;
-        let local_addr = listener.local_addr().context("metrics local address")?;
-        let scrape = Arc::new(Scrape {
-            handle,
-            snapshot,
-            renders: Semaphore::new(MAX_SCRAPES),
-        });
-        let app = Router::new()
-            .route("/metrics", get(metrics))
-            .fallback(not_found)
-            .with_state(scrape);
-        let (tx, rx) = oneshot::channel::<()>();
-        let stopped = async {
-            let _ = rx.await;
-        };
-        let task = crate::server::http::spawn("metrics", listener, tls, app, stopped)
-            .context("metrics local address")?;
-        tracing::info!(addr = %local_addr, "serving metrics at /metrics");
-        Ok(MetricsEndpoint {
-            local_addr,
-            shutdown: Some(tx),
-            task: Some(task),
-        })
-    }
-
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Stops accepting scrapes; those in flight finish within `grace`.
-    pub async fn shutdown(mut self, grace: Duration) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(mut task) = self.task.take() {
-            match tokio::time::timeout(grace, &mut task).await {
-                Ok(Ok(Ok(()))) => {}
-                Ok(Ok(Err(error))) => tracing::warn!(%error, "metrics server failed"),
-                Ok(Err(error)) => tracing::warn!(%error, "metrics server task failed"),
-                Err(_) => {
-                    tracing::warn!(
-                        ?grace,
-                        "scrapes still open after the grace period; closing them"
-                    );
-                    task.abort();
-                }
-            }
-        }
-    }
-}
-
-impl Drop for MetricsEndpoint {
-    fn drop(&mut self) {
-        // Dropping the sender resolves the shutdown signal.
-        self.shutdown.take();
-    }
-}
-
-/// `GET /metrics` (axum answers `HEAD` from it, and other methods with 405).
-async fn metrics(State(scrape): State<Arc<Scrape>>) -> Response {
-    let Ok(_permit) = scrape.renders.acquire().await else {
-        return StatusCode::SERVICE_UNAVAILABLE.into_response();
-    };
-    // Counting nominated pods walks every node: keep it off the async threads.
-    let rendered = {
-        let scrape = scrape.clone();
-        tokio::task::spawn_blocking(move || {
-            set_gauges(&(scrape.snapshot)());
-            scrape.handle.render()
-        })
-        .await
-    };
-    match rendered {
-        Ok(body) => ([(header::CONTENT_TYPE, TEXT_FORMAT)], body).into_response(),
-        Err(error) => {
-            tracing::warn!(%error, "metrics render failed");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
-    }
-}
-
-async fn not_found() -> (StatusCode, &'static str) {
-    (
-        StatusCode::NOT_FOUND,
-        "not found: metrics are at /metrics\n",
-    )
 }

@@ -13,6 +13,7 @@ pub(crate) mod http;
 pub mod json;
 #[cfg(any(test, feature = "generate"))]
 pub mod messages;
+mod metrics;
 mod middleware;
 mod probe;
 mod service;
@@ -161,7 +162,7 @@ pub struct RunningServer {
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     grace: Duration,
-    metrics: Option<crate::ops::metrics::MetricsEndpoint>,
+    metrics: Option<metrics::MetricsEndpoint>,
     extender: Option<extender::ExtenderEndpoint>,
     /// Kubernetes mode's watches, stopped with the server.
     watches: Option<JoinHandle<()>>,
@@ -394,7 +395,7 @@ async fn start_metrics(
     addr: SocketAddr,
     app: Arc<App>,
     tls: Option<tls::TlsAcceptor>,
-) -> anyhow::Result<crate::ops::metrics::MetricsEndpoint> {
+) -> anyhow::Result<metrics::MetricsEndpoint> {
     let handle = crate::ops::metrics::install()?;
     let snapshot = Arc::new(move || {
         let counts = app.cache.counts();
@@ -407,7 +408,7 @@ async fn start_metrics(
             watch_subscribers: app.open_watchers(),
         }
     });
-    crate::ops::metrics::MetricsEndpoint::start(addr, handle, snapshot, tls).await
+    metrics::MetricsEndpoint::start(addr, handle, snapshot, tls).await
 }
 
 /// Says at startup which placement policy decisions follow.
