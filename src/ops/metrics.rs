@@ -61,6 +61,13 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
     if let Some(handle) = HANDLE.get() {
         return Ok(handle.clone());
     }
+    // Servers starting at once (tests) install one after the other: the second finds the
+    // first's handle.
+    static INSTALLING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    let _installing = INSTALLING.lock();
+    if let Some(handle) = HANDLE.get() {
+        return Ok(handle.clone());
+    }
     let recorder = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Full(PREEMPTION_VICTIMS.into()), VICTIM_BUCKETS)
         .and_then(|b| {
@@ -75,18 +82,12 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
         .context("metric buckets")?
         .build_recorder();
     let handle = recorder.handle();
-    // Two threads racing here: the loser's recorder is refused and it uses the winner's.
-    match metrics::set_global_recorder(recorder) {
-        Ok(()) => {
-            describe();
-            let _ = HANDLE.set(handle.clone());
-            Ok(handle)
-        }
-        Err(_) => HANDLE
-            .get()
-            .cloned()
-            .context("another metrics recorder is already installed"),
-    }
+    metrics::set_global_recorder(recorder)
+        .ok()
+        .context("another metrics recorder is already installed")?;
+    describe();
+    let _ = HANDLE.set(handle.clone());
+    Ok(handle)
 }
 
 fn describe() {
