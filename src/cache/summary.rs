@@ -136,7 +136,7 @@ impl Eq for LevelDigest {}
 
 /// Origin of [`LevelDigest::latest_start`]: 2000-01-01T00:00:00Z (earlier starts are
 /// stored as this, later than the truth, which keeps the bound valid).
-pub const START_EPOCH_SECONDS: i64 = 946_684_800;
+pub(super) const START_EPOCH_SECONDS: i64 = 946_684_800;
 
 impl LevelDigest {
     /// The compact copy of `level`; `None` when a value does not fit (the bound then
@@ -182,7 +182,7 @@ impl LevelDigest {
 
 /// Largest amount (in magnitude) a digest holds: its `f32`, rounded up, still converts
 /// back to an `i64` (2^63 would not).
-pub const DIGEST_AMOUNT_LIMIT: i64 = 1 << 62;
+pub(super) const DIGEST_AMOUNT_LIMIT: i64 = 1 << 62;
 
 /// The least `f32` not below `value`.
 fn ceil_f32(value: i64) -> f32 {

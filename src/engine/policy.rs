@@ -328,7 +328,7 @@ pub(crate) struct Applied<'a> {
 }
 
 impl<'a> Applied<'a> {
-    pub fn new(policy: &'a Policy, preemptor: &Pod) -> Self {
+    pub(crate) fn new(policy: &'a Policy, preemptor: &Pod) -> Self {
         Applied {
             policy,
             critical: policy.is_critical(preemptor),
@@ -336,7 +336,7 @@ impl<'a> Applied<'a> {
     }
 
     /// The filter status of a node the policy rules out.
-    pub fn filter_status(&self, node: &Node) -> Option<Status> {
+    pub(crate) fn filter_status(&self, node: &Node) -> Option<Status> {
         let reason = self.policy.exclusion(self.critical, node)?;
         let mut reasons = Reasons::new();
         reasons.push(reason);

@@ -37,14 +37,20 @@ use watched::{KindType, Watched, convert, with_memo_until_done};
 /// The kinds preemptd watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
+    /// `v1` Node.
     Node,
+    /// `v1` Pod.
     Pod,
+    /// `policy/v1` PodDisruptionBudget.
     PodDisruptionBudget,
+    /// `scheduling.k8s.io/v1` PriorityClass.
     PriorityClass,
+    /// `v1` Namespace.
     Namespace,
 }
 
 impl Kind {
+    /// Every watched kind, each once.
     pub const ALL: [Kind; 5] = [
         Kind::Node,
         Kind::Pod,
@@ -108,8 +114,11 @@ macro_rules! with_kind_type {
 /// set on deletions, so a pod recreated under the same name is not deleted by mistake.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ObjectKey {
+    /// The object's kind.
     pub kind: Kind,
+    /// The object's namespace; empty for cluster-scoped kinds.
     pub namespace: String,
+    /// The object's name.
     pub name: String,
 }
 
@@ -180,6 +189,7 @@ impl Drop for AbortOnDrop {
 pub enum Source {
     /// A kubeconfig file; `None` reads `KUBECONFIG` or `~/.kube/config`, as kubectl does.
     Kubeconfig(Option<std::path::PathBuf>),
+    /// The service account of the pod preemptd runs in.
     InCluster,
 }
 

@@ -419,7 +419,7 @@ pub(crate) struct AuthzLayer {
 }
 
 impl AuthzLayer {
-    pub fn new(policy: Option<Arc<AuthzPolicy>>) -> Self {
+    pub(crate) fn new(policy: Option<Arc<AuthzPolicy>>) -> Self {
         AuthzLayer { policy }
     }
 }
