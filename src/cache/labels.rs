@@ -16,6 +16,7 @@ use smallvec::SmallVec;
 
 use crate::model::{Labels, Pod, Str};
 
+/// The interned id of one label key and value.
 pub type LabelId = u64;
 
 /// The ids of one pod's labels, in `pod.labels.iter()` order.
