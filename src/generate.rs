@@ -13,16 +13,22 @@ use crate::model::{
 /// Sizes and seed of a generated cluster.
 #[derive(Clone, Debug)]
 pub struct ClusterSpec {
+    /// How many nodes.
     pub nodes: usize,
+    /// How many pods each node is given.
     pub pods_per_node: usize,
+    /// The seed: the same spec generates the same cluster.
     pub seed: u64,
 }
 
 /// A generated cluster, in load order (nodes, PDBs, then pods).
 #[derive(Clone, Debug, Default)]
 pub struct GeneratedCluster {
+    /// The nodes.
     pub nodes: Vec<Node>,
+    /// The pods.
     pub pods: Vec<Pod>,
+    /// The PodDisruptionBudgets.
     pub pdbs: Vec<PodDisruptionBudget>,
 }
 
@@ -49,10 +55,12 @@ impl GeneratedCluster {
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator started from `seed`.
     pub fn new(seed: u64) -> Self {
         Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
     }
 
+    /// The next pseudo-random value.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -72,10 +80,13 @@ impl Rng {
     }
 }
 
+/// How many zones the nodes are spread over.
 pub const ZONES: usize = 8;
+/// How many apps the pods belong to.
 pub const APPS: usize = 40;
 /// Priority classes of the bound pods: batch, default, service, critical.
 pub const PRIORITIES: [i32; 4] = [0, 100, 1000, 100_000];
+/// The namespaces the pods are spread over.
 pub const NAMESPACES: [&str; 4] = ["batch", "web", "data", "platform"];
 
 fn cpu(millis: i64) -> Quantity {

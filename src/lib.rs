@@ -1,3 +1,4 @@
+#![warn(missing_docs, unreachable_pub)]
 //! preemptd: Kubernetes pod-preemption decisions, exactly as kube-scheduler's
 //! DefaultPreemption makes them, over a sharded in-memory cluster cache.
 //!

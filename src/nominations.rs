@@ -36,15 +36,20 @@ pub enum EventKind {
 pub struct Event {
     /// Log revision; for initial events, the revision of the list they come from.
     pub revision: u64,
+    /// What happened.
     pub kind: EventKind,
+    /// The pod it happened to.
     pub pod: PodRef,
+    /// The node it concerns.
     pub node: Str,
+    /// The pod's priority.
     pub priority: i32,
     /// Part of the initial list of a watch from 0.
     pub initial: bool,
 }
 
 impl Event {
+    /// An event not yet given a revision.
     pub fn new(kind: EventKind, pod: PodRef, node: Str, priority: i32) -> Self {
         Event {
             revision: 0,
@@ -60,10 +65,17 @@ impl Event {
 /// Why a subscription ended (after every event queued for it was delivered).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum End {
+    /// The subscriber read too slowly.
     #[error(
         "subscriber fell more than {buffer} events behind and was cut off; resume after revision {last_delivered}"
     )]
-    Lagged { buffer: usize, last_delivered: u64 },
+    Lagged {
+        /// How many events a subscriber may fall behind.
+        buffer: usize,
+        /// The revision of the last event delivered.
+        last_delivered: u64,
+    },
+    /// The server is shutting down.
     #[error("nominations log closed: server is shutting down")]
     Closed,
 }
@@ -71,12 +83,25 @@ pub enum End {
 /// Why a subscription could not start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SubscribeError {
+    /// The revision to resume after is older than the log holds.
     #[error(
         "revision {after} is no longer held: the oldest revision still held is {oldest}; list nominations again"
     )]
-    Expired { after: u64, oldest: u64 },
+    Expired {
+        /// The revision asked for.
+        after: u64,
+        /// The oldest revision still held.
+        oldest: u64,
+    },
+    /// The revision to resume after is newer than the log.
     #[error("revision {after} is ahead of the nominations log (at revision {current})")]
-    Ahead { after: u64, current: u64 },
+    Ahead {
+        /// The revision asked for.
+        after: u64,
+        /// The log's revision.
+        current: u64,
+    },
+    /// The server is shutting down.
     #[error("nominations log closed: server is shutting down")]
     Closed,
 }

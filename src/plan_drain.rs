@@ -49,7 +49,9 @@ impl PlanDrainError {
 /// A plan, and a note per file that had objects skipped.
 #[derive(Debug)]
 pub struct PlannedDrain {
+    /// The plan itself.
     pub plan: DrainPlan,
+    /// Remarks on the plan for the user.
     pub notes: Vec<String>,
 }
 

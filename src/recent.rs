@@ -35,12 +35,14 @@ impl<T> RecentTable<T> {
         }
     }
 
+    /// The entry under `hash` that `eq` accepts, if any.
     pub fn find(&self, hash: u64, mut eq: impl FnMut(&T) -> bool) -> Option<&T> {
         self.entries
             .find(hash, |(_, entry)| eq(entry))
             .map(|(_, entry)| entry)
     }
 
+    /// The entry under `hash` that `eq` accepts, if any, to change in place.
     pub fn find_mut(&mut self, hash: u64, mut eq: impl FnMut(&T) -> bool) -> Option<&mut T> {
         self.entries
             .find_mut(hash, |(_, entry)| eq(entry))

@@ -20,16 +20,22 @@ use crate::model::decode::{self, DecodeError, Object};
 /// several, and for bad content the field.
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
+    /// A file could not be read.
     #[error("{path}: cannot read: {source}")]
     Unreadable {
+        /// The file.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
+    /// A file's content was refused.
     #[error("{path}{}: {error}", document_label(.document))]
     Invalid {
+        /// The file.
         path: PathBuf,
         /// 1-based index of the YAML document, when the file holds more than one.
         document: Option<usize>,
+        /// What was refused, with its field path.
         error: DecodeError,
     },
     /// The live cluster could not be listed.
@@ -75,6 +81,7 @@ pub struct SimulateOptions {
 /// A decision, and a note per file that had objects skipped.
 #[derive(Debug)]
 pub struct Simulation {
+    /// The decision.
     pub decision: Decision,
     /// e.g. `cluster.yaml: skipped 3 objects of kinds preemptd does not use: Service (2),
     /// ConfigMap (1)`.
@@ -90,6 +97,7 @@ impl Skipped {
         *self.0.entry(kind.to_string()).or_default() += 1;
     }
 
+    /// No object was skipped.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

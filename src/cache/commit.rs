@@ -11,8 +11,11 @@ use super::table::Place;
 /// A nomination as listed or streamed: the pending pod and the node it is nominated to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nomination {
+    /// The nominated pod.
     pub pod: PodRef,
+    /// Its priority.
     pub priority: i32,
+    /// The node it is nominated to.
     pub node: Str,
 }
 
@@ -22,9 +25,19 @@ pub enum CommitChange {
     /// The preemptor is now nominated to `node`.
     Nominated(Nomination),
     /// A lower-priority pod's nomination was cleared.
-    NominationCleared { pod: PodRef, node: Str },
+    NominationCleared {
+        /// The pod whose nomination was cleared.
+        pod: PodRef,
+        /// The node it was nominated to.
+        node: Str,
+    },
     /// A victim is now terminating by preemption.
-    VictimMarked { pod: PodRef, node: Str },
+    VictimMarked {
+        /// The victim.
+        pod: PodRef,
+        /// The node it runs on.
+        node: Str,
+    },
 }
 
 /// What a `Preempt` commit writes into the cache.
@@ -32,16 +45,21 @@ pub enum CommitChange {
 pub struct Commit {
     /// The preemptor as decided on (its nomination is set to `node`).
     pub preemptor: Pod,
+    /// The node the preemptor is nominated to.
     pub node: Str,
     /// The generation of `node` the decision was made on.
     pub node_generation: u64,
+    /// The pods to mark terminating by preemption.
     pub victims: Vec<PodRef>,
+    /// Lower-priority pods whose nominations to `node` are cleared.
     pub nominations_to_clear: Vec<PodRef>,
 }
 
+/// The decision is stale: its node changed in the cache since the snapshot.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("node {node} changed since the decision")]
 pub struct CommitConflict {
+    /// The node that changed.
     pub node: Str,
 }
 

@@ -13,6 +13,7 @@ use super::summary::{LevelTotals, NO_HARD_TAINTS, NodeSummary, READ_NODE};
 /// group may hold fewer).
 pub const GROUP_NODES: usize = 64;
 
+/// Columns of a few nodes' digests, so a decision can rule the group out at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeGroup {
     /// Nodes in the group, 1 to [`GROUP_NODES`].
@@ -25,9 +26,11 @@ pub struct NodeGroup {
     /// Nodes with hard taints, unschedulable or not arrived (a taint set other than
     /// [`NO_HARD_TAINTS`]), as bits; `taint_sets` holds each node's set.
     pub tainted: u64,
+    /// Each node's hard-taint set, as an index into the snapshot's interned sets.
     pub taint_sets: [u16; GROUP_NODES],
     /// Each node's highest nominated priority, and the group's.
     pub nominated_priority: [i32; GROUP_NODES],
+    /// The highest of `nominated_priority`.
     pub max_nominated_priority: i32,
     /// Some node's digest cannot answer for it (its node must be read, or a priority
     /// level did not fit the digest's compact form).
@@ -39,13 +42,16 @@ pub struct NodeGroup {
     /// digest's rounding (never earlier than the truth): finite ones, and whether some
     /// pod has none ("now").
     pub lowest_latest_start: i64,
+    /// Some pod at `lowest` has no start time.
     pub lowest_start_unset: bool,
     /// Per node, for a finer bound: the lowest priority of its bound pods (`i32::MAX`
     /// when none), the latest start of the pods at it (as above; `i64::MAX` when some
     /// has none), and the largest single milli-CPU, memory and ephemeral storage request
     /// of any of its pods (`i64::MAX` when some level is not held inline).
     pub node_lowest: [i32; GROUP_NODES],
+    /// Each node's latest start of its pods at `node_lowest`.
     pub node_lowest_start: [i64; GROUP_NODES],
+    /// Each resource's largest single request, per node.
     pub largest: [[i64; GROUP_NODES]; 3],
     /// Nodes whose `free` amounts are exact (no subtraction overflowed), as bits.
     pub exact_free: u64,

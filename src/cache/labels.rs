@@ -16,6 +16,7 @@ use smallvec::SmallVec;
 
 use crate::model::{Labels, Pod, Str};
 
+/// The interned id of one label key and value.
 pub type LabelId = u64;
 
 /// The ids of one pod's labels, in `pod.labels.iter()` order.
@@ -77,12 +78,12 @@ fn recent_key(pod: &Pod) -> (usize, usize) {
 }
 
 impl LabelInterner {
-    pub fn read(&self) -> &LabelIds {
+    pub(super) fn read(&self) -> &LabelIds {
         &self.ids
     }
 
     /// Ids for the pod's labels, each counted once more (created when new).
-    pub fn acquire(&mut self, pod: &Pod) -> PodLabelIds {
+    pub(super) fn acquire(&mut self, pod: &Pod) -> PodLabelIds {
         let key = recent_key(pod);
         if let Some((_, _, ids)) = self.recent.get(&key) {
             for id in ids {
@@ -131,7 +132,7 @@ impl LabelInterner {
 
     /// Ids of a pod whose labels were acquired before (`None` for a label that was not,
     /// which the index then skips).
-    pub fn ids_of(&self, pod: &Pod) -> SmallVec<[Option<LabelId>; 8]> {
+    pub(super) fn ids_of(&self, pod: &Pod) -> SmallVec<[Option<LabelId>; 8]> {
         if let Some((_, _, ids)) = self.recent.get(&recent_key(pod)) {
             return ids.iter().copied().map(Some).collect();
         }
@@ -142,7 +143,7 @@ impl LabelInterner {
     }
 
     /// Counts the ids once less, forgetting those no pod carries any more.
-    pub fn release(&mut self, ids: impl IntoIterator<Item = LabelId>) {
+    pub(super) fn release(&mut self, ids: impl IntoIterator<Item = LabelId>) {
         for id in ids {
             let Some((count, hash)) = self.refs.get_mut(&id) else {
                 continue;
@@ -165,7 +166,7 @@ impl LabelInterner {
 
     /// Distinct labels currently indexed.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.refs.len()
     }
 }

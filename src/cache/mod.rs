@@ -57,6 +57,7 @@ pub struct UpdateOutcome {
 /// the nominations log is told).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodUpsert {
+    /// What the upsert did.
     pub outcome: UpdateOutcome,
     /// The pod held before, if it was nominated ([`Pod::nomination`]).
     pub nominated_before: Option<Arc<Pod>>,
@@ -69,27 +70,53 @@ fn nominated(pod: Option<Arc<Pod>>) -> Option<Arc<Pod>> {
     pod.filter(|p| p.nomination().is_some())
 }
 
+/// Why the cache refused a change.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
+    /// No object of this kind and name is held.
     #[error("{kind} {name} not found")]
-    NotFound { kind: &'static str, name: String },
+    NotFound {
+        /// The object's kind.
+        kind: &'static str,
+        /// The object's name.
+        name: String,
+    },
+    /// Another pod holds this uid.
     #[error("pod uid {uid} is already used by {existing}")]
-    UidConflict { uid: String, existing: String },
+    UidConflict {
+        /// The uid.
+        uid: String,
+        /// The pod that holds it.
+        existing: String,
+    },
+    /// A pod of this name is held under another uid.
     #[error("pod {name} already exists with uid {existing}")]
-    NameConflict { name: String, existing: String },
+    NameConflict {
+        /// The pod's name.
+        name: String,
+        /// The uid held.
+        existing: String,
+    },
 }
 
 /// Counts for metrics and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheCounts {
+    /// Nodes.
     pub nodes: usize,
+    /// Pods, bound and pending.
     pub pods: usize,
+    /// Pending pods nominated to a node.
     pub nominated_pods: usize,
+    /// PodDisruptionBudgets.
     pub pdbs: usize,
+    /// PriorityClasses.
     pub priority_classes: usize,
+    /// Namespaces.
     pub namespaces: usize,
 }
 
+/// The in-memory cluster: nodes with their pods, PDBs, PriorityClasses and Namespaces.
 #[derive(Default)]
 pub struct ClusterCache {
     /// The writer lock and the node entries it guards.
@@ -117,10 +144,12 @@ fn is_stale(incoming: u64, held: u64) -> bool {
 }
 
 impl ClusterCache {
+    /// An empty cache.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// The cache's revision: it grows with every change.
     pub fn revision(&self) -> u64 {
         self.revision.load(Ordering::Acquire)
     }
@@ -134,6 +163,7 @@ impl ClusterCache {
         next
     }
 
+    /// Adds or replaces a node.
     pub fn upsert_node(&self, mut node: Node) -> UpdateOutcome {
         let mut table = self.table.lock();
         let name = node.name.clone();
@@ -159,6 +189,7 @@ impl ClusterCache {
         }
     }
 
+    /// Deletes node `name`.
     pub fn delete_node(&self, name: &str) -> Result<UpdateOutcome, CacheError> {
         let mut table = self.table.lock();
         let key: Str = name.into();
@@ -185,6 +216,7 @@ impl ClusterCache {
         table.pdbs = Arc::new(list);
     }
 
+    /// Adds or replaces a PodDisruptionBudget.
     pub fn upsert_pdb(&self, pdb: PodDisruptionBudget) -> UpdateOutcome {
         let mut table = self.table.lock();
         let key = (pdb.namespace.clone(), pdb.name.clone());
@@ -207,6 +239,7 @@ impl ClusterCache {
         }
     }
 
+    /// Deletes a PodDisruptionBudget.
     pub fn delete_pdb(&self, namespace: &str, name: &str) -> Result<UpdateOutcome, CacheError> {
         let mut table = self.table.lock();
         let key: (Str, Str) = (namespace.into(), name.into());
@@ -222,6 +255,7 @@ impl ClusterCache {
         })
     }
 
+    /// Adds or replaces a PriorityClass.
     pub fn upsert_priority_class(&self, class: PriorityClass) -> UpdateOutcome {
         let table = self.table.lock();
         let mut classes = self.priority_classes.write();
@@ -273,6 +307,7 @@ impl ClusterCache {
         self.priority_classes.read().clone()
     }
 
+    /// Adds or replaces a Namespace.
     pub fn upsert_namespace(&self, namespace: Namespace) -> UpdateOutcome {
         let table = self.table.lock();
         let mut namespaces = self.namespaces.write();
@@ -345,6 +380,7 @@ impl ClusterCache {
         self.pdbs.iter().map(|entry| entry.key().clone()).collect()
     }
 
+    /// The pod with this uid.
     pub fn get_pod(&self, uid: &str) -> Option<Arc<Pod>> {
         self.pods.get(uid)
     }
@@ -363,10 +399,12 @@ impl ClusterCache {
         }
     }
 
+    /// The pod with this namespace and name.
     pub fn get_pod_by_name(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
         self.pods.get_by_name(namespace, name)
     }
 
+    /// Node `name`, once it arrived.
     pub fn get_node(&self, name: &str) -> Option<Arc<Node>> {
         self.table.lock().get(name).and_then(|n| n.node.clone())
     }
@@ -408,6 +446,7 @@ impl ClusterCache {
         out
     }
 
+    /// How many objects of each kind are held.
     pub fn counts(&self) -> CacheCounts {
         let table = self.table.lock();
         CacheCounts {

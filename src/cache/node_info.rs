@@ -11,7 +11,9 @@ use super::LabelId;
 /// it and the pending pods nominated to it.
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
+    /// The node's name.
     pub name: Str,
+    /// The node, once it arrived (nominated pods can name a node not yet known).
     pub node: Option<Arc<Node>>,
     /// Pods bound to this node (non-terminal phases only).
     pub pods: Vec<Arc<Pod>>,
@@ -50,14 +52,21 @@ impl PriorityLevel {
 /// Requests of the pods of one priority on a node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PriorityLevel {
+    /// The priority.
     pub priority: i32,
+    /// Pods at this priority.
     pub pods: i64,
+    /// Their summed milli-CPU requests.
     pub milli_cpu: i64,
+    /// Their summed memory requests.
     pub memory: i64,
+    /// Their summed ephemeral storage requests.
     pub ephemeral_storage: i64,
     /// Largest single pod's request at this priority.
     pub max_milli_cpu: i64,
+    /// Largest single pod's memory request at this priority.
     pub max_memory: i64,
+    /// Largest single pod's ephemeral storage request at this priority.
     pub max_ephemeral_storage: i64,
     /// Latest `startTime` at this priority (`i64::MAX` when some pod has none: "now").
     pub latest_start: i64,
@@ -70,6 +79,7 @@ pub struct PriorityLevel {
 pub struct LabelCounts(Vec<(LabelId, LabelCount)>);
 
 impl LabelCounts {
+    /// The counts of label `id`, if a pod on the node carries it.
     pub fn get(&self, id: LabelId) -> Option<&LabelCount> {
         // A forward scan: the block is read in order, so the prefetcher hides the misses
         // a binary search would wait for one after another.
@@ -80,10 +90,12 @@ impl LabelCounts {
             .map(|(_, count)| count)
     }
 
+    /// No pod on the node carries a label.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// How many distinct labels the node's pods carry.
     pub fn len(&self) -> usize {
         self.0.len()
     }
@@ -112,6 +124,7 @@ impl LabelCounts {
     }
 }
 
+/// How many of a node's pods carry one label.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LabelCount {
     /// Every pod with the label.

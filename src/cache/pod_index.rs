@@ -25,12 +25,12 @@ pub(super) struct PodIndex {
 }
 
 impl PodIndex {
-    pub fn get(&self, uid: &str) -> Option<Arc<Pod>> {
+    pub(super) fn get(&self, uid: &str) -> Option<Arc<Pod>> {
         self.by_uid
             .find(uid_hash(key_hash(uid)), |held| held.uid() == uid)
     }
 
-    pub fn get_by_name(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+    pub(super) fn get_by_name(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
         self.by_name
             .find(name_hash(namespace, key_hash(name)), |held| {
                 held.name() == name && *held.namespace == *namespace
@@ -41,7 +41,7 @@ impl PodIndex {
     /// holds: one lookup in each index for a change, which [`Slots::fill`] or
     /// [`Slots::empty`] then makes. Holds both slots' shards locked until dropped: the
     /// caller is the one writer (under the cache's table lock) and reads no index meanwhile.
-    pub fn slots(&self, pod: &Pod) -> Slots<'_> {
+    pub(super) fn slots(&self, pod: &Pod) -> Slots<'_> {
         Slots {
             by_uid: self.by_uid.slot(pod),
             by_name: self.by_name.slot(pod),
@@ -49,7 +49,7 @@ impl PodIndex {
     }
 
     /// Both indexes locked for a run of changes by the one writer: see [`LockedIndex`].
-    pub fn lock(&self) -> LockedIndex<'_> {
+    pub(super) fn lock(&self) -> LockedIndex<'_> {
         LockedIndex {
             by_uid: self.by_uid.lock(),
             by_name: self.by_name.lock(),
@@ -57,17 +57,17 @@ impl PodIndex {
     }
 
     /// Drops `pod` (held under its uid and name) from both indexes.
-    pub fn remove(&self, pod: &Pod) {
+    pub(super) fn remove(&self, pod: &Pod) {
         self.by_uid.remove(pod);
         self.by_name.remove(pod);
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.by_uid.len()
     }
 
     /// Every held pod, in no particular order.
-    pub fn all(&self) -> Vec<Arc<Pod>> {
+    pub(super) fn all(&self) -> Vec<Arc<Pod>> {
         self.by_uid.all()
     }
 }
@@ -232,7 +232,7 @@ pub(super) struct LockedIndex<'a> {
 
 impl LockedIndex<'_> {
     /// As [`PodIndex::slots`].
-    pub fn slots(&mut self, pod: &Pod) -> Slots<'_> {
+    pub(super) fn slots(&mut self, pod: &Pod) -> Slots<'_> {
         Slots {
             by_uid: self.by_uid.slot(pod),
             by_name: self.by_name.slot(pod),
@@ -241,7 +241,7 @@ impl LockedIndex<'_> {
 
     /// Brings the slots of `pods` into the processor's cache: independent lookups, whose
     /// misses the processor overlaps, where the changes after them each wait on their own.
-    pub fn warm<'p>(&self, pods: impl IntoIterator<Item = &'p Arc<Pod>>) {
+    pub(super) fn warm<'p>(&self, pods: impl IntoIterator<Item = &'p Arc<Pod>>) {
         for pod in pods {
             self.by_uid.warm(pod);
             self.by_name.warm(pod);
@@ -339,24 +339,24 @@ pub(super) struct Slots<'a> {
 
 impl Slots<'_> {
     /// The pod held under the uid.
-    pub fn by_uid(&self) -> Option<&Arc<Pod>> {
+    pub(super) fn by_uid(&self) -> Option<&Arc<Pod>> {
         self.by_uid.held.as_ref()
     }
 
     /// The pod held under the namespace/name.
-    pub fn by_name(&self) -> Option<&Arc<Pod>> {
+    pub(super) fn by_name(&self) -> Option<&Arc<Pod>> {
         self.by_name.held.as_ref()
     }
 
     /// Holds the pod in both, in place of what either held. The caller keeps the two
     /// indexes consistent: a name belongs to one uid, a uid to one name.
-    pub fn fill(self, pod: Arc<Pod>) {
+    pub(super) fn fill(self, pod: Arc<Pod>) {
         self.by_uid.fill(pod.clone());
         self.by_name.fill(pod);
     }
 
     /// Drops what both hold.
-    pub fn empty(self) {
+    pub(super) fn empty(self) {
         self.by_uid.empty();
         self.by_name.empty();
     }

@@ -154,6 +154,7 @@ impl ClusterCache {
         })
     }
 
+    /// Adds or replaces a pod; what changed, without the nominations it moved.
     pub fn upsert_pod(&self, pod: impl Into<Arc<Pod>>) -> Result<UpdateOutcome, CacheError> {
         self.upsert_pod_with_nominations(pod).map(|u| u.outcome)
     }

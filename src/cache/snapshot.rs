@@ -14,7 +14,9 @@ pub struct Snapshot {
     /// Every node that exists, in no particular order (the engine never depends on it).
     pub nodes: imbl::Vector<Arc<NodeInfo>>,
     pub(super) index: NodeIndex,
+    /// Every PodDisruptionBudget.
     pub pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
+    /// The cache revision the snapshot was taken at.
     pub revision: u64,
     /// Nodes with at least one pod carrying required anti-affinity.
     pub anti_affinity_nodes: usize,
@@ -92,6 +94,7 @@ impl Snapshot {
         }
     }
 
+    /// Node `name`, if the snapshot holds it.
     pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
         self.index.get(name).and_then(|&i| self.nodes.get(i))
     }
@@ -102,6 +105,7 @@ impl Snapshot {
         !self.shared_label_keys.contains(key)
     }
 
+    /// The position of node `name` in `nodes`, if the snapshot holds it.
     pub fn node_index(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
     }

@@ -26,7 +26,9 @@ pub const MAX_TAINT_SETS: usize = 4096;
 /// cache: nodes with equal sets share an id.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HardTaints {
+    /// `spec.unschedulable`.
     pub unschedulable: bool,
+    /// Its NoSchedule and NoExecute taints, in node order.
     pub taints: Vec<Taint>,
 }
 
@@ -48,6 +50,7 @@ impl HardTaints {
 /// Priority levels held inline; nodes with more also keep `next_priority`.
 pub const INLINE_LEVELS: usize = 4;
 
+/// A node's compact digest, read for every node by each decision.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NodeSummary {
     /// Allocatable milli-CPU, memory, ephemeral storage and pod slots.
@@ -64,6 +67,7 @@ pub struct NodeSummary {
     /// their requests are in the node entry): only nominated pods of at least the
     /// preemptor's priority take room, so below it the node entry need not be read.
     pub nominated_priority: i32,
+    /// How many of `levels` are held.
     pub level_count: u8,
     /// The lowest `INLINE_LEVELS` priority levels of the bound pods, ascending, in the
     /// digest's compact form (a decision reads every node's digest: its size decides how
@@ -78,7 +82,9 @@ pub struct NodeSummary {
 /// [`PriorityLevel`] or the digest's [`LevelDigest`]: amounts never below the true ones,
 /// and a latest start never before the true one.
 pub trait LevelTotals {
+    /// The level's priority.
     fn priority(&self) -> i32;
+    /// Bound pods at this level.
     fn pods(&self) -> i64;
     /// Summed milli-CPU, memory and ephemeral storage requests.
     fn requested(&self) -> [i64; 3];
@@ -121,7 +127,9 @@ impl LevelTotals for PriorityLevel {
 /// resource filters themselves read the digest's exact totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LevelDigest {
+    /// The priority.
     pub priority: i32,
+    /// Bound pods at this priority.
     pub pods: u32,
     /// Private: [`amount`] relies on every value coming from [`ceil_f32`] within
     /// ±[`DIGEST_AMOUNT_LIMIT`].
@@ -136,7 +144,7 @@ impl Eq for LevelDigest {}
 
 /// Origin of [`LevelDigest::latest_start`]: 2000-01-01T00:00:00Z (earlier starts are
 /// stored as this, later than the truth, which keeps the bound valid).
-pub const START_EPOCH_SECONDS: i64 = 946_684_800;
+pub(super) const START_EPOCH_SECONDS: i64 = 946_684_800;
 
 impl LevelDigest {
     /// The compact copy of `level`; `None` when a value does not fit (the bound then
@@ -182,7 +190,7 @@ impl LevelDigest {
 
 /// Largest amount (in magnitude) a digest holds: its `f32`, rounded up, still converts
 /// back to an `i64` (2^63 would not).
-pub const DIGEST_AMOUNT_LIMIT: i64 = 1 << 62;
+pub(super) const DIGEST_AMOUNT_LIMIT: i64 = 1 << 62;
 
 /// The least `f32` not below `value`.
 fn ceil_f32(value: i64) -> f32 {

@@ -27,13 +27,13 @@ impl Bound {
     /// As a pick-score key (PDB violations ≥ 0 first), comparable with
     /// [`super::candidate::score_key`]: a node whose bound key is greater than the best candidate's
     /// key cannot win.
-    pub fn key(&self) -> [i64; 4] {
+    pub(super) fn key(&self) -> [i64; 4] {
         [0, self.highest, self.sum, self.count]
     }
 
     /// Whether a node with this bound provably loses to a candidate with `best` key and
     /// criterion-5 value `best_start` (`now` stands for unset start times).
-    pub fn loses_to(&self, best: [i64; 4], best_start: i64, now: i64) -> bool {
+    pub(super) fn loses_to(&self, best: [i64; 4], best_start: i64, now: i64) -> bool {
         let key = self.key();
         let latest = if self.latest_start == i64::MAX {
             now
@@ -46,7 +46,7 @@ impl Bound {
     /// Sort key: most promising first. (The search orders nodes by a packed form of it:
     /// the engine's `Pending`, checked against this.)
     #[cfg(test)]
-    pub fn order(&self) -> ([i64; 4], std::cmp::Reverse<i64>) {
+    pub(super) fn order(&self) -> ([i64; 4], std::cmp::Reverse<i64>) {
         (self.key(), std::cmp::Reverse(self.latest_start))
     }
 }

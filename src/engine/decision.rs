@@ -4,6 +4,7 @@ use super::filters::Status;
 use super::policy::{PdbMode, Policy};
 use crate::model::{PodRef, Str};
 
+/// What a decision concluded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Outcome {
     /// Victims must go; the preemptor is nominated to `nominated_node`.
@@ -18,6 +19,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome's name in the API (`OUTCOME_*`).
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Preempt => "OUTCOME_PREEMPT",
@@ -28,6 +30,7 @@ impl Outcome {
     }
 }
 
+/// How a decision is made and what it reports.
 #[derive(Clone, Debug, Default)]
 pub struct DecideOptions {
     /// Fill `Decision::diagnostics` with one entry per node.
@@ -55,6 +58,7 @@ impl DecideOptions {
 /// Why a node was or was not a candidate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeDiagnostic {
+    /// The node.
     pub node: Str,
     /// The filter result of the normal scheduling pass.
     pub filter: Status,
@@ -62,22 +66,30 @@ pub struct NodeDiagnostic {
     pub preemption: Option<Status>,
     /// For candidates: the victims (importance order) and PDB violations.
     pub victims: Vec<PodRef>,
+    /// How many PodDisruptionBudgets preempting `victims` violates.
     pub pdb_violations: i32,
+    /// The node was a candidate for preemption.
     pub candidate: bool,
 }
 
+/// What preemption decided for one pending pod.
 #[derive(Clone, Debug)]
 pub struct Decision {
+    /// What was concluded.
     pub outcome: Outcome,
+    /// For `Preempt`: the node the preemptor is nominated to.
     pub nominated_node: Option<Str>,
     /// Importance order (most important first).
     pub victims: Vec<PodRef>,
+    /// Pending pods whose nominations to the chosen node are cleared.
     pub nominated_pods_to_clear: Vec<PodRef>,
+    /// How many PodDisruptionBudgets preempting `victims` violates.
     pub pdb_violations: i32,
     /// kube-scheduler style summary.
     pub message: String,
     /// For `Fits`: the nodes the pod fits on, by name.
     pub feasible_nodes: Vec<Str>,
+    /// With `explain`: one entry per node.
     pub diagnostics: Vec<NodeDiagnostic>,
     /// Generation of the chosen node in the snapshot (for the commit check).
     pub node_generation: u64,
@@ -86,6 +98,7 @@ pub struct Decision {
     pub nodes_filtered: usize,
     /// Nodes dry-run for preemption.
     pub nodes_evaluated: usize,
+    /// Nodes found to be candidates.
     pub candidates: usize,
 }
 

@@ -58,11 +58,22 @@ pub struct DrainOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Placement {
     /// It fits on `node` as it is (with the pods placed before it).
-    Fits { node: Str },
+    Fits {
+        /// The node it goes to.
+        node: Str,
+    },
     /// It fits on `node` once `victims` (importance order) are preempted.
-    Preempt { node: Str, victims: Vec<PodRef> },
+    Preempt {
+        /// The node it goes to.
+        node: Str,
+        /// The pods preempted there.
+        victims: Vec<PodRef>,
+    },
     /// No node can take it.
-    Nowhere { reason: String },
+    Nowhere {
+        /// Why, as the decision put it.
+        reason: String,
+    },
 }
 
 /// When a pod may be evicted.
@@ -72,24 +83,34 @@ pub enum Eviction {
     Batch(usize),
     /// This PodDisruptionBudget covers the pod and allows no disruption now, or none once
     /// the pods before it that fit nowhere are gone.
-    BlockedBy { namespace: Str, name: Str },
+    BlockedBy {
+        /// The budget's namespace.
+        namespace: Str,
+        /// The budget's name.
+        name: Str,
+    },
 }
 
 /// One pod of a drained node.
 #[derive(Clone, Debug)]
 pub struct PodPlan {
+    /// The pod.
     pub pod: PodRef,
+    /// Its priority.
     pub priority: i32,
     /// The drained node it runs on.
     pub from_node: Str,
     /// The policy counts it critical (on-demand only).
     pub critical: bool,
+    /// Where it would go.
     pub placement: Placement,
+    /// When it may be evicted.
     pub eviction: Eviction,
     /// With `explain`: the placement decision's per-node diagnostics.
     pub diagnostics: Vec<NodeDiagnostic>,
 }
 
+/// The plan to drain some nodes: where each of their pods goes, and in which batches.
 #[derive(Clone, Debug)]
 pub struct DrainPlan {
     /// Highest priority first: the order pods were placed in.
@@ -100,16 +121,28 @@ pub struct DrainPlan {
     pub noticed_nodes: Vec<(Str, String)>,
 }
 
+/// Why no drain plan was made.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DrainError {
+    /// No node was named.
     #[error("at least one node name is required")]
     NoNodes,
     /// `nodes[index]` names no node the snapshot holds.
     #[error("unknown node {name:?}")]
-    UnknownNode { index: usize, name: String },
+    UnknownNode {
+        /// The position of the name among the nodes asked for.
+        index: usize,
+        /// The name.
+        name: String,
+    },
     /// A bug: the working copy of the cluster refused a change.
     #[error("working state refused pod {pod}: {message}")]
-    WorkingState { pod: String, message: String },
+    WorkingState {
+        /// The pod being placed.
+        pod: String,
+        /// What the working copy said.
+        message: String,
+    },
 }
 
 /// Plans the drain of `nodes` (names; duplicates are ignored) on `snapshot`.

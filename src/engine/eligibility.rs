@@ -11,14 +11,36 @@ use crate::model::{Pod, PreemptionPolicy, Str};
 /// `/preempt`, `simulate`) refuses such a pod with this, before deciding anything.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotPending {
+    /// Bound to a node and being deleted.
     #[error("pod {pod} is terminating on node {node}: preemption is only for pending pods")]
-    TerminatingOn { pod: String, node: Str },
+    TerminatingOn {
+        /// The pod, as namespace/name.
+        pod: String,
+        /// Its node.
+        node: Str,
+    },
+    /// Being deleted before it was bound.
     #[error("pod {pod} is terminating: preemption is only for pending pods")]
-    Terminating { pod: String },
+    Terminating {
+        /// The pod, as namespace/name.
+        pod: String,
+    },
+    /// Bound to a node.
     #[error("pod {pod} is bound to node {node}: preemption is only for pending pods")]
-    Bound { pod: String, node: Str },
+    Bound {
+        /// The pod, as namespace/name.
+        pod: String,
+        /// Its node.
+        node: Str,
+    },
+    /// Succeeded or failed.
     #[error("pod {pod} has finished (phase {phase}): preemption is only for pending pods")]
-    Finished { pod: String, phase: &'static str },
+    Finished {
+        /// The pod, as namespace/name.
+        pod: String,
+        /// Its phase, `Succeeded` or `Failed`.
+        phase: &'static str,
+    },
 }
 
 impl NotPending {

@@ -47,7 +47,7 @@ pub(super) struct FilterPass<'a> {
 }
 
 impl<'a> FilterPass<'a> {
-    pub fn new(snapshot: &'a Snapshot, pre: &'a PreFilter<'a>, explain: bool) -> Self {
+    pub(super) fn new(snapshot: &'a Snapshot, pre: &'a PreFilter<'a>, explain: bool) -> Self {
         let nodes = snapshot.nodes.len();
         let mut leaves = Vec::new();
         let mut start = 0;
@@ -70,7 +70,7 @@ impl<'a> FilterPass<'a> {
     }
 
     /// The pass under `policy`, when there is one.
-    pub fn with_policy(mut self, policy: Option<Applied<'a>>) -> Self {
+    pub(super) fn with_policy(mut self, policy: Option<Applied<'a>>) -> Self {
         self.policy = policy;
         self
     }
@@ -78,7 +78,7 @@ impl<'a> FilterPass<'a> {
     /// Whether the pass screens node groups (see [`GroupScreen`]) on a cluster this large:
     /// only bounds prune the search, and only the digests screen a group.
     /// A policy's rulings are on the nodes, not their digests: no screening under one.
-    pub fn screens_groups(&self, min_nodes: usize) -> bool {
+    pub(super) fn screens_groups(&self, min_nodes: usize) -> bool {
         self.want_bounds
             && self.digest_decides_resources
             && self.policy.is_none()
@@ -89,7 +89,7 @@ impl<'a> FilterPass<'a> {
     /// that may hold a fitting node or that the digests cannot answer for, with the most
     /// promising others; the rest wait in [`ScreenedGroups`] until the search shows
     /// whether they can hold a winner.
-    pub fn run(&self, screening: bool, now: i64) -> Filtered<'a> {
+    pub(super) fn run(&self, screening: bool, now: i64) -> Filtered<'a> {
         let nodes = self.snapshot.nodes.len();
         let span = tracing::info_span!("filter", nodes, screened = tracing::field::Empty);
         let _entered = span.enter();
@@ -109,12 +109,12 @@ impl<'a> FilterPass<'a> {
     }
 
     /// The filter pass over the node groups `groups` (ascending).
-    pub fn filter_groups(&self, groups: &[usize]) -> FilterTally<'a> {
+    pub(super) fn filter_groups(&self, groups: &[usize]) -> FilterTally<'a> {
         self.filter_slices(&self.slices_of(groups))
     }
 
     /// One node's filter status; `None` for an index past the snapshot's nodes.
-    pub fn node_status(&self, index: usize) -> Option<Status> {
+    pub(super) fn node_status(&self, index: usize) -> Option<Status> {
         let summary = self.snapshot.summaries.get(index)?;
         let mut tally = FilterTally::default();
         self.tally_node(&mut tally, index, summary, true);
@@ -122,14 +122,18 @@ impl<'a> FilterPass<'a> {
     }
 
     /// Nodes the pass read: all but those of the screened groups `skipped`.
-    pub fn nodes_filtered(&self, skipped: &[GroupScreen]) -> usize {
+    pub(super) fn nodes_filtered(&self, skipped: &[GroupScreen]) -> usize {
         let len = |s: &GroupScreen| self.snapshot.groups.get(s.group).map_or(0, |g| g.len);
         self.snapshot.nodes.len() - skipped.iter().map(len).sum::<usize>()
     }
 
     /// The FitError text of every node: the filtered ones' reasons and the skipped
     /// groups'.
-    pub fn failure_message(&self, mut tally: FilterTally<'a>, skipped: &[GroupScreen]) -> String {
+    pub(super) fn failure_message(
+        &self,
+        mut tally: FilterTally<'a>,
+        skipped: &[GroupScreen],
+    ) -> String {
         GroupScreen::add_reasons(skipped, self.pre, self.snapshot, &mut tally);
         fit_error_message(self.snapshot.nodes.len(), &tally.into_reasons())
     }

@@ -38,19 +38,19 @@ pub(super) struct GroupScreen {
 
 impl GroupScreen {
     /// Most promising first, as [`Pending`] orders nodes.
-    pub fn order(&self) -> ([i64; 4], std::cmp::Reverse<i64>, usize) {
+    pub(super) fn order(&self) -> ([i64; 4], std::cmp::Reverse<i64>, usize) {
         (self.key, std::cmp::Reverse(self.latest), self.group)
     }
 
     /// Whether no candidate in the group can beat (or tie) the best candidate, of key
     /// `key` and criterion-5 value `start`.
-    pub fn loses_to(&self, key: [i64; 4], start: i64) -> bool {
+    pub(super) fn loses_to(&self, key: [i64; 4], start: i64) -> bool {
         self.key > key || self.key == key && self.latest < start
     }
 
     /// Every node group's screen, in group order; `None` for a group that must be
     /// filtered (or that the screen cannot answer for).
-    pub fn pass(
+    pub(super) fn pass(
         pre: &PreFilter<'_>,
         snapshot: &Snapshot,
         now: i64,
@@ -160,7 +160,7 @@ impl GroupScreen {
     /// [`Self::loses_to`] node by node, from each node's own lowest priority and a victim
     /// count from its largest requests: when the best candidate needs several victims,
     /// the group's key alone (one victim) cannot tell.
-    pub fn each_node_loses_to(
+    pub(super) fn each_node_loses_to(
         &self,
         snapshot: &Snapshot,
         pod: &Pod,
@@ -216,7 +216,7 @@ impl GroupScreen {
     }
 
     /// Adds the filter reasons of the nodes of `skipped` to `tally`.
-    pub fn add_reasons<'n>(
+    pub(super) fn add_reasons<'n>(
         skipped: &[GroupScreen],
         pre: &PreFilter<'_>,
         snapshot: &'n Snapshot,
@@ -257,7 +257,7 @@ impl ScreenedGroups {
     /// From every group's screen (see [`GroupScreen::pass`]): the groups to filter now —
     /// those without a screen and the `SCREEN_FIRST_GROUPS` most promising screened ones,
     /// ascending — and the other screened groups, waiting.
-    pub fn split(screens: Vec<Option<GroupScreen>>) -> (Vec<usize>, Self) {
+    pub(super) fn split(screens: Vec<Option<GroupScreen>>) -> (Vec<usize>, Self) {
         let (mut first, mut screened): (Vec<usize>, Vec<GroupScreen>) = (Vec::new(), Vec::new());
         for (group, verdict) in screens.into_iter().enumerate() {
             match verdict {
@@ -277,12 +277,12 @@ impl ScreenedGroups {
     }
 
     /// The groups still waiting, most promising first.
-    pub fn waiting(&self) -> &[GroupScreen] {
+    pub(super) fn waiting(&self) -> &[GroupScreen] {
         &self.all[self.next..]
     }
 
     /// Hands out the most promising waiting group.
-    pub fn next_group(&mut self) -> Option<&GroupScreen> {
+    pub(super) fn next_group(&mut self) -> Option<&GroupScreen> {
         let group = self.all.get(self.next)?;
         self.next += 1;
         Some(group)

@@ -58,6 +58,7 @@ impl DecisionLanes {
         Self::new(cores, cores)
     }
 
+    /// How many lanes run jobs side by side.
     pub fn lanes(&self) -> usize {
         self.inner.pools.len()
     }

@@ -45,7 +45,9 @@ pub fn verdict(policy: Option<&Policy>, critical: bool, node: &Node) -> NodeVerd
 /// order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeVictims {
+    /// The pods to preempt, most important first.
     pub victims: Vec<Arc<Pod>>,
+    /// How many of the victims' PodDisruptionBudgets the preemption violates.
     pub pdb_violations: i32,
 }
 

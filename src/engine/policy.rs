@@ -30,6 +30,7 @@ pub enum PdbMode {
 }
 
 impl PdbMode {
+    /// The mode named `text` (`prefer` or `strict`).
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "prefer" => Some(Self::Prefer),
@@ -38,6 +39,7 @@ impl PdbMode {
         }
     }
 
+    /// The mode's name in configuration.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Prefer => "prefer",
@@ -49,7 +51,9 @@ impl PdbMode {
 /// What kind of capacity a node is, by its labels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Capacity {
+    /// Spot (reclaimable) capacity.
     Spot,
+    /// On-demand capacity.
     OnDemand,
     /// No capacity label the policy knows (treated as on-demand).
     Unknown,
@@ -59,8 +63,11 @@ pub enum Capacity {
 /// given) on-demand capacity.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CapacityLabel {
+    /// The label key.
     pub key: Str,
+    /// The value that marks spot capacity.
     pub spot: Str,
+    /// The value that marks on-demand capacity, when given.
     pub on_demand: Option<Str>,
 }
 
@@ -68,8 +75,11 @@ pub struct CapacityLabel {
 /// given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NoticeTaint {
+    /// The taint key.
     pub key: Str,
+    /// The taint value; any when `None`.
     pub value: Option<Str>,
+    /// The taint effect; any when `None`.
     pub effect: Option<TaintEffect>,
 }
 
@@ -77,7 +87,9 @@ pub struct NoticeTaint {
 /// given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NoticeLabel {
+    /// The label or annotation key.
     pub key: Str,
+    /// Its value; any when `None`.
     pub value: Option<Str>,
 }
 
@@ -85,15 +97,20 @@ pub struct NoticeLabel {
 /// its message contains when given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NoticeCondition {
+    /// The condition type.
     pub kind: Str,
+    /// The condition status.
     pub status: Str,
+    /// A text the condition's message contains; any message when `None`.
     pub message_contains: Option<Str>,
 }
 
 /// Which pods are critical: at or above a priority, or selected by labels (either).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CriticalPods {
+    /// Pods at or above this priority are critical.
     pub priority_at_least: Option<i32>,
+    /// Pods these labels select are critical.
     pub selector: Option<LabelSelector>,
 }
 
@@ -103,11 +120,17 @@ pub struct CriticalPods {
 pub struct Policy {
     /// The first label a node carries with a known value decides its capacity.
     pub capacity_labels: Vec<CapacityLabel>,
+    /// Taints that announce a node's reclaim.
     pub notice_taints: Vec<NoticeTaint>,
+    /// Labels that announce a node's reclaim.
     pub notice_labels: Vec<NoticeLabel>,
+    /// Annotations that announce a node's reclaim.
     pub notice_annotations: Vec<NoticeLabel>,
+    /// Conditions that announce a node's reclaim.
     pub notice_conditions: Vec<NoticeCondition>,
+    /// Which pods are critical.
     pub critical: CriticalPods,
+    /// How PodDisruptionBudgets weigh on candidates.
     pub pdb_mode: PdbMode,
 }
 
@@ -140,6 +163,7 @@ pub const DEFAULT_NOTICE_TAINTS: &[(&str, Option<&str>)] = &[
 pub const DEFAULT_NOTICE_CONDITIONS: &[(&str, &str, Option<&str>)] =
     &[("Ready", "False", Some("node is shutting down"))];
 
+/// The capacity labels of a policy that names none.
 pub fn default_capacity_labels() -> Vec<CapacityLabel> {
     DEFAULT_CAPACITY_LABELS
         .iter()
@@ -151,6 +175,7 @@ pub fn default_capacity_labels() -> Vec<CapacityLabel> {
         .collect()
 }
 
+/// The notice taints of a policy that names none.
 pub fn default_notice_taints() -> Vec<NoticeTaint> {
     DEFAULT_NOTICE_TAINTS
         .iter()
@@ -162,6 +187,7 @@ pub fn default_notice_taints() -> Vec<NoticeTaint> {
         .collect()
 }
 
+/// The notice conditions of a policy that names none.
 pub fn default_notice_conditions() -> Vec<NoticeCondition> {
     DEFAULT_NOTICE_CONDITIONS
         .iter()
@@ -308,6 +334,7 @@ pub enum Exclusion {
 }
 
 impl Exclusion {
+    /// The reason as a filter status reports it.
     pub fn reason(self) -> Reason {
         match self {
             Exclusion::Noticed(signal) => Reason::Owned(format!(
@@ -328,7 +355,7 @@ pub(crate) struct Applied<'a> {
 }
 
 impl<'a> Applied<'a> {
-    pub fn new(policy: &'a Policy, preemptor: &Pod) -> Self {
+    pub(crate) fn new(policy: &'a Policy, preemptor: &Pod) -> Self {
         Applied {
             policy,
             critical: policy.is_critical(preemptor),
@@ -336,7 +363,7 @@ impl<'a> Applied<'a> {
     }
 
     /// The filter status of a node the policy rules out.
-    pub fn filter_status(&self, node: &Node) -> Option<Status> {
+    pub(crate) fn filter_status(&self, node: &Node) -> Option<Status> {
         let reason = self.policy.exclusion(self.critical, node)?;
         let mut reasons = Reasons::new();
         reasons.push(reason);

@@ -23,7 +23,7 @@ pub(super) struct Potential {
 
 impl Potential {
     /// Room for a filter task of `nodes` nodes.
-    pub fn with_capacity(nodes: usize) -> Self {
+    pub(super) fn with_capacity(nodes: usize) -> Self {
         Potential {
             open: Vec::with_capacity(nodes),
             ..Potential::default()
@@ -32,7 +32,7 @@ impl Potential {
 
     /// Node `index`, with its lower bound when one was computed.
     #[inline(always)]
-    pub fn add(&mut self, index: usize, bound: Option<bounds::Bound>) {
+    pub(super) fn add(&mut self, index: usize, bound: Option<bounds::Bound>) {
         match bound {
             Some(bound) => self.open.push(Pending::new(bound, index)),
             None => self.unbounded.push(index),
@@ -41,7 +41,7 @@ impl Potential {
 
     /// Ends a filter task: its bounded nodes become a group, its most promising ones
     /// picked out where the task runs (in parallel with the others).
-    pub fn seal(&mut self) {
+    pub(super) fn seal(&mut self) {
         let all = mem::take(&mut self.open);
         if !all.is_empty() {
             self.groups.push(BoundedGroup {
@@ -52,17 +52,17 @@ impl Potential {
     }
 
     /// Adds the sealed nodes of other tasks.
-    pub fn append(&mut self, other: Potential) {
+    pub(super) fn append(&mut self, other: Potential) {
         self.groups.extend(other.groups);
         self.unbounded.extend(other.unbounded);
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.groups.iter().map(|g| g.all.len()).sum::<usize>() + self.unbounded.len()
     }
 
     /// Every potential node, ascending.
-    pub fn indices(&self) -> Vec<usize> {
+    pub(super) fn indices(&self) -> Vec<usize> {
         let mut all: Vec<usize> = self
             .groups
             .iter()
@@ -74,7 +74,7 @@ impl Potential {
     }
 
     /// The bounded nodes added so far, most promising first; the unbounded ones stay.
-    pub fn take_promising(&mut self) -> MostPromising {
+    pub(super) fn take_promising(&mut self) -> MostPromising {
         MostPromising::new(mem::take(&mut self.groups))
     }
 }
@@ -97,7 +97,7 @@ impl Pending {
     const SIGN: u32 = 1 << 31;
     const SIGN_64: u64 = 1 << 63;
 
-    pub fn new(bound: bounds::Bound, index: usize) -> Self {
+    pub(super) fn new(bound: bounds::Bound, index: usize) -> Self {
         let highest = bound.highest.clamp(i32::MIN.into(), i32::MAX.into()) as i32;
         let sum = u64::try_from(bound.sum).unwrap_or(0);
         let count = u32::try_from(bound.count.max(0)).unwrap_or(u32::MAX);
@@ -110,7 +110,7 @@ impl Pending {
         }
     }
 
-    pub fn bound(&self) -> bounds::Bound {
+    pub(super) fn bound(&self) -> bounds::Bound {
         bounds::Bound {
             highest: (((self.rank >> 96) as u32 ^ Self::SIGN) as i32).into(),
             sum: ((self.rank >> 32) as u64) as i64,
@@ -119,7 +119,7 @@ impl Pending {
         }
     }
 
-    pub fn index(&self) -> usize {
+    pub(super) fn index(&self) -> usize {
         self.tie as u64 as usize
     }
 }
@@ -185,7 +185,7 @@ impl MostPromising {
         }
     }
 
-    pub fn pop(&mut self) -> Option<Pending> {
+    pub(super) fn pop(&mut self) -> Option<Pending> {
         if let Some(next) = self.first.pop() {
             if self.first.is_empty() && self.rest.is_none() {
                 // Entries are distinct (their node indexes are), so the rest is exactly
@@ -204,7 +204,7 @@ impl MostPromising {
         self.rest.as_mut()?.pop().map(|std::cmp::Reverse(p)| p)
     }
 
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.first.clear();
         self.all.clear();
         self.rest = Some(std::collections::BinaryHeap::new());

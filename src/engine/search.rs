@@ -33,7 +33,7 @@ pub(super) struct Found {
 
 impl Found {
     /// Nodes dry-run.
-    pub fn evaluated(&self) -> usize {
+    pub(super) fn evaluated(&self) -> usize {
         self.candidates.len() + self.failures.len()
     }
 }

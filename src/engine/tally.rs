@@ -24,7 +24,7 @@ pub(super) struct ReasonCounts {
 impl ReasonCounts {
     const FEW: usize = 16;
 
-    pub fn add(&mut self, reason: &filters::Reason, count: usize) {
+    pub(super) fn add(&mut self, reason: &filters::Reason, count: usize) {
         let same = |known: &filters::Reason| {
             std::ptr::eq(known.as_ptr(), reason.as_ptr()) && known.len() == reason.len()
                 || known == reason
@@ -38,7 +38,7 @@ impl ReasonCounts {
         }
     }
 
-    pub fn add_all(&mut self, reasons: &[filters::Reason]) {
+    pub(super) fn add_all(&mut self, reasons: &[filters::Reason]) {
         for reason in reasons {
             self.add(reason, 1);
         }
@@ -134,7 +134,7 @@ impl<'n> NodeOnly<'n> {
     }
 
     /// [`Self::of`] for a node whose digest names hard-taint set `taint_set`.
-    pub fn of_set(
+    pub(super) fn of_set(
         preemptor: &Pod,
         by_taints: bool,
         sets: &'n imbl::Vector<Arc<HardTaints>>,
@@ -179,12 +179,12 @@ impl<'n> FilterTally<'n> {
     }
 
     /// `count` nodes failing NodeResourcesFit on their digest with the bits `mask`.
-    pub fn add_digest_failures(&mut self, mask: u8, count: u32) {
+    pub(super) fn add_digest_failures(&mut self, mask: u8, count: u32) {
         self.digest_failures[usize::from(mask)] += count;
     }
 
     /// A node failing a node-only filter, counted without a status of its own.
-    pub fn add_node_only_failure(&mut self, failure: filters::StaticFailure<'n>) {
+    pub(super) fn add_node_only_failure(&mut self, failure: filters::StaticFailure<'n>) {
         match failure {
             filters::StaticFailure::Taint(taint) => self.add_taint(taint),
             failure => self.reasons.add_all(&failure.status().reasons),
@@ -223,7 +223,7 @@ impl<'n> FilterTally<'n> {
     }
 
     /// The sealed tallies of several groups of nodes as one, each list copied once.
-    pub fn concat(tallies: Vec<FilterTally<'n>>) -> Self {
+    pub(super) fn concat(tallies: Vec<FilterTally<'n>>) -> Self {
         let mut all = FilterTally::default();
         for tally in tallies {
             all.reasons = all.reasons.merge(tally.reasons);
@@ -243,7 +243,7 @@ impl<'n> FilterTally<'n> {
     }
 
     /// The nodes the preemptor fits on, by name.
-    pub fn take_feasible(&mut self, nodes: &imbl::Vector<Arc<NodeInfo>>) -> Vec<Str> {
+    pub(super) fn take_feasible(&mut self, nodes: &imbl::Vector<Arc<NodeInfo>>) -> Vec<Str> {
         let mut feasible: Vec<Str> = std::mem::take(&mut self.feasible)
             .into_iter()
             .map(|index| nodes[index].name.clone())
@@ -254,7 +254,10 @@ impl<'n> FilterTally<'n> {
 
     /// With `explain`, one diagnostic per node in node order (so a node's index is its
     /// diagnostic's); without, none.
-    pub fn take_diagnostics(&mut self, nodes: &imbl::Vector<Arc<NodeInfo>>) -> Vec<NodeDiagnostic> {
+    pub(super) fn take_diagnostics(
+        &mut self,
+        nodes: &imbl::Vector<Arc<NodeInfo>>,
+    ) -> Vec<NodeDiagnostic> {
         let mut statuses = std::mem::take(&mut self.statuses);
         statuses.sort_unstable_by_key(|(index, _)| *index);
         statuses

@@ -8,9 +8,9 @@ use crate::model::{
     TaintEffect,
 };
 
-pub const GI: i64 = 1 << 30;
+pub(super) const GI: i64 = 1 << 30;
 
-pub fn node(name: &str, cpu_milli: i64, memory: i64) -> Node {
+pub(super) fn node(name: &str, cpu_milli: i64, memory: i64) -> Node {
     Node {
         name: name.into(),
         uid: name.into(),
@@ -29,7 +29,7 @@ pub fn node(name: &str, cpu_milli: i64, memory: i64) -> Node {
     }
 }
 
-pub fn tainted(mut node: Node, key: &str) -> Node {
+pub(super) fn tainted(mut node: Node, key: &str) -> Node {
     node.taints.push(Taint {
         key: key.into(),
         value: "".into(),
@@ -39,7 +39,13 @@ pub fn tainted(mut node: Node, key: &str) -> Node {
 }
 
 /// A pod requesting `cpu_milli` millicores and `memory` bytes; bound when `node` is set.
-pub fn pod(name: &str, priority: i32, cpu_milli: i64, memory: i64, node: Option<&str>) -> Pod {
+pub(super) fn pod(
+    name: &str,
+    priority: i32,
+    cpu_milli: i64,
+    memory: i64,
+    node: Option<&str>,
+) -> Pod {
     let mut p = Pod::new("default", name, name);
     p.priority = priority;
     p.node_name = node.map(Str::from);
@@ -60,12 +66,12 @@ pub fn pod(name: &str, priority: i32, cpu_milli: i64, memory: i64, node: Option<
     p.finish()
 }
 
-pub fn started(mut p: Pod, seconds: i64) -> Pod {
+pub(super) fn started(mut p: Pod, seconds: i64) -> Pod {
     p.start_time = Some(seconds * 1_000_000_000).into();
     p
 }
 
-pub fn terminating_by_preemption(mut p: Pod) -> Pod {
+pub(super) fn terminating_by_preemption(mut p: Pod) -> Pod {
     p.terminating = true;
     p.details_mut().conditions.push(PodCondition {
         type_: "DisruptionTarget".into(),
@@ -75,7 +81,7 @@ pub fn terminating_by_preemption(mut p: Pod) -> Pod {
     p
 }
 
-pub fn snapshot(nodes: Vec<Node>, pods: Vec<Pod>) -> Snapshot {
+pub(super) fn snapshot(nodes: Vec<Node>, pods: Vec<Pod>) -> Snapshot {
     let cache = ClusterCache::new();
     for n in nodes {
         cache.upsert_node(n);

@@ -39,7 +39,7 @@ pub(crate) struct PdbIndex<'a> {
 pub(crate) struct Coverage(HashMap<(usize, usize), SmallVec<[usize; 2]>>);
 
 impl<'a> PdbIndex<'a> {
-    pub fn new(pdbs: &'a [Arc<PodDisruptionBudget>]) -> Self {
+    pub(super) fn new(pdbs: &'a [Arc<PodDisruptionBudget>]) -> Self {
         let mut by_namespace: HashMap<Str, Vec<usize>> = HashMap::new();
         for (i, pdb) in pdbs.iter().enumerate() {
             by_namespace
@@ -72,7 +72,7 @@ impl<'a> PdbIndex<'a> {
 
     /// Splits importance-ordered pods into (violating, non-violating), consuming a
     /// per-call copy of every matching PDB's `disruptionsAllowed`.
-    pub fn split_by_violation<'p>(
+    pub(super) fn split_by_violation<'p>(
         &self,
         pods: &[&'p Arc<Pod>],
         coverage: &mut Coverage,

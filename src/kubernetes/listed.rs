@@ -26,7 +26,7 @@ pub(super) struct ListedKeys {
 }
 
 impl ListedKeys {
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.spans.len()
     }
 
@@ -35,7 +35,7 @@ impl ListedKeys {
     }
 
     /// Adds a key; a key held already is left as it is.
-    pub fn insert(&mut self, namespace: &str, name: &str) {
+    pub(super) fn insert(&mut self, namespace: &str, name: &str) {
         let hash = self.hash(namespace, name);
         let (Ok(namespace_len), Ok(name_len)) =
             (u32::try_from(namespace.len()), u32::try_from(name.len()))
@@ -64,7 +64,7 @@ impl ListedKeys {
         spans.insert_unique(hash, span, |span| hasher.hash_one(split(text, *span)));
     }
 
-    pub fn remove(&mut self, namespace: &str, name: &str) {
+    pub(super) fn remove(&mut self, namespace: &str, name: &str) {
         let hash = self.hash(namespace, name);
         let text = &self.text;
         if let Ok(entry) = self
@@ -75,7 +75,7 @@ impl ListedKeys {
         }
     }
 
-    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+    pub(super) fn contains(&self, namespace: &str, name: &str) -> bool {
         let hash = self.hash(namespace, name);
         self.spans
             .find(hash, |span| split(&self.text, *span) == (namespace, name))

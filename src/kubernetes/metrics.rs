@@ -39,36 +39,36 @@ fn index(kind: Kind) -> usize {
     Kind::ALL.iter().position(|k| *k == kind).unwrap_or(0)
 }
 
-pub fn event(kind: Kind, kind_of_event: &'static str) {
+pub(super) fn event(kind: Kind, kind_of_event: &'static str) {
     metrics::counter!(KUBE_EVENTS, "kind" => kind.name(), "type" => kind_of_event).increment(1);
     LAST_EVENT_MILLIS[index(kind)].store(now_millis(), Ordering::Relaxed);
 }
 
 /// A list (the first or a relist) of `kind` is complete.
-pub fn listed(kind: Kind) {
+pub(super) fn listed(kind: Kind) {
     LAST_LIST_MILLIS[index(kind)].store(now_millis(), Ordering::Relaxed);
 }
 
-pub fn relist(kind: Kind) {
+pub(super) fn relist(kind: Kind) {
     metrics::counter!(KUBE_RELISTS, "kind" => kind.name()).increment(1);
 }
 
-pub fn watch_error(kind: Kind) {
+pub(super) fn watch_error(kind: Kind) {
     metrics::counter!(KUBE_WATCH_ERRORS, "kind" => kind.name()).increment(1);
 }
 
 /// Whether `kind`'s watch is answered (set when that changes).
-pub fn watch_healthy(kind: Kind, healthy: bool) {
+pub(super) fn watch_healthy(kind: Kind, healthy: bool) {
     metrics::gauge!(KUBE_WATCH_HEALTHY, "kind" => kind.name()).set(if healthy { 1.0 } else { 0.0 });
 }
 
-pub fn rejected(kind: Kind) {
+pub(super) fn rejected(kind: Kind) {
     metrics::counter!(KUBE_REJECTED, "kind" => kind.name()).increment(1);
 }
 
 /// Whether a refused object of `kind` is to be logged now, with how many refusals went
 /// unlogged before it; `None`: count it, do not log it.
-pub fn refusal_log_due(kind: Kind) -> Option<u64> {
+pub(super) fn refusal_log_due(kind: Kind) -> Option<u64> {
     let now = now_millis();
     let last = &LAST_REFUSAL_LOG_MILLIS[index(kind)];
     let previous = last.load(Ordering::Relaxed);
@@ -87,14 +87,14 @@ pub fn refusal_log_due(kind: Kind) -> Option<u64> {
 }
 
 /// Every kind's watch is taken as answered until it fails.
-pub fn watches_started() {
+pub(super) fn watches_started() {
     for kind in Kind::ALL {
         watch_healthy(kind, true);
     }
 }
 
 /// Keeps the seconds-since gauges current, once a second, until aborted.
-pub async fn report_event_ages() {
+pub(super) async fn report_event_ages() {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;

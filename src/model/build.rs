@@ -41,7 +41,9 @@ use super::Labels;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}: {message}")]
 pub struct BuildError {
+    /// The field path of the refused value.
     pub path: String,
+    /// Why it was refused.
     pub message: String,
 }
 

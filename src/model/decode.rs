@@ -36,7 +36,9 @@ pub use document::{
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{path}{sep}{message}", sep = separator(.path))]
 pub struct DecodeError {
+    /// The field path of the refused value.
     pub path: String,
+    /// Why it was refused.
     pub message: String,
 }
 
@@ -59,17 +61,27 @@ type Result<T, E = DecodeError> = std::result::Result<T, E>;
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)]
 pub enum Object {
+    /// A Node.
     Node(Node),
+    /// A Pod.
     Pod(Pod),
+    /// A PodDisruptionBudget.
     Pdb(PodDisruptionBudget),
+    /// A PriorityClass.
     PriorityClass(PriorityClass),
+    /// A Namespace.
     Namespace(Namespace),
 }
 
+/// The `kind` of a Node.
 pub const KIND_NODE: &str = "Node";
+/// The `kind` of a Pod.
 pub const KIND_POD: &str = "Pod";
+/// The `kind` of a PodDisruptionBudget.
 pub const KIND_PDB: &str = "PodDisruptionBudget";
+/// The `kind` of a PriorityClass.
 pub const KIND_PRIORITY_CLASS: &str = "PriorityClass";
+/// The `kind` of a Namespace.
 pub const KIND_NAMESPACE: &str = "Namespace";
 /// Every kind preemptd reads.
 pub const KINDS: [&str; 5] = [

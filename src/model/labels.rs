@@ -57,6 +57,7 @@ impl Borrow<LabelPairs> for Labels {
 }
 
 impl Labels {
+    /// The labels of `pairs`.
     pub fn new(mut pairs: Vec<(Str, Str)>) -> Self {
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
         pairs.dedup_by(|later, earlier| later.0 == earlier.0);
@@ -87,6 +88,7 @@ impl Labels {
         ThinArc::strong_count(&self.0)
     }
 
+    /// The value of label `key`.
     pub fn get(&self, key: &str) -> Option<&Str> {
         let pairs = self.pairs();
         if pairs.len() <= LINEAR_LOOKUP_MAX {
@@ -105,18 +107,22 @@ impl Labels {
         self.pairs().as_ptr()
     }
 
+    /// Label `key` is set.
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
     }
 
+    /// No label is set.
     pub fn is_empty(&self) -> bool {
         self.pairs().is_empty()
     }
 
+    /// How many labels are set.
     pub fn len(&self) -> usize {
         self.pairs().len()
     }
 
+    /// Each key and value, by key.
     pub fn iter(&self) -> impl Iterator<Item = (&Str, &Str)> {
         self.pairs().iter().map(|(k, v)| (k, v))
     }
@@ -158,15 +164,21 @@ impl<K: Into<Str>, V: Into<Str>> FromIterator<(K, V)> for Labels {
     }
 }
 
+/// The operator of a label selector requirement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Operator {
+    /// The label's value is one of `values`.
     In,
+    /// The label is absent or its value is none of `values`.
     NotIn,
+    /// The label is present.
     Exists,
+    /// The label is absent.
     DoesNotExist,
 }
 
 impl Operator {
+    /// The operator named `value` in the API; `None` for any other text.
     pub fn parse(value: &str) -> Option<Self> {
         match value {
             "In" => Some(Self::In),
@@ -177,6 +189,7 @@ impl Operator {
         }
     }
 
+    /// The operator's name in the API.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::In => "In",
@@ -187,10 +200,14 @@ impl Operator {
     }
 }
 
+/// One requirement of a label selector (`matchExpressions`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Requirement {
+    /// The label key.
     pub key: Str,
+    /// How the label's value is compared.
     pub operator: Operator,
+    /// The values compared against.
     pub values: Vec<Str>,
 }
 
@@ -202,6 +219,7 @@ impl Requirement {
         }
     }
 
+    /// `labels` satisfy the requirement.
     pub fn matches(&self, labels: &Labels) -> bool {
         match self.operator {
             Operator::In => labels
@@ -219,7 +237,9 @@ impl Requirement {
 /// A `metav1.LabelSelector`. A missing selector is modelled by the caller as `None`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct LabelSelector {
+    /// `matchLabels`.
     pub match_labels: Labels,
+    /// `matchExpressions`.
     pub match_expressions: Vec<Requirement>,
 }
 
@@ -240,6 +260,7 @@ impl LabelSelector {
         self.match_expressions.iter().all(Requirement::is_valid)
     }
 
+    /// `labels` satisfy the selector.
     pub fn matches(&self, labels: &Labels) -> bool {
         self.match_labels.is_subset_of(labels)
             && self.match_expressions.iter().all(|r| r.matches(labels))

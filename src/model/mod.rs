@@ -41,10 +41,13 @@ pub type Str = Arc<str>;
 /// Identity of a pod in results (victims, nominations to clear).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct PodRef {
+    /// The pod's namespace.
     #[serde(serialize_with = "serialize_str")]
     pub namespace: Str,
+    /// The pod's name.
     #[serde(serialize_with = "serialize_str")]
     pub name: Str,
+    /// The pod's uid.
     #[serde(serialize_with = "serialize_str")]
     pub uid: Str,
 }
@@ -132,6 +135,7 @@ fn kubernetes_timestamp_nanos(text: &[u8]) -> Option<i64> {
 /// Where held objects get one shared copy of values many of them carry. Each call makes
 /// its argument the shared copy of its value, leaving it as it is when it already is one.
 pub trait Interner {
+    /// Replaces `s` with the shared copy of its value.
     fn share_str(&mut self, s: &mut Str);
     /// Equal label sets become one, and so do the strings in them.
     fn share_labels(&mut self, labels: &mut Labels);

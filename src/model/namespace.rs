@@ -9,8 +9,11 @@ pub const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// A v1 Namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Namespace {
+    /// The namespace's name.
     pub name: Str,
+    /// The namespace's uid.
     pub uid: Str,
+    /// The API server's resourceVersion, as a number.
     pub resource_version: u64,
     /// Always holds [`NAME_LABEL`] with the name, as the API server keeps it.
     pub labels: Labels,

@@ -5,11 +5,17 @@ use super::{Labels, Resources, Str, Taint};
 /// A Kubernetes node as the scheduler sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
+    /// The node's name.
     pub name: Str,
+    /// The node's uid.
     pub uid: Str,
+    /// The API server's resourceVersion, as a number.
     pub resource_version: u64,
+    /// The node's labels.
     pub labels: Labels,
+    /// The node's taints.
     pub taints: Vec<Taint>,
+    /// `spec.unschedulable`.
     pub unschedulable: bool,
     /// `status.allocatable`; `pods` is the pod-slot count.
     pub allocatable: Resources,
@@ -27,6 +33,8 @@ pub struct NodeCondition {
     pub kind: Str,
     /// `True`, `False` or `Unknown`.
     pub status: Str,
+    /// Machine-readable reason for the condition's status.
     pub reason: Str,
+    /// Human-readable details.
     pub message: Str,
 }

@@ -8,14 +8,19 @@ use super::{
     Tolerations, key_hash, priority, resources, utf8,
 };
 
+/// A host port's protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Protocol {
+    /// TCP.
     Tcp,
+    /// UDP.
     Udp,
+    /// SCTP.
     Sctp,
 }
 
 impl Protocol {
+    /// The protocol named `value` in the API; `None` for any other text.
     pub fn parse(value: &str) -> Option<Self> {
         match value {
             "" | "TCP" => Some(Self::Tcp),
@@ -25,6 +30,7 @@ impl Protocol {
         }
     }
 
+    /// The protocol's name in the API.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Tcp => "TCP",
@@ -37,11 +43,15 @@ impl Protocol {
 /// A host port a pod binds: (hostIP, protocol, hostPort); empty IP is stored as `0.0.0.0`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HostPort {
+    /// `hostIP`.
     pub ip: Str,
+    /// `protocol`.
     pub protocol: Protocol,
+    /// `hostPort`.
     pub port: i32,
 }
 
+/// The host IP a port binds when none is given.
 pub const BIND_ALL_IP: &str = "0.0.0.0";
 
 impl HostPort {
@@ -59,32 +69,46 @@ impl HostPort {
 pub struct PodAffinityTerm {
     /// `None` (missing) matches no pod; `Some(empty)` matches every pod.
     pub label_selector: Option<LabelSelector>,
+    /// `namespaces`: the namespaces of the pods the term selects.
     pub namespaces: Vec<Str>,
     /// `None` when missing; `Some(empty)` selects all namespaces.
     pub namespace_selector: Option<LabelSelector>,
+    /// The node label whose values are the term's topology domains.
     pub topology_key: Str,
 }
 
+/// What a topology spread constraint does when it cannot be met.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WhenUnsatisfiable {
+    /// The pod is not placed (a filter).
     DoNotSchedule,
+    /// The pod is placed anyway (scoring only; no filter reads it).
     ScheduleAnyway,
 }
 
+/// Whether a topology spread constraint takes a node property into account.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InclusionPolicy {
+    /// Take it into account.
     Honor,
+    /// Ignore it.
     Ignore,
 }
 
+/// One `topologySpreadConstraints` entry.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TopologySpreadConstraint {
+    /// `maxSkew`.
     pub max_skew: i32,
+    /// `topologyKey`.
     pub topology_key: Str,
+    /// `whenUnsatisfiable`.
     pub when_unsatisfiable: WhenUnsatisfiable,
     /// `None` (missing) matches no pod.
     pub label_selector: Option<LabelSelector>,
+    /// `minDomains`.
     pub min_domains: Option<i32>,
+    /// `matchLabelKeys`.
     pub match_label_keys: Vec<Str>,
     /// Default Honor.
     pub node_affinity_policy: InclusionPolicy,
@@ -92,22 +116,32 @@ pub struct TopologySpreadConstraint {
     pub node_taints_policy: InclusionPolicy,
 }
 
+/// `spec.preemptionPolicy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PreemptionPolicy {
+    /// The pod may preempt pods of lower priority.
     PreemptLowerPriority,
+    /// The pod never preempts.
     Never,
 }
 
+/// `status.phase`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PodPhase {
+    /// Accepted, not yet running.
     Pending,
+    /// Bound, with containers running.
     Running,
+    /// Every container ended successfully.
     Succeeded,
+    /// Every container ended, some failed.
     Failed,
+    /// The state could not be read.
     Unknown,
 }
 
 impl PodPhase {
+    /// The phase named `value` in the API; `None` for any other text.
     pub fn parse(value: &str) -> Option<Self> {
         match value {
             "" | "Pending" => Some(Self::Pending),
@@ -119,6 +153,7 @@ impl PodPhase {
         }
     }
 
+    /// The phase's name in the API.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "Pending",
@@ -129,6 +164,7 @@ impl PodPhase {
         }
     }
 
+    /// The pod has finished: `Succeeded` or `Failed`.
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed)
     }
@@ -137,8 +173,11 @@ impl PodPhase {
 /// One container's scheduling-relevant fields.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Container {
+    /// The container's name.
     pub name: Str,
+    /// `resources.requests`.
     pub requests: ContainerResources,
+    /// The host ports of its `ports`.
     pub ports: Vec<HostPort>,
     /// Init containers only: `restartPolicy: Always` makes it a sidecar.
     pub restart_always: bool,
@@ -158,8 +197,11 @@ impl Default for Container {
 /// A pod condition, reduced to what preemption reads.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PodCondition {
+    /// The condition type.
     pub type_: Str,
+    /// The condition status.
     pub status: Str,
+    /// The condition reason.
     pub reason: Str,
 }
 
@@ -169,8 +211,10 @@ pub struct PodCondition {
 pub struct StartTime(i64);
 
 impl StartTime {
+    /// No start time: "now".
     pub const UNSET: StartTime = StartTime(i64::MIN);
 
+    /// The time, `None` when unset.
     pub fn get(self) -> Option<i64> {
         (self != Self::UNSET).then_some(self.0)
     }
@@ -216,13 +260,17 @@ pub struct Pod {
     /// [`key_hash`] of the name and of the uid, for the cache's indexes: growing an index
     /// rehashes every pod in it, and these spare it a read of each pod's identity string.
     key_hashes: KeyHashes,
+    /// `metadata.namespace`.
     pub namespace: Str,
+    /// The API server's resourceVersion, as a number.
     pub resource_version: u64,
+    /// `metadata.labels`.
     pub labels: Labels,
     /// `spec.nodeName`; `None` for pending pods.
     pub node_name: Option<Str>,
     /// `spec.priority`, 0 when unset.
     pub priority: i32,
+    /// `spec.preemptionPolicy`.
     pub preemption_policy: PreemptionPolicy,
     /// `status.startTime`; unset means "now".
     pub start_time: StartTime,
@@ -230,6 +278,7 @@ pub struct Pod {
     pub terminating: bool,
     /// `status.nominatedNodeName` (only meaningful without `node_name`).
     pub nominated_node_name: Option<Str>,
+    /// `status.phase`.
     pub phase: PodPhase,
     /// What the Priority admission plugin has yet to set (a manifest never admitted).
     pub unadmitted: Unadmitted,
@@ -256,17 +305,27 @@ pub struct PodDetails {
     pub scheduler_name: Option<Str>,
     /// `spec.priorityClassName`: read only while the pod is [`Unadmitted`].
     pub priority_class_name: Option<Str>,
+    /// `spec.containers`.
     pub containers: Vec<Container>,
+    /// `spec.initContainers`.
     pub init_containers: Vec<Container>,
+    /// `spec.overhead`.
     pub overhead: ContainerResources,
     /// Pod-level `spec.resources.requests` (cpu, memory, hugepages-*).
     pub pod_requests: ContainerResources,
+    /// `spec.tolerations`.
     pub tolerations: Tolerations,
+    /// `spec.nodeSelector`.
     pub node_selector: Labels,
+    /// `requiredDuringSchedulingIgnoredDuringExecution` of the node affinity.
     pub required_node_affinity: Option<NodeSelector>,
+    /// Required pod affinity terms.
     pub pod_affinity: Vec<PodAffinityTerm>,
+    /// Required pod anti-affinity terms.
     pub pod_anti_affinity: Vec<PodAffinityTerm>,
+    /// `spec.topologySpreadConstraints`.
     pub topology_spread: Vec<TopologySpreadConstraint>,
+    /// `status.conditions`.
     pub conditions: Vec<PodCondition>,
     /// Derived by [`Pod::finish`]: host ports of regular and sidecar containers.
     pub host_ports: Vec<HostPort>,
@@ -320,7 +379,9 @@ impl PodDetails {
 /// A pod's [`key_hash`]es, kept with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyHashes {
+    /// The name's hash.
     pub name: u32,
+    /// The uid's hash.
     pub uid: u32,
 }
 
@@ -360,8 +421,11 @@ fn name_len(name: &str) -> u32 {
     len as u32
 }
 
+/// The condition type a preempted victim is given.
 pub const DISRUPTION_TARGET: &str = "DisruptionTarget";
+/// The reason of that condition when the scheduler preempted the pod.
 pub const PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
+/// The scheduler name a pod without one is given.
 pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
 
 impl PodDetails {
@@ -466,6 +530,7 @@ impl Pod {
         &self.details.requests
     }
 
+    /// The details to change, copied first when shared.
     pub fn details_mut(&mut self) -> &mut PodDetails {
         Arc::make_mut(&mut self.details)
     }
@@ -498,6 +563,7 @@ impl Pod {
         interner.share_details(&mut self.details);
     }
 
+    /// The pod's namespace, name and uid.
     pub fn pod_ref(&self) -> PodRef {
         PodRef {
             namespace: self.namespace.clone(),
@@ -527,6 +593,7 @@ impl Pod {
         }
     }
 
+    /// The pod has a required anti-affinity term.
     pub fn has_required_anti_affinity(&self) -> bool {
         !self.details.pod_anti_affinity.is_empty()
     }

@@ -10,10 +10,15 @@ use super::{PreemptionPolicy, Str};
 /// A scheduling.k8s.io/v1 PriorityClass.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PriorityClass {
+    /// The class's name.
     pub name: Str,
+    /// The class's uid.
     pub uid: Str,
+    /// The API server's resourceVersion, as a number.
     pub resource_version: u64,
+    /// The priority of pods of this class.
     pub value: i32,
+    /// This class is the default of pods that name none.
     pub global_default: bool,
     /// `None` when the class sets none (pods then default to PreemptLowerPriority).
     pub preemption_policy: Option<PreemptionPolicy>,
@@ -28,9 +33,11 @@ pub const BUILT_IN: [(&str, i32); 2] = [
 /// What a pod asks of admission: the fields it set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PriorityRequest<'a> {
+    /// The pod's `spec.priority`, if set.
     pub priority: Option<i32>,
     /// Empty: the global default class, if any.
     pub class_name: &'a str,
+    /// The pod's `spec.preemptionPolicy`, if set.
     pub preemption_policy: Option<PreemptionPolicy>,
 }
 

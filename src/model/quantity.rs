@@ -31,13 +31,21 @@ impl Default for Form {
     }
 }
 
+/// Why a quantity string was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum QuantityError {
+    /// Not a quantity.
     #[error("invalid quantity {input:?}")]
-    Invalid { input: String },
+    Invalid {
+        /// The text as given.
+        input: String,
+    },
     /// Valid for the API server, but beyond what is held exactly here.
     #[error("quantity {input:?} is beyond the supported precision")]
-    Unsupported { input: String },
+    Unsupported {
+        /// The text as given.
+        input: String,
+    },
 }
 
 /// The scales `ScaledValue` is read at: whole units (`Value`) and thousandths
@@ -52,6 +60,7 @@ const NANO: i32 = -9;
 const MAX_DIGITS: usize = 36;
 
 impl Quantity {
+    /// Zero.
     pub const ZERO: Quantity = Quantity {
         mantissa: 0,
         exponent: 0,
@@ -189,10 +198,12 @@ impl Quantity {
         })
     }
 
+    /// Below zero.
     pub fn is_negative(self) -> bool {
         self.mantissa < 0
     }
 
+    /// Exactly zero.
     pub fn is_zero(self) -> bool {
         self.mantissa == 0
     }

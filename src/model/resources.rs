@@ -4,9 +4,13 @@
 use super::quantity::Quantity;
 use super::{PodDetails, Str};
 
+/// The cpu resource name.
 pub const CPU: &str = "cpu";
+/// The memory resource name.
 pub const MEMORY: &str = "memory";
+/// The ephemeral-storage resource name.
 pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+/// The pods resource name (node allocatable pod slots).
 pub const PODS: &str = "pods";
 
 /// Whether the scheduler tracks a resource name as a scalar (extended resources,
@@ -26,12 +30,14 @@ pub fn is_pod_level_resource(name: &str) -> bool {
 pub struct ContainerResources(Vec<(Str, Quantity)>);
 
 impl ContainerResources {
+    /// The list of `items`, sorted.
     pub fn new(mut items: Vec<(Str, Quantity)>) -> Self {
         items.sort_by(|a, b| a.0.cmp(&b.0));
         items.dedup_by(|later, earlier| later.0 == earlier.0);
         ContainerResources(items)
     }
 
+    /// The amount of resource `name`, if listed.
     pub fn get(&self, name: &str) -> Option<Quantity> {
         self.0
             .binary_search_by(|(k, _)| (**k).cmp(name))
@@ -39,10 +45,12 @@ impl ContainerResources {
             .map(|i| self.0[i].1)
     }
 
+    /// Nothing is listed.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// Each resource and its amount, by name.
     pub fn iter(&self) -> impl Iterator<Item = (&Str, Quantity)> {
         self.0.iter().map(|(k, v)| (k, *v))
     }
@@ -106,13 +114,24 @@ impl ContainerResources {
 /// Why a resource amount cannot be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ReadingError {
+    /// The sum of the requests cannot be held exactly.
     #[error("the summed {resource} requests are beyond the supported precision")]
-    Unsummable { resource: Str },
+    Unsummable {
+        /// The resource.
+        resource: Str,
+    },
+    /// kube-scheduler's integer reading of the amount overflows.
     #[error("kube-scheduler reads this {resource} amount as {reading} (int64 overflow)")]
-    Negative { resource: Str, reading: i64 },
+    Negative {
+        /// The resource.
+        resource: Str,
+        /// What kube-scheduler reads.
+        reading: i64,
+    },
 }
 
 impl ReadingError {
+    /// The resource the amount is of.
     pub fn resource(&self) -> &Str {
         match self {
             ReadingError::Unsummable { resource } | ReadingError::Negative { resource, .. } => {
@@ -185,8 +204,11 @@ pub fn pod_level_requests_defaulted(
 /// The scheduler's integer resource vector.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Resources {
+    /// Milli-CPU.
     pub milli_cpu: i64,
+    /// Memory, in bytes.
     pub memory: i64,
+    /// Ephemeral storage, in bytes.
     pub ephemeral_storage: i64,
     /// Pod slots (only meaningful for node allocatable).
     pub pods: i64,
@@ -195,6 +217,7 @@ pub struct Resources {
 }
 
 impl Resources {
+    /// The amount of scalar resource `name` (0 when absent).
     pub fn scalar(&self, name: &str) -> i64 {
         self.scalars
             .binary_search_by(|(k, _)| (**k).cmp(name))
@@ -210,10 +233,12 @@ impl Resources {
             && self.scalars.iter().all(|(_, v)| *v == 0)
     }
 
+    /// Adds `other`'s amounts.
     pub fn add(&mut self, other: &Resources) {
         self.combine(other, 1);
     }
 
+    /// Subtracts `other`'s amounts.
     pub fn sub(&mut self, other: &Resources) {
         self.combine(other, -1);
     }

@@ -7,12 +7,16 @@ use super::Str;
 /// Taint effects as Kubernetes spells them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TaintEffect {
+    /// No new pod is placed unless it tolerates the taint.
     NoSchedule,
+    /// The scheduler avoids the node; no filter reads it.
     PreferNoSchedule,
+    /// No new pod is placed, and running pods that do not tolerate it are evicted.
     NoExecute,
 }
 
 impl TaintEffect {
+    /// The effect named `value` in the API; `None` for any other text.
     pub fn parse(value: &str) -> Option<Self> {
         match value {
             "NoSchedule" => Some(Self::NoSchedule),
@@ -22,6 +26,7 @@ impl TaintEffect {
         }
     }
 
+    /// The effect's name in the API.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::NoSchedule => "NoSchedule",
@@ -31,25 +36,34 @@ impl TaintEffect {
     }
 }
 
+/// A node taint.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Taint {
+    /// The taint's key.
     pub key: Str,
+    /// The taint's value.
     pub value: Str,
+    /// The taint's effect.
     pub effect: TaintEffect,
 }
 
+/// How a toleration compares its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TolerationOperator {
     /// Also what an empty operator means.
     Equal,
+    /// Any value of the key.
     Exists,
 }
 
+/// A pod's toleration of taints.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Toleration {
     /// Empty key matches every key.
     pub key: Str,
+    /// How `value` is compared.
     pub operator: TolerationOperator,
+    /// The value an `Equal` toleration matches.
     pub value: Str,
     /// `None` matches every effect.
     pub effect: Option<TaintEffect>,

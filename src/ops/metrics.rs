@@ -13,32 +13,59 @@ use std::time::Duration;
 use anyhow::Context as _;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
+/// Preemption attempts (kube-scheduler's name).
 pub const PREEMPTION_ATTEMPTS: &str = "scheduler_preemption_attempts_total";
+/// Victims per preemption (kube-scheduler's name).
 pub const PREEMPTION_VICTIMS: &str = "scheduler_preemption_victims";
+/// gRPC calls started.
 pub const GRPC_STARTED: &str = "grpc_server_started_total";
+/// gRPC calls completed, by status code.
 pub const GRPC_HANDLED: &str = "grpc_server_handled_total";
+/// gRPC call durations.
 pub const GRPC_HANDLING_SECONDS: &str = "grpc_server_handling_seconds";
+/// Decisions made, by outcome.
 pub const DECISIONS: &str = "preemptd_decisions_total";
+/// Decision durations.
 pub const DECISION_SECONDS: &str = "preemptd_decision_duration_seconds";
+/// Nodes the cache holds.
 pub const CACHE_NODES: &str = "preemptd_cache_nodes";
+/// Pods the cache holds.
 pub const CACHE_PODS: &str = "preemptd_cache_pods";
+/// Nominated pods the cache holds.
 pub const CACHE_NOMINATED_PODS: &str = "preemptd_cache_nominated_pods";
+/// PodDisruptionBudgets the cache holds.
 pub const CACHE_PDBS: &str = "preemptd_cache_pdbs";
+/// The nominations log's revision.
 pub const NOMINATIONS_REVISION: &str = "preemptd_nominations_revision";
+/// Open nomination watch streams.
 pub const WATCH_SUBSCRIBERS: &str = "preemptd_watch_subscribers";
+/// Nomination watch streams cut off for falling behind.
 pub const WATCH_CUT_OFF: &str = "preemptd_watch_subscribers_cut_off_total";
+/// Pods naming a PriorityClass that does not exist.
 pub const UNKNOWN_PRIORITY_CLASS: &str = "preemptd_pods_unknown_priority_class_total";
+/// Kubernetes watch events applied, by kind and type.
 pub const KUBE_EVENTS: &str = "preemptd_kube_events_total";
+/// Kubernetes relists, by kind.
 pub const KUBE_RELISTS: &str = "preemptd_kube_relists_total";
+/// Kubernetes watch errors, by kind.
 pub const KUBE_WATCH_ERRORS: &str = "preemptd_kube_watch_errors_total";
+/// Kubernetes objects the builder refused, by kind.
 pub const KUBE_REJECTED: &str = "preemptd_kube_rejected_objects_total";
+/// Seconds since a kind's last watch event.
 pub const KUBE_SECONDS_SINCE_EVENT: &str = "preemptd_kube_seconds_since_last_event";
+/// Seconds since a kind's last completed list.
 pub const KUBE_SECONDS_SINCE_LIST: &str = "preemptd_kube_seconds_since_last_list";
+/// Whether a kind's watch is healthy (1) or failing (0).
 pub const KUBE_WATCH_HEALTHY: &str = "preemptd_kube_watch_healthy";
+/// Requests refused by authorization.
 pub const AUTHZ_DENIED: &str = "preemptd_authz_denied_total";
+/// Failed TLS handshakes.
 pub const TLS_HANDSHAKE_FAILURES: &str = "preemptd_tls_handshake_failures_total";
+/// Scheduler extender requests, by verb.
 pub const EXTENDER_REQUESTS: &str = "preemptd_extender_requests_total";
+/// Scheduler extender request durations.
 pub const EXTENDER_SECONDS: &str = "preemptd_extender_request_duration_seconds";
+/// Nodes where the extender's answer diverged from the scheduler's.
 pub const EXTENDER_DIVERGED: &str = "preemptd_extender_diverged_nodes_total";
 
 /// kube-scheduler's buckets for victims per preemption: exponential(1, 2, 7).
@@ -231,6 +258,7 @@ pub struct RpcMetrics {
 pub const GRPC_CODES: usize = 17;
 
 impl RpcMetrics {
+    /// The metrics of one gRPC method.
     pub fn new(service: &'static str, method: &'static str) -> Self {
         RpcMetrics {
             service,
@@ -249,14 +277,17 @@ impl RpcMetrics {
         }
     }
 
+    /// The gRPC service name.
     pub fn service(&self) -> &'static str {
         self.service
     }
 
+    /// The gRPC method name.
     pub fn method(&self) -> &'static str {
         self.method
     }
 
+    /// A call started.
     pub fn started(&self) {
         self.started.increment(1);
     }
@@ -279,6 +310,7 @@ impl RpcMetrics {
     }
 }
 
+/// Counts a nomination watch stream cut off.
 pub fn watch_cut_off() {
     metrics::counter!(WATCH_CUT_OFF).increment(1);
 }
@@ -287,11 +319,17 @@ pub fn watch_cut_off() {
 /// up to date on every change).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Snapshot {
+    /// Nodes.
     pub nodes: usize,
+    /// Pods.
     pub pods: usize,
+    /// Nominated pods.
     pub nominated_pods: usize,
+    /// PodDisruptionBudgets.
     pub pdbs: usize,
+    /// The nominations log's revision.
     pub nominations_revision: u64,
+    /// Open nomination watch streams.
     pub watch_subscribers: usize,
 }
 

@@ -28,10 +28,13 @@ static EXPORTING: AtomicBool = AtomicBool::new(false);
 /// How long shutdown waits for the last spans to reach the collector.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How log lines are written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LogFormat {
+    /// Human-readable lines.
     #[default]
     Text,
+    /// One JSON object per line.
     Json,
 }
 
@@ -49,8 +52,10 @@ impl std::str::FromStr for LogFormat {
     }
 }
 
+/// Logging and tracing export settings.
 #[derive(Clone, Debug)]
 pub struct TelemetryConfig {
+    /// How log lines are written.
     pub log_format: LogFormat,
     /// OTLP/gRPC collector endpoint (`http://host:4317`); `None` turns tracing export off.
     pub otlp_endpoint: Option<String>,

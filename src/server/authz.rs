@@ -41,6 +41,7 @@ pub enum Role {
 }
 
 impl Role {
+    /// The role as configured and logged.
     pub fn name(self) -> &'static str {
         match self {
             Role::Reader => "reader",
@@ -53,6 +54,7 @@ impl Role {
 /// An authorized client, in the request's extensions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
+    /// The caller's role: what it may do.
     pub role: Role,
     /// The identity that matched (`uri:spiffe://...`, `token:<name>`), for logs.
     pub identity: Arc<str>,
@@ -118,7 +120,9 @@ struct PolicyFile {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct AuthzConfigError {
+    /// Where in the configuration the problem is.
     pub field: String,
+    /// What is wrong there.
     pub message: String,
 }
 
@@ -419,7 +423,7 @@ pub(crate) struct AuthzLayer {
 }
 
 impl AuthzLayer {
-    pub fn new(policy: Option<Arc<AuthzPolicy>>) -> Self {
+    pub(crate) fn new(policy: Option<Arc<AuthzPolicy>>) -> Self {
         AuthzLayer { policy }
     }
 }

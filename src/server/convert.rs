@@ -316,6 +316,7 @@ pub fn pod_key(r: &pb::PodRef) -> ObjectKey {
 // ---------------------------------------------------------------------------------------
 // Model → proto.
 
+/// The proto form of a pod reference.
 pub fn pod_ref(r: &PodRef) -> pb::PodRef {
     pb::PodRef {
         namespace: r.namespace.to_string(),
@@ -324,6 +325,7 @@ pub fn pod_ref(r: &PodRef) -> pb::PodRef {
     }
 }
 
+/// The proto form of a decision's outcome.
 pub fn outcome(o: Outcome) -> pb::Outcome {
     match o {
         Outcome::Preempt => pb::Outcome::Preempt,
@@ -454,6 +456,7 @@ fn pod_drain_plan(p: &PodPlan) -> pb::PodDrainPlan {
     out
 }
 
+/// The proto form of a nomination event, stamped with `epoch`.
 pub fn event(e: &Event, epoch: &str) -> pb::WatchNominationsResponse {
     let kind = match e.kind {
         EventKind::Nominated => pb::NominationEventType::Nominated,

@@ -39,7 +39,12 @@ pub enum ApiError {
     /// size limit, a message prost rejects, a failed body): tonic's code and words, the
     /// same for every method whether the failure reaches a handler or not.
     #[error("{message}")]
-    Transport { code: Code, message: String },
+    Transport {
+        /// tonic's status code.
+        code: Code,
+        /// tonic's message.
+        message: String,
+    },
 }
 
 impl ApiError {

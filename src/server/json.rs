@@ -13,24 +13,33 @@ use super::pb;
 /// generated code gets here.
 #[derive(Debug, thiserror::Error)]
 pub enum JsonError {
+    /// The compiled descriptor set could not be read.
     #[error("invalid descriptor set: {0}")]
     Descriptors(String),
+    /// The descriptor set has no message of this name.
     #[error("no descriptor for message {0}")]
     UnknownMessage(String),
+    /// The encoded message could not be decoded again.
     #[error("cannot re-read message {name}: {source}")]
     Decode {
+        /// The message's full name.
         name: String,
+        /// Why.
         source: prost::DecodeError,
     },
+    /// The message could not be written as JSON.
     #[error("cannot render message {name}: {source}")]
     Render {
+        /// The message's full name.
         name: String,
+        /// Why.
         source: serde_json::Error,
     },
 }
 
 /// A generated `preemptd.v1` message and its full proto name.
 pub trait ProtoName: prost::Message {
+    /// The message's full proto name.
     const FULL_NAME: &'static str;
 }
 

@@ -26,10 +26,10 @@ const MAX_SCRAPES: usize = 16;
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Reads the scrape-time values; runs on the blocking pool.
-pub type SnapshotFn = Arc<dyn Fn() -> Snapshot + Send + Sync>;
+pub(crate) type SnapshotFn = Arc<dyn Fn() -> Snapshot + Send + Sync>;
 
 /// The `/metrics` port: HTTP/1.1 and HTTP/2 (over TLS when the gRPC port has it).
-pub struct MetricsEndpoint {
+pub(crate) struct MetricsEndpoint {
     local_addr: SocketAddr,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
@@ -47,7 +47,7 @@ struct Scrape {
 impl MetricsEndpoint {
     /// Binds `addr` and serves `handle` at `/metrics`, refreshing the scrape-time gauges
     /// from `snapshot` on every scrape; over TLS with `tls`.
-    pub async fn start(
+    pub(crate) async fn start(
         addr: SocketAddr,
         handle: PrometheusHandle,
         snapshot: SnapshotFn,
@@ -80,12 +80,12 @@ impl MetricsEndpoint {
         })
     }
 
-    pub fn local_addr(&self) -> SocketAddr {
+    pub(crate) fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
     /// Stops accepting scrapes; those in flight finish within `grace`.
-    pub async fn shutdown(mut self, grace: Duration) {
+    pub(crate) async fn shutdown(mut self, grace: Duration) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

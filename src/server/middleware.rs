@@ -96,7 +96,7 @@ pub(crate) struct RpcLayer {
 
 impl RpcLayer {
     /// Resolves every method's metric series with the recorder installed now.
-    pub fn new(timeout: Option<Duration>) -> Self {
+    pub(super) fn new(timeout: Option<Duration>) -> Self {
         let by_path = known_methods()
             .iter()
             .map(|(path, &(service, method))| {

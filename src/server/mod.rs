@@ -53,6 +53,7 @@ pub const SERVICE_NAME: &str = "preemptd.v1.Preemption";
 /// Server settings. `Default` listens on `127.0.0.1:50051`.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
+    /// The address the gRPC server listens on.
     pub listen: SocketAddr,
     /// Largest request or response message, in bytes (the transport refuses larger ones).
     pub max_message_bytes: usize,

@@ -55,6 +55,7 @@ pub struct TlsSettings {
 }
 
 impl TlsSettings {
+    /// Settings that serve the certificate and key at these paths.
     pub fn new(cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
         TlsSettings {
             cert: cert.into(),
@@ -126,6 +127,7 @@ impl std::fmt::Display for CertIdentity {
 /// extensions.
 #[derive(Clone, Debug, Default)]
 pub struct PeerInfo {
+    /// The client's address, when the transport knows it.
     pub remote_addr: Option<SocketAddr>,
     /// The client certificate's names (mTLS); `None` without one.
     pub certificate: Option<Arc<CertIdentity>>,
@@ -443,6 +445,7 @@ pub struct TlsConnection {
 }
 
 impl TlsConnection {
+    /// Who is at the other end of this connection.
     pub fn peer(&self) -> &PeerInfo {
         &self.peer
     }

@@ -10,6 +10,7 @@ use crate::cache::{LabelId, NodeInfo, Snapshot};
 use crate::model::namespace::Namespaces;
 use crate::model::{LabelSelector, Node, Pod, PodAffinityTerm, Str, labels::optional_matches};
 
+/// The plugin's name in statuses and diagnostics.
 pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
 
 /// An affinity term with its namespace set resolved.
@@ -21,6 +22,7 @@ pub struct AffinityTerm {
     namespace_selector: Option<LabelSelector>,
     /// The labels a non-empty `namespace_selector` is matched against.
     namespaces: Option<Arc<Namespaces>>,
+    /// The node label whose values are the term's topology domains.
     pub topology_key: Str,
     /// For a one-label selector over listed namespaces: the label's id in each namespace
     /// where some pod carries it (see [`AffinityTerm::resolve_labels`]).
@@ -32,6 +34,7 @@ pub struct AffinityTerm {
 }
 
 impl AffinityTerm {
+    /// The term as the filter reads it.
     pub fn new(
         term: &PodAffinityTerm,
         owner_namespace: &Str,
@@ -169,6 +172,7 @@ impl PairCounts {
             .unwrap_or(0)
     }
 
+    /// Whether every count is zero.
     pub fn is_empty(&self) -> bool {
         self.nonzero == 0
     }
@@ -230,6 +234,7 @@ impl PairDelta {
     }
 }
 
+/// Changes to the inter-pod affinity counts from pods added or removed.
 #[derive(Clone, Debug, Default)]
 pub struct InterPodDelta {
     affinity: PairDelta,

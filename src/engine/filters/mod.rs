@@ -39,16 +39,22 @@ use pod_topology_spread::add_count;
 /// Upstream framework status codes (Success is `Status::success()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Code {
+    /// The node passes.
     Success,
+    /// The node fails, but preemption may make room.
     Unschedulable,
+    /// The node fails, and preemption cannot change that.
     UnschedulableAndUnresolvable,
 }
 
 /// A filter result: the first failing plugin and its reasons.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Status {
+    /// The result.
     pub code: Code,
+    /// The first failing plugin; empty on success.
     pub plugin: &'static str,
+    /// Why it failed.
     pub reasons: Reasons,
 }
 
@@ -60,6 +66,7 @@ pub type Reasons = smallvec::SmallVec<[Reason; 2]>;
 pub type Reason = std::borrow::Cow<'static, str>;
 
 impl Status {
+    /// A passing status.
     pub fn success() -> Self {
         Status {
             code: Code::Success,
@@ -68,6 +75,7 @@ impl Status {
         }
     }
 
+    /// The node passes.
     pub fn is_success(&self) -> bool {
         self.code == Code::Success
     }
@@ -102,13 +110,18 @@ pub fn static_filters(pod: &Pod, node: &Node) -> Status {
 /// many tainted nodes counts taints and words each one's reason once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StaticFailure<'n> {
+    /// `spec.unschedulable` is set and not tolerated.
     Unschedulable,
+    /// The pod asks for another node by name.
     NodeName,
+    /// This taint is not tolerated.
     Taint(&'n Taint),
+    /// The pod's node selector or required node affinity does not match.
     NodeAffinity,
 }
 
 impl StaticFailure<'_> {
+    /// The failure's full status.
     pub fn status(&self) -> Status {
         match self {
             StaticFailure::Unschedulable => {
@@ -196,6 +209,7 @@ const PARALLEL_NODES: usize = 256;
 /// What the filters know about the preemptor and the cluster (upstream's PreFilter
 /// results), computed once per decision and read by every node evaluation.
 pub struct PreFilter<'a> {
+    /// The preemptor.
     pub pod: &'a Pod,
     affinity: Vec<AffinityTerm>,
     anti_affinity: Vec<AffinityTerm>,
@@ -212,6 +226,7 @@ pub struct PreFilter<'a> {
 }
 
 impl<'a> PreFilter<'a> {
+    /// The preemptor's state against `snapshot`.
     pub fn new(pod: &'a Pod, snapshot: &Snapshot) -> Self {
         let affinity: Vec<AffinityTerm> = pod
             .details
@@ -425,7 +440,9 @@ impl<'a> PreFilter<'a> {
 /// One node's state during a dry run: which bound pods are removed, which nominated pods
 /// are added, and the resulting aggregates.
 pub struct NodeScratch<'n> {
+    /// The node's cache entry.
     pub info: &'n NodeInfo,
+    /// The node.
     pub node: &'n Node,
     removed: Vec<bool>,
     /// The node's host ports, kept only when the preemptor binds one.

@@ -2,6 +2,7 @@
 
 use crate::model::{Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, Pod};
 
+/// The plugin's name in statuses and diagnostics.
 pub const NODE_AFFINITY: &str = "NodeAffinity";
 
 fn requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) -> bool {

@@ -2,6 +2,7 @@
 
 use crate::model::{Node, Pod};
 
+/// The plugin's name in statuses and diagnostics.
 pub const NODE_NAME: &str = "NodeName";
 
 /// Whether the pod names a node other than `node`.

@@ -5,6 +5,7 @@ use triomphe::Arc;
 use super::{NodeScratch, PreFilter, Status};
 use crate::model::{HostPort, Pod};
 
+/// The plugin's name in statuses and diagnostics.
 pub const NODE_PORTS: &str = "NodePorts";
 
 impl PreFilter<'_> {

@@ -5,6 +5,7 @@ use super::{Code, NodeScratch, PreFilter, Reason, Reasons, Status};
 use crate::cache::{NodeInfo, NodeSummary};
 use crate::model::Resources;
 
+/// The plugin's name in statuses and diagnostics.
 pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
 
 impl PreFilter<'_> {
@@ -96,9 +97,13 @@ impl PreFilter<'_> {
 /// NodeResourcesFit failures on cpu, memory, ephemeral storage and pod slots as bits, so
 /// the filter pass over many nodes tallies a byte per node instead of building statuses.
 pub mod fit {
+    /// Too many pods.
     pub const TOO_MANY_PODS: u8 = 1;
+    /// Insufficient cpu.
     pub const CPU: u8 = 2;
+    /// Insufficient memory.
     pub const MEMORY: u8 = 4;
+    /// Insufficient ephemeral-storage.
     pub const EPHEMERAL_STORAGE: u8 = 8;
     /// Some request exceeds the allocatable: UnschedulableAndUnresolvable.
     pub const UNRESOLVABLE: u8 = 16;
@@ -191,6 +196,8 @@ fn resources_fit(
 /// requested, and pod slots.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Occupied {
+    /// Milli-CPU, memory and ephemeral storage.
     pub requested: [i64; 3],
+    /// Pod slots.
     pub pods: i64,
 }

@@ -3,8 +3,10 @@
 
 use crate::model::{Pod, Taint, TaintEffect};
 
+/// The plugin's name in statuses and diagnostics.
 pub const NODE_UNSCHEDULABLE: &str = "NodeUnschedulable";
 
+/// The taint key a pod tolerates to be placed on an unschedulable node.
 pub const UNSCHEDULABLE_TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
 
 /// Whether the pod tolerates the taint NodeUnschedulable stands for.

@@ -11,11 +11,14 @@ use crate::model::{
     InclusionPolicy, LabelSelector, Node, Pod, Str, WhenUnsatisfiable, labels::optional_matches,
 };
 
+/// The plugin's name in statuses and diagnostics.
 pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
 
+/// One topologySpreadConstraint of a pod, as the filter reads it.
 #[derive(Clone, Debug)]
 pub struct SpreadConstraint {
     max_skew: i64,
+    /// The node label whose values are the constraint's domains.
     pub topology_key: Str,
     selector: Option<LabelSelector>,
     min_domains: i64,

@@ -3,6 +3,7 @@
 
 use crate::model::{Pod, Taint, TaintEffect};
 
+/// The plugin's name in statuses and diagnostics.
 pub const TAINT_TOLERATION: &str = "TaintToleration";
 
 /// First taint with effect NoSchedule/NoExecute that no toleration tolerates.

@@ -19,7 +19,9 @@ use crate::model::{LabelSelector, Labels, Operator, Requirement, Str, TaintEffec
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", if field.is_empty() { String::new() } else { format!("{field}: ") })]
 pub struct PolicyError {
+    /// Where in the policy the problem is; empty for the whole file.
     pub field: String,
+    /// What is wrong there.
     pub message: String,
 }
 

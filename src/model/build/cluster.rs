@@ -11,20 +11,30 @@ use super::{BuildError, Memo, in_key_order, rules};
 /// `preemptionPolicy`).
 #[derive(Debug, Default)]
 pub struct PriorityClassInput<'a> {
+    /// `metadata.name`.
     pub name: &'a str,
+    /// `metadata.uid`.
     pub uid: &'a str,
+    /// `metadata.resourceVersion`, as a number.
     pub resource_version: u64,
+    /// `value`.
     pub value: i32,
+    /// `globalDefault`.
     pub global_default: bool,
+    /// `preemptionPolicy`.
     pub preemption_policy: &'a str,
 }
 
 /// A v1 Namespace (`metadata`).
 #[derive(Debug, Default)]
 pub struct NamespaceInput<'a> {
+    /// `metadata.name`.
     pub name: &'a str,
+    /// `metadata.uid`.
     pub uid: &'a str,
+    /// `metadata.resourceVersion`, as a number.
     pub resource_version: u64,
+    /// `metadata.labels`.
     pub labels: Pairs<'a, 8>,
 }
 

@@ -30,7 +30,7 @@ const STREAM_VALUES: usize = 1 << 13;
 /// Pod templates (details and label sets, by their encoding) a stream's conversions
 /// remember: more than a large cluster's (a 1M-pod load of `preemptd bench` has ~15k),
 /// which arrive interleaved, so a template is still held when its next pod comes.
-pub const STREAM_TEMPLATES: usize = 1 << 16;
+pub(super) const STREAM_TEMPLATES: usize = 1 << 16;
 
 /// The bytes of keys the details and label sets a long-lived memo (see
 /// [`Memo::for_long_lived`]) keeps by: a few thousand templates' worth. Changes that come

@@ -23,21 +23,21 @@ pub(super) enum Path<'a> {
 pub(super) static OBJECT: Path<'static> = Path::Object;
 
 impl<'a> Path<'a> {
-    pub fn field(&'a self, name: &'a str) -> Path<'a> {
+    pub(super) fn field(&'a self, name: &'a str) -> Path<'a> {
         Path::Field(self, name)
     }
 
-    pub fn index(&'a self, i: usize) -> Path<'a> {
+    pub(super) fn index(&'a self, i: usize) -> Path<'a> {
         Path::Index(self, i)
     }
 
-    pub fn key(&'a self, key: &'a str) -> Path<'a> {
+    pub(super) fn key(&'a self, key: &'a str) -> Path<'a> {
         Path::Key(self, key)
     }
 
     /// The error refusing this field.
     #[cold]
-    pub fn error(self, message: impl Into<String>) -> BuildError {
+    pub(super) fn error(self, message: impl Into<String>) -> BuildError {
         BuildError {
             path: self.to_string(),
             message: message.into(),
@@ -46,7 +46,7 @@ impl<'a> Path<'a> {
 
     /// A rule's verdict on this field.
     #[inline]
-    pub fn check<T>(self, verdict: Result<T, Invalid>) -> Result<T, BuildError> {
+    pub(super) fn check<T>(self, verdict: Result<T, Invalid>) -> Result<T, BuildError> {
         verdict.map_err(|Invalid(message)| self.error(message))
     }
 }

@@ -15,7 +15,7 @@ use super::input::SelectorInput;
 
 /// Why a field's value is refused; the walk names the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invalid(pub String);
+pub(super) struct Invalid(pub String);
 
 impl Invalid {
     fn new(message: impl Into<String>) -> Self {
@@ -23,20 +23,21 @@ impl Invalid {
     }
 }
 
-pub type Rule<T> = Result<T, Invalid>;
+pub(super) type Rule<T> = Result<T, Invalid>;
 
-pub const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
-pub const SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist"];
-pub const NODE_SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
-pub const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
-pub const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
-pub const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
-pub const WHEN_UNSATISFIABLE: &[&str] = &["DoNotSchedule", "ScheduleAnyway"];
-pub const INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
-pub const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
+pub(super) const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+pub(super) const SELECTOR_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist"];
+pub(super) const NODE_SELECTOR_OPERATORS: &[&str] =
+    &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
+pub(super) const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
+pub(super) const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
+pub(super) const TOLERATION_OPERATORS: &[&str] = &["Equal", "Exists"];
+pub(super) const WHEN_UNSATISFIABLE: &[&str] = &["DoNotSchedule", "ScheduleAnyway"];
+pub(super) const INCLUSION_POLICIES: &[&str] = &["Honor", "Ignore"];
+pub(super) const PREEMPTION_POLICIES: &[&str] = &["PreemptLowerPriority", "Never"];
 
 /// The message for an enum value outside `supported`.
-pub fn unsupported(value: &str, supported: &[&str]) -> Invalid {
+pub(super) fn unsupported(value: &str, supported: &[&str]) -> Invalid {
     let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
     Invalid(format!(
         "unsupported value {value:?}: supported values are {}",
@@ -49,7 +50,7 @@ fn one_of<T>(value: &str, parse: impl Fn(&str) -> Option<T>, supported: &[&str])
 }
 
 /// Object names, taint keys, resource names and topology keys: required.
-pub fn required(value: &str) -> Rule<()> {
+pub(super) fn required(value: &str) -> Rule<()> {
     if value.is_empty() {
         Err(Invalid::new("must not be empty"))
     } else {
@@ -59,7 +60,7 @@ pub fn required(value: &str) -> Rule<()> {
 
 /// A non-negative quantity under upstream `resource.ParseQuantity`'s grammar (see
 /// [`Quantity::parse`]: a decimal exponent is accepted when it fits in an int64).
-pub fn quantity(text: &str) -> Rule<Quantity> {
+pub(super) fn quantity(text: &str) -> Rule<Quantity> {
     let q = Quantity::parse(text).map_err(|e| Invalid(e.to_string()))?;
     if q.is_negative() {
         return Err(Invalid::new("must be non-negative"));
@@ -69,19 +70,19 @@ pub fn quantity(text: &str) -> Rule<Quantity> {
 
 /// A resource amount the scheduler reads as int64 overflow makes negative is refused (see
 /// [`resources::scheduler_reading`]).
-pub fn scheduler_reading(name: &Str, q: Quantity) -> Rule<()> {
+pub(super) fn scheduler_reading(name: &Str, q: Quantity) -> Rule<()> {
     resources::scheduler_reading(name, q)
         .map(drop)
         .map_err(|e| Invalid(e.to_string()))
 }
 
 /// A resource list's key (`cpu`, `nvidia.com/gpu`): required.
-pub fn resource_name(name: &str) -> Rule<()> {
+pub(super) fn resource_name(name: &str) -> Rule<()> {
     required(name)
 }
 
 /// Where an object without a namespace lives.
-pub fn namespace_or_default(namespace: &str) -> &str {
+pub(super) fn namespace_or_default(namespace: &str) -> &str {
     if namespace.is_empty() {
         "default"
     } else {
@@ -90,12 +91,12 @@ pub fn namespace_or_default(namespace: &str) -> &str {
 }
 
 /// A namespaced object's uid when none is given: `namespace/name`, stable across updates.
-pub fn namespaced_uid(namespace: &str, name: &str) -> String {
+pub(super) fn namespaced_uid(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 
 /// RFC 3339 → Unix nanoseconds; empty → `None`.
-pub fn timestamp(text: &str) -> Rule<Option<i64>> {
+pub(super) fn timestamp(text: &str) -> Rule<Option<i64>> {
     if text.is_empty() {
         return Ok(None);
     }
@@ -104,12 +105,12 @@ pub fn timestamp(text: &str) -> Rule<Option<i64>> {
         .ok_or_else(|| Invalid(format!("invalid RFC 3339 timestamp {text:?}")))
 }
 
-pub fn taint_effect(text: &str) -> Rule<TaintEffect> {
+pub(super) fn taint_effect(text: &str) -> Rule<TaintEffect> {
     one_of(text, TaintEffect::parse, TAINT_EFFECTS)
 }
 
 /// A toleration's effect; empty tolerates every effect.
-pub fn toleration_effect(text: &str) -> Rule<Option<TaintEffect>> {
+pub(super) fn toleration_effect(text: &str) -> Rule<Option<TaintEffect>> {
     if text.is_empty() {
         Ok(None)
     } else {
@@ -118,7 +119,7 @@ pub fn toleration_effect(text: &str) -> Rule<Option<TaintEffect>> {
 }
 
 /// A toleration's operator; empty means `Equal`.
-pub fn toleration_operator(text: &str) -> Rule<TolerationOperator> {
+pub(super) fn toleration_operator(text: &str) -> Rule<TolerationOperator> {
     one_of(
         text,
         |s| match s {
@@ -131,7 +132,7 @@ pub fn toleration_operator(text: &str) -> Rule<TolerationOperator> {
 }
 
 /// A pod's preemption policy; empty means `PreemptLowerPriority`.
-pub fn preemption_policy(text: &str) -> Rule<PreemptionPolicy> {
+pub(super) fn preemption_policy(text: &str) -> Rule<PreemptionPolicy> {
     one_of(
         text,
         |s| match s {
@@ -146,13 +147,13 @@ pub fn preemption_policy(text: &str) -> Rule<PreemptionPolicy> {
 /// A pod's phase; empty means `Pending`. The API server accepts any phase, and the
 /// scheduler only sets `Succeeded` and `Failed` pods apart: another phase is an ordinary
 /// pod that is not terminal, read as `Unknown`.
-pub fn phase(text: &str) -> Rule<PodPhase> {
+pub(super) fn phase(text: &str) -> Rule<PodPhase> {
     Ok(PodPhase::parse(text).unwrap_or(PodPhase::Unknown))
 }
 
 /// A container's restart policy (empty allowed); an init container with `Always` is a
 /// sidecar.
-pub fn restart_always(text: &str, init: bool) -> Rule<bool> {
+pub(super) fn restart_always(text: &str, init: bool) -> Rule<bool> {
     if !text.is_empty() && !RESTART_POLICIES.contains(&text) {
         return Err(unsupported(text, RESTART_POLICIES));
     }
@@ -161,14 +162,14 @@ pub fn restart_always(text: &str, init: bool) -> Rule<bool> {
 
 /// Which field of a container port a rule refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PortField {
+pub(super) enum PortField {
     HostPort,
     Protocol,
 }
 
 /// A container port as the scheduler sees it: `None` without a host port. With
 /// `host_network`, a port without `hostPort` takes its `containerPort` (API defaulting).
-pub fn host_port(
+pub(super) fn host_port(
     host_port: i32,
     container_port: i32,
     protocol: &str,
@@ -200,11 +201,11 @@ pub fn host_port(
     }))
 }
 
-pub fn node_selector_operator(text: &str) -> Rule<NodeSelectorOperator> {
+pub(super) fn node_selector_operator(text: &str) -> Rule<NodeSelectorOperator> {
     one_of(text, NodeSelectorOperator::parse, NODE_SELECTOR_OPERATORS)
 }
 
-pub fn max_skew(value: i32) -> Rule<i32> {
+pub(super) fn max_skew(value: i32) -> Rule<i32> {
     if value < 1 {
         Err(Invalid::new("must be greater than zero"))
     } else {
@@ -212,7 +213,7 @@ pub fn max_skew(value: i32) -> Rule<i32> {
     }
 }
 
-pub fn when_unsatisfiable(text: &str) -> Rule<WhenUnsatisfiable> {
+pub(super) fn when_unsatisfiable(text: &str) -> Rule<WhenUnsatisfiable> {
     one_of(
         text,
         |s| match s {
@@ -225,7 +226,7 @@ pub fn when_unsatisfiable(text: &str) -> Rule<WhenUnsatisfiable> {
 }
 
 /// A spread constraint's node affinity or taints policy; empty takes `default`.
-pub fn inclusion_policy(text: &str, default: InclusionPolicy) -> Rule<InclusionPolicy> {
+pub(super) fn inclusion_policy(text: &str, default: InclusionPolicy) -> Rule<InclusionPolicy> {
     one_of(
         text,
         |s| match s {
@@ -241,13 +242,13 @@ pub fn inclusion_policy(text: &str, default: InclusionPolicy) -> Rule<InclusionP
 // ---------------------------------------------------------------------------------------
 // Label selectors.
 
-pub fn selector_operator(text: &str) -> Rule<Operator> {
+pub(super) fn selector_operator(text: &str) -> Rule<Operator> {
     one_of(text, Operator::parse, SELECTOR_OPERATORS)
 }
 
 /// A pod selector's value list for `operator`: the API server validates pods' selectors
 /// before the scheduler sees them, so a misplaced value list is an error.
-pub fn selector_values(operator: Operator, values: &[&str]) -> Rule<()> {
+pub(super) fn selector_values(operator: Operator, values: &[&str]) -> Rule<()> {
     match operator {
         Operator::In | Operator::NotIn if values.is_empty() => Err(Invalid::new(
             "must be specified when operator is In or NotIn",
@@ -263,7 +264,7 @@ pub fn selector_values(operator: Operator, values: &[&str]) -> Rule<()> {
 /// `LabelSelectorAsSelector` cannot convert (an unknown operator, a key or value that is
 /// not a label, In without values) becomes a requirement `is_valid()` rejects, so the
 /// budget is kept and skipped as upstream skips it.
-pub fn pdb_selector(selector: &SelectorInput<'_>) -> LabelSelector {
+pub(super) fn pdb_selector(selector: &SelectorInput<'_>) -> LabelSelector {
     let match_labels = super::labels_of(&selector.match_labels);
     let mut match_expressions = Vec::with_capacity(selector.match_expressions.len());
     for (k, v) in match_labels.iter() {

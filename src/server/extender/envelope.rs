@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 
 /// A value of the wrong shape: where below the field (spelled out only on error) and why.
 #[derive(Debug)]
-pub struct Misfit {
+pub(super) struct Misfit {
     pub path: String,
     pub message: &'static str,
 }
@@ -40,7 +40,7 @@ impl Misfit {
 }
 
 /// A field as read: `Ok(None)` when missing or `null`.
-pub type Read<T> = Result<Option<T>, Misfit>;
+pub(super) type Read<T> = Result<Option<T>, Misfit>;
 
 /// Visitor methods for the JSON scalars but strings: `null` reads as missing, the others
 /// as `$misfit`.
@@ -122,7 +122,7 @@ impl<T, V> From<Read<T>> for Shaped<T, V> {
 
 /// The shape of a field: how its expected JSON reads. An object or array of a shape that
 /// does not take one is read over and refused.
-pub trait Shape<'de>: Sized {
+pub(super) trait Shape<'de>: Sized {
     type Item;
     fn expecting() -> &'static str;
     fn map<A: MapAccess<'de>>(mut map: A) -> Result<Read<Self::Item>, A::Error> {
@@ -313,12 +313,12 @@ impl<'de> Shape<'de> for PerNodeShape {
 }
 
 /// Reads one node's value of `NodeNameToMetaVictims`: its victims' UIDs.
-pub fn meta_victims(raw: &RawValue) -> Read<Vec<Text<'_>>> {
+pub(super) fn meta_victims(raw: &RawValue) -> Read<Vec<Text<'_>>> {
     read_raw::<VictimsShape<MetaPodsShape>>(raw)
 }
 
 /// Reads one node's value of `NodeNameToVictims`: its victim pods, as JSON.
-pub fn victim_pods(raw: &RawValue) -> Read<Vec<Value>> {
+pub(super) fn victim_pods(raw: &RawValue) -> Read<Vec<Value>> {
     read_raw::<VictimsShape<ObjectsShape>>(raw)
 }
 
@@ -400,17 +400,17 @@ impl<'de> Shape<'de> for MetaPodShape {
 type MetaPod<'de> = Shaped<Text<'de>, MetaPodShape>;
 
 /// Each candidate node with its victims, unread (see [`meta_victims`], [`victim_pods`]).
-pub type ByNode<'de> = Vec<(Text<'de>, &'de RawValue)>;
+pub(super) type ByNode<'de> = Vec<(Text<'de>, &'de RawValue)>;
 type VictimsByNode<'de> = Shaped<ByNode<'de>, PerNodeShape>;
 
 /// `ExtenderArgs` (`/filter`, `/prioritize`).
-pub struct Args<'de> {
+pub(super) struct Args<'de> {
     pub pod: Read<Value>,
     pub node_names: Read<Vec<Text<'de>>>,
     pub nodes: Read<Vec<Value>>,
 }
 
-pub struct ArgsShape;
+pub(super) struct ArgsShape;
 impl<'de> Shape<'de> for ArgsShape {
     type Item = Args<'de>;
     fn expecting() -> &'static str {
@@ -435,13 +435,13 @@ impl<'de> Shape<'de> for ArgsShape {
 }
 
 /// `ExtenderPreemptionArgs` (`/preempt`).
-pub struct PreemptionArgs<'de> {
+pub(super) struct PreemptionArgs<'de> {
     pub pod: Read<Value>,
     pub meta_victims: Read<ByNode<'de>>,
     pub victims: Read<ByNode<'de>>,
 }
 
-pub struct PreemptionArgsShape;
+pub(super) struct PreemptionArgsShape;
 impl<'de> Shape<'de> for PreemptionArgsShape {
     type Item = PreemptionArgs<'de>;
     fn expecting() -> &'static str {
@@ -467,7 +467,7 @@ impl<'de> Shape<'de> for PreemptionArgsShape {
 }
 
 /// Reads a body: `Err` only for malformed JSON; `Ok(None)` for JSON that is not an object.
-pub fn read_body<'de, V: Shape<'de>>(
+pub(super) fn read_body<'de, V: Shape<'de>>(
     body: &'de [u8],
 ) -> Result<Option<V::Item>, serde_json::Error> {
     // UTF-8 checked once for the whole body rather than string by string (a `/preempt`

@@ -53,7 +53,7 @@ pub(crate) struct ExtenderEndpoint {
 
 impl ExtenderEndpoint {
     /// Binds `addr` and serves the verbs (over TLS with `tls`).
-    pub async fn start(
+    pub(crate) async fn start(
         addr: SocketAddr,
         app: Arc<App>,
         authz: Option<Arc<AuthzPolicy>>,
@@ -90,12 +90,12 @@ impl ExtenderEndpoint {
         })
     }
 
-    pub fn local_addr(&self) -> SocketAddr {
+    pub(crate) fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
     /// Stops accepting, lets requests in flight finish within `grace`.
-    pub async fn shutdown(mut self, grace: Duration) {
+    pub(crate) async fn shutdown(mut self, grace: Duration) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }

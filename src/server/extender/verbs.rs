@@ -65,7 +65,7 @@ fn built<'de>(app: &App, args: ArgsJson<'de>) -> Result<ExtenderArgs<'de>, ApiEr
 
 /// `/filter`: the nodes the placement policy allows; without a policy, every node the
 /// request names (that the cache holds, for nodeCacheCapable requests).
-pub fn filter<'de>(app: &App, args: ArgsJson<'de>) -> FilterResult<'de> {
+pub(super) fn filter<'de>(app: &App, args: ArgsJson<'de>) -> FilterResult<'de> {
     match built(app, args) {
         Ok(args) => filter_built(app, args),
         Err(error) => FilterResult {
@@ -138,7 +138,10 @@ impl<'de> FilterResult<'de> {
 
 /// `/prioritize`: every node the request names with the policy's score, 0 to 10
 /// (without a policy, or for a node the cache lacks: 0).
-pub fn prioritize<'de>(app: &App, args: ArgsJson<'de>) -> Result<Vec<HostPriority<'de>>, ApiError> {
+pub(super) fn prioritize<'de>(
+    app: &App,
+    args: ArgsJson<'de>,
+) -> Result<Vec<HostPriority<'de>>, ApiError> {
     let args = built(app, args)?;
     let policy = app.policy().map(|p| &**p);
     let critical = policy.is_some_and(|p| p.is_critical(&args.pod));
@@ -169,7 +172,7 @@ pub fn prioritize<'de>(app: &App, args: ArgsJson<'de>) -> Result<Vec<HostPriorit
 /// `/preempt`: of the scheduler's candidates, those the policy (and strict PDB mode)
 /// allows, each with the victims preemptd's engine chooses there — kept only when every
 /// one of them is a pod the scheduler lists for that node.
-pub fn preempt<'de>(
+pub(super) fn preempt<'de>(
     app: &App,
     args: PreemptionArgsJson<'de>,
 ) -> Result<PreemptionResult<'de>, ApiError> {

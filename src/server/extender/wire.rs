@@ -41,13 +41,18 @@ enum NodesJson<'de> {
 /// `ExtenderArgs` built: the nodes by name, or built with their JSON kept to echo back.
 #[derive(Debug)]
 pub struct ExtenderArgs<'de> {
+    /// The pod to place.
     pub pod: Pod,
+    /// The nodes to consider.
     pub nodes: NodesGiven<'de>,
 }
 
+/// The nodes of an `ExtenderArgs`, as the scheduler sent them.
 #[derive(Debug)]
 pub enum NodesGiven<'de> {
+    /// By name (`NodeNames`).
     Names(Vec<Text<'de>>),
+    /// In full (`Nodes.items`), each with its JSON to echo back.
     Full(Vec<(Node, Value)>),
 }
 
@@ -70,7 +75,9 @@ enum VictimsJson<'de> {
 /// scheduler chose there, in the request's order.
 #[derive(Debug)]
 pub struct PreemptionArgs<'de> {
+    /// The preemptor.
     pub pod: Pod,
+    /// Each candidate node's name and its victims' UIDs.
     pub candidates: Vec<(Text<'de>, Vec<Text<'de>>)>,
 }
 
@@ -228,14 +235,19 @@ impl<'de> PreemptionArgsJson<'de> {
 /// `ExtenderFilterResult`; node names borrowed from the request.
 #[derive(Debug, Default, Serialize)]
 pub struct FilterResult<'de> {
+    /// The nodes that pass, in full, when they were sent in full.
     #[serde(rename = "Nodes")]
     pub nodes: Option<NodeList>,
+    /// The nodes that pass, by name, when they were sent by name.
     #[serde(rename = "NodeNames")]
     pub node_names: Option<Vec<Text<'de>>>,
+    /// Nodes that fail, with why; preemption may help.
     #[serde(rename = "FailedNodes")]
     pub failed_nodes: BTreeMap<Text<'de>, String>,
+    /// Nodes that fail, with why; preemption cannot help.
     #[serde(rename = "FailedAndUnresolvableNodes")]
     pub failed_and_unresolvable_nodes: BTreeMap<Text<'de>, String>,
+    /// Why the whole call failed; empty when it did not.
     #[serde(rename = "Error")]
     pub error: String,
 }
@@ -243,15 +255,19 @@ pub struct FilterResult<'de> {
 /// A v1 NodeList as Go marshals one: `metadata` and `items`.
 #[derive(Debug, Default, Serialize)]
 pub struct NodeList {
+    /// The list's metadata.
     pub metadata: Map<String, Value>,
+    /// The nodes, as the scheduler sent them.
     pub items: Vec<Value>,
 }
 
 /// `HostPriority`; a `HostPriorityList` is a bare array of them.
 #[derive(Debug, Serialize, PartialEq, Eq)]
 pub struct HostPriority<'de> {
+    /// The node's name.
     #[serde(rename = "Host")]
     pub host: Text<'de>,
+    /// The node's score.
     #[serde(rename = "Score")]
     pub score: i64,
 }
@@ -259,6 +275,7 @@ pub struct HostPriority<'de> {
 /// `ExtenderPreemptionResult`: the kept candidates, by node name.
 #[derive(Debug, Default, Serialize)]
 pub struct PreemptionResult<'de> {
+    /// Each node kept, with the victims on it.
     #[serde(rename = "NodeNameToMetaVictims")]
     pub node_name_to_meta_victims: BTreeMap<Text<'de>, MetaVictims>,
 }
@@ -266,8 +283,10 @@ pub struct PreemptionResult<'de> {
 /// `MetaVictims`.
 #[derive(Debug, Serialize, PartialEq)]
 pub struct MetaVictims {
+    /// The victims.
     #[serde(rename = "Pods")]
     pub pods: Vec<MetaPod>,
+    /// How many PodDisruptionBudgets the preemption violates.
     #[serde(rename = "NumPDBViolations")]
     pub num_pdb_violations: i64,
 }
