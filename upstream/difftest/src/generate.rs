@@ -705,9 +705,8 @@ fn preemptor(ctx: &mut Ctx, profile: &NodeProfile) -> Value {
         }
         spec.insert("nodeSelector".into(), Value::Object(sel));
     }
-    if ctx.chance(0.03) {
-        spec.insert("nodeName".into(), json!(ctx.pick(&nodes)));
-    }
+    // No `nodeName`: a preemptor is pending (upstream never preempts for a bound pod, and
+    // preemptd refuses one).
     let mut affinity = Map::new();
     if ctx.chance(0.15) {
         affinity.insert("nodeAffinity".into(), node_affinity(ctx));
