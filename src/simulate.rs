@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize as _;
 use serde_json::Value;
 
-use crate::app::{AnyChange, App, AppConfig, AppError, Change, PodArc, PreemptRequest};
+use crate::app::{AnyChange, App, AppConfig, AppError, PreemptRequest};
 use crate::engine::Decision;
 use crate::model::Pod;
 use crate::model::decode::{self, DecodeError, Object};
@@ -281,7 +281,7 @@ pub fn load_cluster(
         let mut indexes = indexes.into_iter();
         let mut failed = None;
         app.apply_in_order(
-            batch.into_iter().map(|(_, object)| change_of(object)),
+            batch.into_iter().map(|(_, object)| AnyChange::from(object)),
             |result| {
                 let index = indexes.next().unwrap_or_default();
                 if let Err(error) = result {
@@ -297,16 +297,6 @@ pub fn load_cluster(
         }
     }
     Ok(app)
-}
-
-fn change_of(object: Object) -> AnyChange {
-    match object {
-        Object::Node(node) => AnyChange::Node(Change::Upsert(node)),
-        Object::Pod(pod) => AnyChange::Pod(Change::Upsert(PodArc::new(pod))),
-        Object::Pdb(pdb) => AnyChange::Pdb(Change::Upsert(pdb)),
-        Object::PriorityClass(class) => AnyChange::PriorityClass(Change::Upsert(class)),
-        Object::Namespace(ns) => AnyChange::Namespace(Change::Upsert(ns)),
-    }
 }
 
 /// Decides for `pod` on `app` as a dry-run `Preempt` does: admitted, with the nomination

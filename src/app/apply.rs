@@ -5,6 +5,7 @@
 use parking_lot::MutexGuard;
 
 use crate::cache::{CommitChange, Nomination, PodUpsert, UpdateOutcome};
+use crate::model::decode::Object;
 use crate::model::namespace::Namespace;
 use crate::model::priority::{PriorityClass, PriorityClasses};
 use crate::model::{Node, Pod, PodDisruptionBudget};
@@ -83,6 +84,19 @@ pub enum AnyChange {
     PriorityClass(Change<PriorityClass>),
     /// A Namespace.
     Namespace(Change<Namespace>),
+}
+
+/// A decoded object (a watch event's, a file's) as an upsert.
+impl From<Object> for AnyChange {
+    fn from(object: Object) -> Self {
+        match object {
+            Object::Node(node) => AnyChange::Node(Change::Upsert(node)),
+            Object::Pod(pod) => AnyChange::Pod(Change::Upsert(PodArc::new(pod))),
+            Object::Pdb(pdb) => AnyChange::Pdb(Change::Upsert(pdb)),
+            Object::PriorityClass(class) => AnyChange::PriorityClass(Change::Upsert(class)),
+            Object::Namespace(ns) => AnyChange::Namespace(Change::Upsert(ns)),
+        }
+    }
 }
 
 /// What applying a change did: applied or stale, with the versions to report.

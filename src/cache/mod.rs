@@ -14,6 +14,7 @@ use triomphe::Arc;
 use dashmap::DashMap;
 use parking_lot::{Mutex, MutexGuard};
 
+use crate::model::named::{ByName, Named};
 use crate::model::namespace::{Namespace, Namespaces};
 use crate::model::priority::{PriorityClass, PriorityClasses};
 use crate::model::{Node, Pod, PodDisruptionBudget, Str};
@@ -257,24 +258,7 @@ impl ClusterCache {
 
     /// Adds or replaces a PriorityClass.
     pub fn upsert_priority_class(&self, class: PriorityClass) -> UpdateOutcome {
-        let table = self.table.lock();
-        let mut classes = self.priority_classes.write();
-        if let Some(held) = classes.get(&class.name)
-            && is_stale(class.resource_version, held.resource_version)
-        {
-            return UpdateOutcome {
-                applied: false,
-                resource_version: held.resource_version,
-                revision: self.revision(),
-            };
-        }
-        let rv = class.resource_version;
-        Arc::make_mut(&mut classes).insert(class);
-        UpdateOutcome {
-            applied: true,
-            resource_version: rv,
-            revision: self.bump(&table),
-        }
+        self.upsert_named(&self.priority_classes, class)
     }
 
     /// Deletes a PriorityClass by name (and uid when given, which must then match).
@@ -283,23 +267,7 @@ impl ClusterCache {
         name: &str,
         uid: Option<&str>,
     ) -> Result<UpdateOutcome, CacheError> {
-        let table = self.table.lock();
-        let mut classes = self.priority_classes.write();
-        let held_uid = classes.get(name).map(|c| c.uid.clone());
-        match held_uid {
-            Some(held) if uid.is_none_or(|u| u.is_empty() || *u == *held) => {
-                Arc::make_mut(&mut classes).remove(name);
-                Ok(UpdateOutcome {
-                    applied: true,
-                    resource_version: 0,
-                    revision: self.bump(&table),
-                })
-            }
-            _ => Err(CacheError::NotFound {
-                kind: "priorityclass",
-                name: name.to_string(),
-            }),
-        }
+        self.delete_named(&self.priority_classes, "priorityclass", name, uid)
     }
 
     /// Every PriorityClass held.
@@ -309,24 +277,7 @@ impl ClusterCache {
 
     /// Adds or replaces a Namespace.
     pub fn upsert_namespace(&self, namespace: Namespace) -> UpdateOutcome {
-        let table = self.table.lock();
-        let mut namespaces = self.namespaces.write();
-        if let Some(held) = namespaces.get(&namespace.name)
-            && is_stale(namespace.resource_version, held.resource_version)
-        {
-            return UpdateOutcome {
-                applied: false,
-                resource_version: held.resource_version,
-                revision: self.revision(),
-            };
-        }
-        let rv = namespace.resource_version;
-        Arc::make_mut(&mut namespaces).insert(namespace);
-        UpdateOutcome {
-            applied: true,
-            resource_version: rv,
-            revision: self.bump(&table),
-        }
+        self.upsert_named(&self.namespaces, namespace)
     }
 
     /// Deletes a Namespace by name (and uid when given, which must then match); its pods
@@ -336,12 +287,50 @@ impl ClusterCache {
         name: &str,
         uid: Option<&str>,
     ) -> Result<UpdateOutcome, CacheError> {
+        self.delete_named(&self.namespaces, "namespace", name, uid)
+    }
+
+    /// Adds or replaces an object of a by-name kind (unless the one held is newer).
+    fn upsert_named<T: Named + Clone>(
+        &self,
+        store: &parking_lot::RwLock<Arc<ByName<T>>>,
+        object: T,
+    ) -> UpdateOutcome {
         let table = self.table.lock();
-        let mut namespaces = self.namespaces.write();
-        let held_uid = namespaces.get(name).map(|n| n.uid.clone());
+        let mut held = store.write();
+        if let Some(current) = held.get(object.name())
+            && is_stale(object.resource_version(), current.resource_version())
+        {
+            return UpdateOutcome {
+                applied: false,
+                resource_version: current.resource_version(),
+                revision: self.revision(),
+            };
+        }
+        let resource_version = object.resource_version();
+        Arc::make_mut(&mut held).insert(object);
+        UpdateOutcome {
+            applied: true,
+            resource_version,
+            revision: self.bump(&table),
+        }
+    }
+
+    /// Deletes an object of a by-name kind by name (and uid when given, which must then
+    /// match).
+    fn delete_named<T: Named + Clone>(
+        &self,
+        store: &parking_lot::RwLock<Arc<ByName<T>>>,
+        kind: &'static str,
+        name: &str,
+        uid: Option<&str>,
+    ) -> Result<UpdateOutcome, CacheError> {
+        let table = self.table.lock();
+        let mut held = store.write();
+        let held_uid = held.get(name).map(|object| object.uid().clone());
         match held_uid {
-            Some(held) if uid.is_none_or(|u| u.is_empty() || *u == *held) => {
-                Arc::make_mut(&mut namespaces).remove(name);
+            Some(current) if uid.is_none_or(|u| u.is_empty() || *u == *current) => {
+                Arc::make_mut(&mut held).remove(name);
                 Ok(UpdateOutcome {
                     applied: true,
                     resource_version: 0,
@@ -349,7 +338,7 @@ impl ClusterCache {
                 })
             }
             _ => Err(CacheError::NotFound {
-                kind: "namespace",
+                kind,
                 name: name.to_string(),
             }),
         }

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::hash::BuildHasher as _;
 use std::sync::Arc;
 
-use crate::app::{AnyChange, App, AppError, Change, ObjectKey as AppKey, PodArc};
+use crate::app::{AnyChange, App, AppError, Change, ObjectKey as AppKey};
 use crate::model::Pod;
 use crate::model::decode::Object;
 
@@ -26,16 +26,6 @@ impl AppMirror {
     /// The watches' writer into `app`.
     pub fn new(app: Arc<App>) -> Self {
         AppMirror { app }
-    }
-}
-
-fn change_of(object: Object) -> AnyChange {
-    match object {
-        Object::Node(node) => AnyChange::Node(Change::Upsert(node)),
-        Object::Pod(pod) => AnyChange::Pod(Change::Upsert(PodArc::new(pod))),
-        Object::Pdb(pdb) => AnyChange::Pdb(Change::Upsert(pdb)),
-        Object::PriorityClass(class) => AnyChange::PriorityClass(Change::Upsert(class)),
-        Object::Namespace(ns) => AnyChange::Namespace(Change::Upsert(ns)),
     }
 }
 
@@ -87,7 +77,7 @@ impl Mirror for AppMirror {
                 }
                 changes.extend(self.replaced_by(pod));
             }
-            changes.push(change_of(object));
+            changes.push(AnyChange::from(object));
         }
         self.apply(&mut changes);
     }

@@ -8,6 +8,10 @@ use super::Str;
 pub trait Named {
     /// The object's name.
     fn name(&self) -> &Str;
+    /// The object's uid.
+    fn uid(&self) -> &Str;
+    /// The object's resource version (0: unversioned).
+    fn resource_version(&self) -> u64;
 }
 
 /// Objects of one kind by name.

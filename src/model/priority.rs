@@ -53,6 +53,14 @@ impl Named for PriorityClass {
     fn name(&self) -> &Str {
         &self.name
     }
+
+    fn uid(&self) -> &Str {
+        &self.uid
+    }
+
+    fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
 }
 
 impl ByName<PriorityClass> {
