@@ -3,7 +3,7 @@
 # for a bounded time from a seed corpus of the conformance scenarios. cargo-fuzz needs a
 # nightly compiler's flags: RUSTC_BOOTSTRAP lets the stable toolchain accept them.
 # A crash fails the run; its input is in fuzz/artifacts/TARGET/ (make it a regression test).
-# Longer runs: FUZZ_SECONDS=3600 .ci/fuzz.sh; some targets only: .ci/fuzz.sh sync_stream extender_json
+# Longer runs: FUZZ_SECONDS=3600 .ci/fuzz.sh; some targets only: .ci/fuzz.sh wire_pod extender_json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-30}"
@@ -15,7 +15,7 @@ export RUSTC_BOOTSTRAP=1
 corpus=fuzz/corpus
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(kubernetes_json quantity sync_stream label_selector extender_json)
+  targets=(kubernetes_json quantity wire_pod sync_stream label_selector extender_json)
 fi
 mkdir -p "${corpus}/kubernetes_json" "${corpus}/quantity"
 for target in "${targets[@]}"; do

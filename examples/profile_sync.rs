@@ -1,8 +1,8 @@
 //! Times the two stages a `Sync` load puts every pod through, one after the other on one
-//! thread: receiving (decoding each item with prost and converting it into the model,
-//! item by item) and the cache insert (in batches, as the stream's applier does). No gRPC,
-//! no threads: the per-stage figures are steadier than a load's rate on a shared machine,
-//! and the process is a target for `perf record`.
+//! thread: receiving (reading each pod from its encoding into the model, item by item;
+//! `PROFILE_PROST=1` decodes it with prost and converts, as the server once did) and the
+//! cache insert (in batches, as the stream's applier does). No gRPC, no threads: the per-stage figures are steadier
+//! than a load's rate on a shared machine, and the process is a target for `perf record`.
 //! `cargo run --release --example profile_sync -- [nodes] [pods per node] [rounds]`
 
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use preemptd::cache::ClusterCache;
 use preemptd::generate::{self, ClusterSpec};
 use preemptd::model::Pod;
 use preemptd::model::build::Memo;
+use preemptd::server::wire::{self, ReceivedPod, SyncRequestWire, WireItem};
 use preemptd::server::{convert, messages, pb};
 use prost::Message;
 
@@ -26,6 +27,8 @@ fn main() {
     let rounds: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(3);
     // As a Sync stream converts: with its memo of repeated strings, label sets and details.
     let no_memo = std::env::var_os("PROFILE_NO_MEMO").is_some();
+    // As the server received pods before it read them from their encoding.
+    let decode_with_prost = std::env::var_os("PROFILE_PROST").is_some();
     let cluster = generate::generate(&ClusterSpec {
         nodes,
         pods_per_node,
@@ -73,7 +76,7 @@ fn main() {
         for chunk in encoded.chunks(BATCH) {
             // Each item decoded and converted in turn, as the receiving task does.
             let started = Instant::now();
-            let pods = receive_chunk(chunk, &mut memo);
+            let pods = receive_chunk(chunk, &mut memo, decode_with_prost);
             receive += started.elapsed();
 
             let started = Instant::now();
@@ -110,25 +113,50 @@ fn main() {
 // The two stages are functions of their own (never inlined), so a profiler reports each
 // one's inclusive cost.
 
-/// Receives a chunk's items one by one, as the converter does: each decoded with prost
-/// (as tonic's codec does), then converted.
+/// Receives a chunk's items one by one, as the receiving task does.
 #[inline(never)]
-fn receive_chunk(chunk: &[Bytes], memo: &mut Memo) -> Vec<triomphe::Arc<Pod>> {
+fn receive_chunk(
+    chunk: &[Bytes],
+    memo: &mut Memo,
+    decode_with_prost: bool,
+) -> Vec<triomphe::Arc<Pod>> {
     chunk
         .iter()
         .map(|bytes| {
-            let request = pb::SyncRequest::decode(bytes.clone()).expect("encoded above");
-            // The converter hands the applier each pod in its final allocation.
-            triomphe::Arc::new(match request.item {
-                Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
-                    change: Some(pb::update_pod_request::Change::Upsert(pod)),
-                })) => {
-                    convert::pod_with_memo("upsert", &pod, memo).expect("generated pods are valid")
-                }
-                _ => unreachable!("only pod upserts were encoded"),
-            })
+            // The receiving task hands the applier each pod in its final allocation.
+            if decode_with_prost {
+                return triomphe::Arc::new(receive_with_prost(bytes, memo));
+            }
+            let request = SyncRequestWire::decode(bytes.clone()).expect("encoded above");
+            let Some(WireItem::Pod(encoding)) = request.item else {
+                unreachable!("only pods were encoded")
+            };
+            triomphe::Arc::new(
+                match wire::receive_pod(encoding, memo).expect("encoded above") {
+                    ReceivedPod::Upserted(pod) => pod.expect("generated pods are valid"),
+                    // A pod with fields the wire reader leaves to prost.
+                    ReceivedPod::Decoded(request) => match request.change {
+                        Some(pb::update_pod_request::Change::Upsert(pod)) => {
+                            convert::pod_with_memo("upsert", &pod, memo)
+                                .expect("generated pods are valid")
+                        }
+                        _ => unreachable!("only upserts were encoded"),
+                    },
+                },
+            )
         })
         .collect()
+}
+
+/// Decodes the whole request with prost, then converts (`PROFILE_PROST=1`).
+fn receive_with_prost(bytes: &[u8], memo: &mut Memo) -> Pod {
+    let request = pb::SyncRequest::decode(bytes).expect("encoded above");
+    match request.item {
+        Some(pb::sync_request::Item::Pod(pb::UpdatePodRequest {
+            change: Some(pb::update_pod_request::Change::Upsert(pod)),
+        })) => convert::pod_with_memo("upsert", &pod, memo).expect("generated pods are valid"),
+        _ => unreachable!("only pod upserts were encoded"),
+    }
 }
 
 /// Inserts a chunk's pods as one batch, as the applier does.

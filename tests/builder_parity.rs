@@ -2,9 +2,8 @@
 //! valid and invalid (odd quantities and exponents, selectors with bad keys and operators,
 //! tolerations, ports, missing keys), are read as Kubernetes JSON, as typed messages
 //! (mapped from the JSON by the tests' own mapping, `grpc_support::typed`) and as those
-//! messages' protobuf encoding decoded by prost and converted with a memo, as `Sync` and
-//! `UpdatePod` receive them. Each must give the same model object, or the same error
-//! naming the same field.
+//! messages' protobuf encoding through the wire reader `Sync` and `UpdatePod` use. Each
+//! must give the same model object, or the same error naming the same field.
 
 mod grpc_support;
 
@@ -15,6 +14,7 @@ use preemptd::model::build::Memo;
 use preemptd::model::decode::{self, DecodeError};
 use preemptd::model::{Node, Pod, PodDisruptionBudget};
 use preemptd::server::errors::ApiError;
+use preemptd::server::wire::{self, Received, ReceivedPod};
 use preemptd::server::{convert, pb};
 use proptest::prelude::*;
 use prost::Message as _;
@@ -57,14 +57,9 @@ fn node_outcomes(object: &Value) -> [Outcome<Node>; 4] {
     );
     // Twice through one memo: the second read takes what the first remembered.
     let mut memo = Memo::new(64);
-    let mut wire = || match pb::UpdateNodeRequest::decode(encoding.clone())
-        .expect("decodes")
-        .change
-    {
-        Some(pb::update_node_request::Change::Upsert(n)) => {
-            from_typed(convert::node_with_memo("upsert", &n, &mut memo))
-        }
-        other => panic!("not an upsert: {other:?}"),
+    let mut wire = || match wire::receive_node(encoding.clone(), &mut memo).expect("decodes") {
+        Received::Upserted(node) => from_typed(node),
+        Received::Decoded(_) => panic!("a node's upsert is read from its encoding"),
     };
     [
         from_json(decode::decode_node(object)),
@@ -84,14 +79,15 @@ fn pod_outcomes(object: &Value) -> [Outcome<Pod>; 4] {
     );
     let mut memo = Memo::new(64);
     let mut wire = || {
-        let pod = match pb::UpdatePodRequest::decode(encoding.clone())
-            .expect("decodes")
-            .change
-        {
-            Some(pb::update_pod_request::Change::Upsert(p)) => {
-                convert::pod_with_memo("upsert", &p, &mut memo)
-            }
-            other => panic!("not an upsert: {other:?}"),
+        let pod = match wire::read_update_pod(encoding.clone(), &mut memo).expect("decodes") {
+            ReceivedPod::Upserted(pod) => pod,
+            // A field the wire reader leaves to prost: decoded, then the typed reader.
+            Received::Decoded(request) => match request.change {
+                Some(pb::update_pod_request::Change::Upsert(p)) => {
+                    convert::pod_with_memo("upsert", &p, &mut memo)
+                }
+                other => panic!("not an upsert: {other:?}"),
+            },
         };
         from_typed(pod).map(held)
     };

@@ -441,32 +441,3 @@ async fn an_undecodable_item_fails_the_stream_while_it_is_open() {
     .await
     .expect("test timed out");
 }
-
-/// A request message that is the bytes it holds, sent as they are.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct RawMessage(Vec<u8>);
-
-impl prost::Message for RawMessage {
-    fn encode_raw(&self, buf: &mut impl bytes::BufMut) {
-        buf.put_slice(&self.0);
-    }
-
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: prost::encoding::WireType,
-        buf: &mut impl bytes::Buf,
-        ctx: prost::encoding::DecodeContext,
-    ) -> Result<(), prost::DecodeError> {
-        // Only ever sent.
-        prost::encoding::skip_field(wire_type, tag, buf, ctx)
-    }
-
-    fn encoded_len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn clear(&mut self) {
-        self.0.clear();
-    }
-}

@@ -1,19 +1,20 @@
-//! `Sync` and `UpdatePod` requests of arbitrary bytes, read as the server reads them:
-//! decoded by prost (tonic's codec), then each pod or node upsert converted by the typed
-//! converter with one memo for the whole stream, as `Sync`'s converter keeps it (and as a
-//! thread keeps one for `UpdatePod`). Whatever the bytes, nothing panics, and a converted
-//! object (or its error) is the one a conversion without a memo gives. Items are a
-//! generated cluster's nodes and pods as a client encodes them, corrupted, cut short,
-//! merged, or any bytes: the memo then sees many near-identical values, which is where
-//! sharing what it remembers can go wrong.
+//! `Sync` streams of arbitrary items: each item, read as the server reads it (the wire
+//! readers, with one memo for the whole stream as `Sync` keeps it), is refused exactly
+//! when prost refuses it, and gives the node or pod (or the error) the typed reader gives
+//! for prost's decoding. Items are a generated cluster's nodes and pods as a client
+//! encodes them, corrupted, cut short, merged, or any bytes: the memo then sees many
+//! near-identical templates, which is where reading from the encoding can go wrong.
 #![no_main]
 
 use std::sync::LazyLock;
 
+use bytes::Bytes;
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use preemptd::generate::{self, ClusterSpec};
+use preemptd::model::Pod;
 use preemptd::model::build::Memo;
+use preemptd::server::wire::{self, Received, SyncRequestWire, WireItem};
 use preemptd::server::{convert, messages, pb};
 use prost::Message as _;
 
@@ -44,6 +45,15 @@ static BASE: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
         .map(|item| pb::SyncRequest { item: Some(item) }.encode_to_vec())
         .collect()
 });
+
+/// A pod as the cache holds it: a pod read from its encoding comes without the container
+/// specs its requests and host ports were made of.
+fn held(mut pod: Pod) -> Pod {
+    if pod.details.holds_specs() {
+        pod.details_mut().drop_specs();
+    }
+    pod
+}
 
 #[derive(Arbitrary, Debug)]
 enum Item {
@@ -84,38 +94,72 @@ impl Item {
     }
 }
 
-/// A pod or node upsert converted with the stream's memo, as the server converts it, and
-/// without one.
-fn check_upserts(item: Option<pb::sync_request::Item>, memo: &mut Memo) {
-    use pb::sync_request::Item as Typed;
-    match item {
-        Some(Typed::Pod(pb::UpdatePodRequest {
-            change: Some(pb::update_pod_request::Change::Upsert(pod)),
-        })) => assert_eq!(
-            convert::pod_with_memo("upsert", &pod, memo),
-            convert::pod("upsert", &pod)
-        ),
-        Some(Typed::Node(pb::UpdateNodeRequest {
-            change: Some(pb::update_node_request::Change::Upsert(node)),
-        })) => assert_eq!(
-            convert::node_with_memo("upsert", &node, memo),
-            convert::node("upsert", &node)
-        ),
-        _ => {}
-    }
-}
-
 fuzz_target!(|items: Vec<Item>| {
     let mut memo = Memo::for_stream();
     for item in &items {
-        let encoding = item.encoding();
-        // A `Sync` item, as its stream's converter receives it from tonic.
-        if let Ok(request) = pb::SyncRequest::decode(&encoding[..]) {
-            check_upserts(request.item, &mut memo);
-        }
-        // The same bytes as an `UpdatePod` request, as its handler decodes and converts it.
-        if let Ok(request) = pb::UpdatePodRequest::decode(&encoding[..]) {
-            check_upserts(Some(pb::sync_request::Item::Pod(request)), &mut memo);
+        let encoding = Bytes::from(item.encoding());
+        let typed = pb::SyncRequest::decode(encoding.clone()).map(|request| request.item);
+        // The server decodes the request as tonic does (pod and node items kept as bytes) and reads them
+        // (refusing them or not) when it converts the item.
+        let read = SyncRequestWire::decode(encoding).map(|request| request.item);
+        use pb::sync_request::Item as Typed;
+        match (typed, read) {
+            (Err(_), Err(_)) => {}
+            (Err(error), Ok(Some(WireItem::Pod(encoding)))) => {
+                let read = wire::receive_pod(encoding, &mut memo);
+                assert!(
+                    read.is_err(),
+                    "prost refused a pod item ({error}) the wire reader read: {read:?}"
+                );
+            }
+            (Err(error), Ok(Some(WireItem::Node(encoding)))) => {
+                let read = wire::receive_node(encoding, &mut memo);
+                assert!(
+                    read.is_err(),
+                    "prost refused a node item ({error}) the wire reader read: {read:?}"
+                );
+            }
+            (Ok(Some(Typed::Pod(request))), Ok(Some(WireItem::Pod(encoding)))) => {
+                match wire::receive_pod(encoding, &mut memo) {
+                    Ok(Received::Upserted(pod)) => {
+                        let Some(pb::update_pod_request::Change::Upsert(typed)) = request.change
+                        else {
+                            panic!("the wire reader upserted an item that holds no upsert");
+                        };
+                        assert_eq!(pod.map(held), convert::pod("upsert", &typed).map(held));
+                    }
+                    Ok(Received::Decoded(boxed)) => assert_eq!(request, *boxed),
+                    Err(error) => {
+                        panic!("prost decoded a pod item the wire reader refused: {error}")
+                    }
+                }
+            }
+            (Ok(Some(Typed::Node(request))), Ok(Some(WireItem::Node(encoding)))) => {
+                match wire::receive_node(encoding, &mut memo) {
+                    Ok(Received::Upserted(node)) => {
+                        let Some(pb::update_node_request::Change::Upsert(typed)) = request.change
+                        else {
+                            panic!("the wire reader upserted an item that holds no upsert");
+                        };
+                        assert_eq!(node, convert::node("upsert", &typed));
+                    }
+                    Ok(Received::Decoded(boxed)) => assert_eq!(request, *boxed),
+                    Err(error) => {
+                        panic!("prost decoded a node item the wire reader refused: {error}")
+                    }
+                }
+            }
+            (Ok(Some(Typed::Pdb(typed))), Ok(Some(WireItem::Pdb(read)))) => {
+                assert_eq!(typed, *read)
+            }
+            (Ok(Some(Typed::PriorityClass(typed))), Ok(Some(WireItem::PriorityClass(read)))) => {
+                assert_eq!(typed, *read)
+            }
+            (Ok(Some(Typed::Namespace(typed))), Ok(Some(WireItem::Namespace(read)))) => {
+                assert_eq!(typed, *read)
+            }
+            (Ok(None), Ok(None)) => {}
+            (typed, read) => panic!("prost and the wire reader disagree: {typed:?} / {read:?}"),
         }
     }
 });

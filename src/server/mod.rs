@@ -18,6 +18,7 @@ mod middleware;
 mod probe;
 mod service;
 pub mod tls;
+pub mod wire;
 
 pub use probe::{ProbeCredentials, check_health};
 
@@ -41,6 +42,9 @@ use service::PreemptionService;
 #[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod pb {
     tonic::include_proto!("preemptd.v1");
+    // The server, generated apart: `Sync` receives its requests as `wire`'s type, which
+    // keeps a pod's encoding for the server to read.
+    include!(concat!(env!("OUT_DIR"), "/server/preemptd.v1.rs"));
 
     /// Encoded `FileDescriptorSet` of `preemptd.proto` (for reflection).
     pub const FILE_DESCRIPTOR_SET: &[u8] =

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::app::{App, AppError, Applied, PreemptRequest};
+use crate::app::{AnyChange, App, AppError, Applied, Change, PodArc, PreemptRequest};
 use crate::model::build::Memo;
 use crate::model::decode;
 
 use super::convert;
 use super::errors::ApiError;
 use super::pb;
+use super::wire;
 
 pub(super) mod changes;
 pub(super) mod sync;
@@ -109,9 +110,23 @@ impl pb::preemption_server::Preemption for PreemptionService {
 
     async fn update_pod(
         &self,
-        request: Request<pb::UpdatePodRequest>,
+        request: Request<wire::UpdatePodRequestWire>,
     ) -> Result<Response<pb::UpdatePodResponse>, Status> {
-        let applied = self.update(request.into_inner()).await?;
+        // An upsert is read straight from its encoding (see `wire`); anything else is
+        // decoded by prost and goes the way of every update.
+        let received = UNARY_MEMO
+            .with_borrow_mut(|memo| wire::read_update_pod(request.into_inner().0, memo))
+            .map_err(wire::undecodable)?;
+        let applied = match received {
+            wire::Received::Upserted(pod) => {
+                self.app.check_writable().map_err(ApiError::from)?;
+                let change = Change::Upsert(PodArc::new(pod?));
+                self.app
+                    .apply(AnyChange::Pod(change))
+                    .map_err(ApiError::from)?
+            }
+            wire::Received::Decoded(request) => self.update(*request).await?,
+        };
         Ok(Response::new(pb::UpdatePodResponse::from_applied(
             applied,
             self.app.epoch.clone(),
@@ -305,7 +320,7 @@ impl pb::preemption_server::Preemption for PreemptionService {
 
     async fn sync(
         &self,
-        request: Request<Streaming<pb::SyncRequest>>,
+        request: Request<Streaming<wire::SyncRequestWire>>,
     ) -> Result<Response<pb::SyncResponse>, Status> {
         let app = self.app.clone();
         app.check_writable().map_err(ApiError::from)?;

@@ -3,8 +3,8 @@
 //! Three stages overlap, each on its own thread. The receiving task takes each message
 //! from tonic's stream, gathering what has arrived into chunks bounded by count and by
 //! time (handed on as soon as nothing more has arrived). One converter per stream,
-//! on the blocking pool, converts them to the model with the stream's memo (JSON
-//! documents too). One applier, also on the blocking pool, applies them in order, so
+//! on the blocking pool, converts them to the model with the stream's memo (pods and
+//! nodes read straight from their encoding, see `wire`; JSON documents too). One applier, also on the blocking pool, applies them in order, so
 //! stream order is kept; chunks that queued up while it was busy are applied as one.
 //! Converting and applying take about as long as each other, receiving well under half
 //! of either, so on two cores the two long stages run side by side. No thread is woken
@@ -12,7 +12,8 @@
 //!
 //! Each item goes through the same dispatch as the unary update of its kind (see
 //! `changes`) and the core's one apply; a rejected item is counted and reported, never
-//! fatal to the stream. An item tonic cannot decode fails the stream.
+//! fatal to the stream. An item whose encoding prost rejects fails the stream, as tonic
+//! fails a stream it cannot decode.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -23,11 +24,12 @@ use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tonic::Streaming;
 
-use crate::app::{AnyChange, App, Applied};
+use crate::app::{AnyChange, App, Applied, Change, PodArc};
 use crate::model::build::Memo;
 
 use super::super::errors::ApiError;
 use super::super::pb;
+use super::super::wire::{self, Received, SyncRequestWire, WireItem};
 use super::changes::{Kind, read_sync_item};
 
 /// Most items per chunk: large enough to amortize the hand-off to the applier and the
@@ -98,8 +100,8 @@ impl Tally {
 /// or the server stops). Only cuts messages: converting them is the converter's.
 async fn receive(
     app: &App,
-    stream: &mut Streaming<pb::SyncRequest>,
-    chunks: mpsc::Sender<Vec<pb::SyncRequest>>,
+    stream: &mut Streaming<SyncRequestWire>,
+    chunks: mpsc::Sender<Vec<SyncRequestWire>>,
 ) -> Result<(), ApiError> {
     loop {
         let started = Instant::now();
@@ -131,7 +133,8 @@ async fn receive(
         }
         app.check_running()?;
         if !chunk.is_empty() && chunks.send(chunk).await.is_err() {
-            // The converter stopped early (it panicked): its join reports it.
+            // The converter stopped early, on an item it cannot decode (or by
+            // panicking): its join reports it.
             return Ok(());
         }
         if ended {
@@ -141,36 +144,42 @@ async fn receive(
 }
 
 /// The converter of one stream: converts its chunks in order, with the stream's memo,
-/// and hands them to the applier. Blocking: runs on the blocking pool.
+/// and hands them to the applier. Blocking: runs on the blocking pool. Fails on an item
+/// whose encoding prost rejects, as tonic fails a stream it cannot decode.
 fn convert_queue(
-    mut received: mpsc::Receiver<Vec<pb::SyncRequest>>,
+    mut received: mpsc::Receiver<Vec<SyncRequestWire>>,
     converted: mpsc::Sender<Vec<Prepared>>,
-) {
+) -> Result<(), ApiError> {
     let mut memo = Memo::for_stream();
-    while let Some(chunk) = received.blocking_recv() {
-        let prepared: Vec<Prepared> = chunk
-            .into_iter()
-            .map(|request| read_sync_item(request.item, &mut memo))
-            .collect();
-        if converted.blocking_send(prepared).is_err() {
-            // The applier only stops early by panicking: its join reports it.
-            break;
+    let result = (|| {
+        while let Some(chunk) = received.blocking_recv() {
+            // Sized up front: collected through `Result`, the vector would regrow.
+            let mut prepared = Vec::with_capacity(chunk.len());
+            for request in chunk {
+                prepared.push(prepare_on_receive(request, &mut memo)?);
+            }
+            if converted.blocking_send(prepared).is_err() {
+                // The applier only stops early by panicking: its join reports it.
+                break;
+            }
         }
-    }
+        Ok(())
+    })();
     // Dropped here, on the blocking pool (a memo of tens of thousands of values takes
     // milliseconds to drop), and before a bulk load's freed memory is released.
     drop(memo);
     // What the memo and the chunks freed, before the load's memory is released.
     crate::ops::memory::flush_thread_cache();
+    result
 }
 
 /// Receives the stream, converts and applies it chunk by chunk, and reports.
 pub(super) async fn run(
     app: Arc<App>,
-    mut stream: Streaming<pb::SyncRequest>,
+    mut stream: Streaming<SyncRequestWire>,
 ) -> Result<pb::SyncResponse, ApiError> {
     app.check_running()?;
-    let (received, to_convert) = mpsc::channel::<Vec<pb::SyncRequest>>(QUEUED_CHUNKS);
+    let (received, to_convert) = mpsc::channel::<Vec<SyncRequestWire>>(QUEUED_CHUNKS);
     let (converted, to_apply) = mpsc::channel::<Vec<Prepared>>(QUEUED_CHUNKS);
     let mut converter = tokio::task::spawn_blocking(move || convert_queue(to_convert, converted));
     let applier = {
@@ -180,10 +189,11 @@ pub(super) async fn run(
     tokio::select! {
         received = receive(&app, &mut stream, received) => {
             received?;
-            converter.await?;
+            converter.await??;
         }
-        // Only by panicking does the converter end first: the stream fails at once.
-        converted = &mut converter => converted?,
+        // Only on an item it cannot decode (or a panic) does the converter end first:
+        // the stream fails at once, even while its client sends nothing more.
+        converted = &mut converter => converted??,
     }
     let tally = applier.await?;
     tracing::debug!(
@@ -214,8 +224,8 @@ pub(super) async fn run(
 
 /// The stream's next message if it has already arrived (`None` when it has not).
 async fn next_if_ready(
-    stream: &mut Streaming<pb::SyncRequest>,
-) -> Option<Option<Result<pb::SyncRequest, tonic::Status>>> {
+    stream: &mut Streaming<SyncRequestWire>,
+) -> Option<Option<Result<SyncRequestWire, tonic::Status>>> {
     std::future::poll_fn(|cx| {
         Poll::Ready(match Pin::new(&mut *stream).poll_next(cx) {
             Poll::Ready(next) => Some(next),
@@ -223,6 +233,39 @@ async fn next_if_ready(
         })
     })
     .await
+}
+
+/// Converts a received item: a pod or node upsert read straight from its encoding when
+/// it can be (see `wire`), anything else as the unary update of its kind converts it. An
+/// encoding prost rejects fails the stream, as it did when prost decoded the whole
+/// request.
+fn prepare_on_receive(request: SyncRequestWire, memo: &mut Memo) -> Result<Prepared, ApiError> {
+    use pb::sync_request::Item;
+    let item = match request.item {
+        None => None,
+        Some(WireItem::Node(encoding)) => match wire::receive_node(encoding, memo) {
+            Ok(Received::Upserted(node)) => {
+                return Ok((
+                    Some(Kind::Node),
+                    node.map(|n| AnyChange::Node(Change::Upsert(n))),
+                ));
+            }
+            Ok(Received::Decoded(request)) => Some(Item::Node(*request)),
+            Err(error) => return Err(wire::undecodable(error)),
+        },
+        Some(WireItem::Pod(encoding)) => match wire::receive_pod(encoding, memo) {
+            Ok(Received::Upserted(pod)) => {
+                let change = pod.map(|p| AnyChange::Pod(Change::Upsert(PodArc::new(p))));
+                return Ok((Some(Kind::Pod), change));
+            }
+            Ok(Received::Decoded(request)) => Some(Item::Pod(*request)),
+            Err(error) => return Err(wire::undecodable(error)),
+        },
+        Some(WireItem::Pdb(r)) => Some(Item::Pdb(*r)),
+        Some(WireItem::PriorityClass(r)) => Some(Item::PriorityClass(*r)),
+        Some(WireItem::Namespace(r)) => Some(Item::Namespace(*r)),
+    };
+    Ok(read_sync_item(item, memo))
 }
 
 /// An item after conversion (by the converter, while earlier chunks are applied): its
