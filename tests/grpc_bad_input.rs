@@ -563,50 +563,6 @@ async fn malformed_requests_are_rejected_with_their_field_and_change_nothing() {
     .expect("test timed out");
 }
 
-/// A request message that is the bytes it holds, sent as they are.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct RawRequest(Vec<u8>);
-
-impl prost::Message for RawRequest {
-    fn encode_raw(&self, buf: &mut impl bytes::BufMut) {
-        buf.put_slice(&self.0);
-    }
-
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: prost::encoding::WireType,
-        buf: &mut impl bytes::Buf,
-        ctx: prost::encoding::DecodeContext,
-    ) -> Result<(), prost::DecodeError> {
-        // Only ever sent.
-        prost::encoding::skip_field(wire_type, tag, buf, ctx)
-    }
-
-    fn encoded_len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn clear(&mut self) {
-        self.0.clear();
-    }
-}
-
-/// `UpdatePod` with `encoding` as its request, sent as it is.
-async fn raw_update_pod(
-    server: &preemptd::server::RunningServer,
-    encoding: Vec<u8>,
-) -> Result<pb::UpdatePodResponse, tonic::Status> {
-    let mut grpc = tonic::client::Grpc::new(channel(server).await);
-    grpc.ready().await.expect("channel ready");
-    let codec = tonic_prost::ProstCodec::<RawRequest, pb::UpdatePodResponse>::default();
-    let path =
-        tonic::codegen::http::uri::PathAndQuery::from_static("/preemptd.v1.Preemption/UpdatePod");
-    grpc.unary(tonic::Request::new(RawRequest(encoding)), path, codec)
-        .await
-        .map(tonic::Response::into_inner)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undecodable_update_pod_requests_get_the_error_prost_gives_and_change_nothing() {
     use prost::Message as _;

@@ -239,3 +239,18 @@ impl prost::Message for RawMessage {
         self.0.clear();
     }
 }
+
+/// `UpdatePod` with `encoding` as its request, sent as it is.
+pub async fn raw_update_pod(
+    server: &preemptd::server::RunningServer,
+    encoding: Vec<u8>,
+) -> Result<pb::UpdatePodResponse, tonic::Status> {
+    let mut grpc = tonic::client::Grpc::new(channel(server).await);
+    grpc.ready().await.expect("channel ready");
+    let codec = tonic_prost::ProstCodec::<RawMessage, pb::UpdatePodResponse>::default();
+    let path =
+        tonic::codegen::http::uri::PathAndQuery::from_static("/preemptd.v1.Preemption/UpdatePod");
+    grpc.unary(tonic::Request::new(RawMessage(encoding)), path, codec)
+        .await
+        .map(tonic::Response::into_inner)
+}
