@@ -404,12 +404,10 @@ impl<'a> Adjacent<'a> {
     }
 }
 
-fn container(encoding: &[u8]) -> Option<ContainerInput<'_>> {
+fn container<'a>(encoding: &'a [u8]) -> Option<ContainerInput<'a>> {
     use WireType::LengthDelimited as Len;
-    let mut c = ContainerInput::default();
-    let mut reader = Reader(encoding);
-    while !reader.0.is_empty() {
-        match reader.key()? {
+    read_message(encoding, |c: &mut ContainerInput<'a>, key, reader| {
+        match key {
             (container::NAME, Len) => c.name = reader.str()?,
             (container::REQUESTS, Len) => {
                 c.resources.requests.push(quantity_entry(reader.bytes()?)?)
@@ -419,16 +417,14 @@ fn container(encoding: &[u8]) -> Option<ContainerInput<'_>> {
             (container::RESTART_POLICY, Len) => c.restart_policy = reader.str()?,
             _ => return None,
         }
-    }
-    Some(c)
+        Some(())
+    })
 }
 
-fn port(encoding: &[u8]) -> Option<PortInput<'_>> {
+fn port<'a>(encoding: &'a [u8]) -> Option<PortInput<'a>> {
     use WireType::{LengthDelimited as Len, Varint};
-    let mut p = PortInput::default();
-    let mut reader = Reader(encoding);
-    while !reader.0.is_empty() {
-        match reader.key()? {
+    read_message(encoding, |p: &mut PortInput<'a>, key, reader| {
+        match key {
             // int32s, as prost reads them: the varint's low 32 bits.
             (container_port::HOST_PORT, Varint) => p.host_port = reader.varint()? as i32,
             (container_port::PROTOCOL, Len) => p.protocol = reader.str()?,
@@ -436,16 +432,14 @@ fn port(encoding: &[u8]) -> Option<PortInput<'_>> {
             (container_port::CONTAINER_PORT, Varint) => p.container_port = reader.varint()? as i32,
             _ => return None,
         }
-    }
-    Some(p)
+        Some(())
+    })
 }
 
-fn toleration(encoding: &[u8]) -> Option<TolerationInput<'_>> {
+fn toleration<'a>(encoding: &'a [u8]) -> Option<TolerationInput<'a>> {
     use WireType::{LengthDelimited as Len, Varint};
-    let mut t = TolerationInput::default();
-    let mut reader = Reader(encoding);
-    while !reader.0.is_empty() {
-        match reader.key()? {
+    read_message(encoding, |t: &mut TolerationInput<'a>, key, reader| {
+        match key {
             (toleration::KEY, Len) => t.key = reader.str()?,
             (toleration::OPERATOR, Len) => t.operator = reader.str()?,
             (toleration::VALUE, Len) => t.value = reader.str()?,
@@ -455,24 +449,22 @@ fn toleration(encoding: &[u8]) -> Option<TolerationInput<'_>> {
             }
             _ => return None,
         }
-    }
-    Some(t)
+        Some(())
+    })
 }
 
 /// A `map<string, string>` entry: a missing key or value is empty, as prost reads it.
 #[inline]
 fn map_entry(encoding: &[u8]) -> Option<(&str, &str)> {
     use WireType::LengthDelimited as Len;
-    let (mut key, mut value) = ("", "");
-    let mut reader = Reader(encoding);
-    while !reader.0.is_empty() {
-        match reader.key()? {
-            (pod::labels_entry::KEY, Len) => key = reader.str()?,
-            (pod::labels_entry::VALUE, Len) => value = reader.str()?,
+    read_message(encoding, |(key, value), field, reader| {
+        match field {
+            (pod::labels_entry::KEY, Len) => *key = reader.str()?,
+            (pod::labels_entry::VALUE, Len) => *value = reader.str()?,
             _ => return None,
         }
-    }
-    Some((key, value))
+        Some(())
+    })
 }
 
 /// A resource list's entry (`map<string, string>` of quantities).
@@ -480,6 +472,22 @@ fn map_entry(encoding: &[u8]) -> Option<(&str, &str)> {
 fn quantity_entry(encoding: &[u8]) -> Option<(&str, Cow<'_, str>)> {
     let (name, quantity) = map_entry(encoding)?;
     Some((name, Cow::Borrowed(quantity)))
+}
+
+/// Reads a message's fields into a fresh `T`, one call of `field` a field; `None` when
+/// `field` leaves one to prost (it answers `None`) or the encoding is not one prost takes.
+#[inline(always)]
+fn read_message<'a, T: Default>(
+    encoding: &'a [u8],
+    mut field: impl FnMut(&mut T, (u32, WireType), &mut Reader<'a>) -> Option<()>,
+) -> Option<T> {
+    let mut value = T::default();
+    let mut reader = Reader(encoding);
+    while !reader.0.is_empty() {
+        let key = reader.key()?;
+        field(&mut value, key, &mut reader)?;
+    }
+    Some(value)
 }
 
 /// Reads protobuf wire format, answering `None` on anything prost would reject.

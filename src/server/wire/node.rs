@@ -9,7 +9,7 @@ use prost::encoding::WireType;
 use super::super::errors::ApiError;
 use super::super::pb;
 use super::fields::{node, node_condition, taint};
-use super::{Reader, Received, lone_upsert, map_entry, quantity_entry, within_item};
+use super::{Reader, Received, lone_upsert, map_entry, quantity_entry, read_message, within_item};
 use crate::model::Node;
 use crate::model::build::{self, Memo, NodeConditionInput, NodeInput, TaintInput};
 
@@ -59,35 +59,31 @@ fn node_fields<'a>(encoding: &'a [u8], f: &mut NodeInput<'a>) -> Option<()> {
     Some(())
 }
 
-fn condition(encoding: &[u8]) -> Option<NodeConditionInput<'_>> {
+fn condition<'a>(encoding: &'a [u8]) -> Option<NodeConditionInput<'a>> {
     use WireType::LengthDelimited as Len;
-    let mut c = NodeConditionInput::default();
-    let mut reader = Reader(encoding);
-    while !reader.0.is_empty() {
-        match reader.key()? {
+    read_message(encoding, |c: &mut NodeConditionInput<'a>, key, reader| {
+        match key {
             (node_condition::TYPE, Len) => c.type_ = reader.str()?,
             (node_condition::STATUS, Len) => c.status = reader.str()?,
             (node_condition::REASON, Len) => c.reason = reader.str()?,
             (node_condition::MESSAGE, Len) => c.message = reader.str()?,
             _ => return None,
         }
-    }
-    Some(c)
+        Some(())
+    })
 }
 
-fn taint(encoding: &[u8]) -> Option<TaintInput<'_>> {
+fn taint<'a>(encoding: &'a [u8]) -> Option<TaintInput<'a>> {
     use WireType::LengthDelimited as Len;
-    let mut t = TaintInput::default();
-    let mut reader = Reader(encoding);
-    while !reader.0.is_empty() {
-        match reader.key()? {
+    read_message(encoding, |t: &mut TaintInput<'a>, key, reader| {
+        match key {
             (taint::KEY, Len) => t.key = reader.str()?,
             (taint::VALUE, Len) => t.value = reader.str()?,
             (taint::EFFECT, Len) => t.effect = reader.str()?,
             _ => return None,
         }
-    }
-    Some(t)
+        Some(())
+    })
 }
 
 #[cfg(test)]
