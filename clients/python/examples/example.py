@@ -17,7 +17,8 @@ from google.protobuf import json_format
 
 from preemptd import Client, pb
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+# The repository's examples/ when run from clients/python/examples; --cluster and --pod otherwise.
+EXAMPLES = Path(__file__).resolve().parent.parent.parent.parent / "examples"
 
 
 def main() -> None:
