@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	preemptd "github.com/preemptd/preemptd/clients/go"
 	pb "github.com/preemptd/preemptd/clients/go/gen/preemptd/v1"
@@ -157,6 +159,10 @@ func TestTLSAndBearerTokensMapToRoles(t *testing.T) {
 	if _, err := anonymous.ListNominations(ctx); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("no token: %v, want UNAUTHENTICATED", err)
 	}
+	// The generated stub shares the client's connection, token included.
+	if list, err := reader.Stub().ListNominations(ctx, &pb.ListNominationsRequest{}); err != nil || list.GetEpoch() == "" {
+		t.Fatalf("stub: %v %v", list, err)
+	}
 }
 
 func TestConvertersRefuseBadInputAtItsField(t *testing.T) {
@@ -185,5 +191,39 @@ func TestConvertersRefuseBadInputAtItsField(t *testing.T) {
 	list := fmt.Sprintf(`{"kind": "List", "items": [%s, %s]}`, kubeNode("ok", "1"), file.Cases[0].Object)
 	if _, err := preemptd.ItemsFromList([]byte(list), true); err == nil || !strings.HasPrefix(err.Error(), "items[1].spec.priority: ") {
 		t.Fatalf("list item: %v, want an error naming items[1].spec.priority", err)
+	}
+}
+
+func TestConverterMatchesTheSharedGolden(t *testing.T) {
+	testdata := filepath.Join(repoRoot(t), "clients", "testdata")
+	input, err := os.ReadFile(filepath.Join(testdata, "converter-input.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile(filepath.Join(testdata, "converter-golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(golden, &file); err != nil {
+		t.Fatal(err)
+	}
+	converted, err := preemptd.ItemsFromList(input, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(converted) != len(file.Items) {
+		t.Fatalf("%d items, the golden has %d", len(converted), len(file.Items))
+	}
+	for i, raw := range file.Items {
+		want := &pb.SyncRequest{}
+		if err := protojson.Unmarshal(raw, want); err != nil {
+			t.Fatalf("golden item %d: %v", i, err)
+		}
+		if !proto.Equal(converted[i], want) {
+			t.Errorf("item %d:\n got %v\nwant %v", i, protojson.Format(converted[i]), protojson.Format(want))
+		}
 	}
 }

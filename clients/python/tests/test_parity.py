@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 import pytest
 from conftest import REPO
+from google.protobuf import json_format
 
 from preemptd import Client, ConversionError, from_kube, pb
 
@@ -118,3 +119,63 @@ def test_a_bad_list_item_is_named_by_its_index(parity_client: Client) -> None:
     with pytest.raises(ConversionError) as error:
         parity_client.sync_list(bad, typed=True)
     assert error.value.path == "items[1].spec.priority"
+
+
+GOLDEN = json.loads((TESTDATA / "converter-golden.json").read_text())["items"]
+
+
+def test_the_converter_matches_the_shared_golden() -> None:
+    from preemptd.client import _sync_request
+    from preemptd.kube import list_items
+
+    kube_list = json.loads((TESTDATA / "converter-input.json").read_text())
+    converted = [_sync_request(dict(obj, kind=kind), True) for kind, obj in list_items(kube_list)]
+    expected = [json_format.ParseDict(item, pb.SyncRequest()) for item in GOLDEN]
+    assert converted == expected
+
+
+def test_the_golden_sets_every_field_of_the_typed_objects() -> None:
+    """The golden is checked against the proto: a field added to Node, Pod or
+    PodDisruptionBudget (or a message inside them) fails here until the golden, and so every
+    converter, maps it."""
+    instances: dict[str, list[Any]] = {}
+    types: dict[str, Any] = {}
+
+    def reachable(descriptor: Any) -> None:
+        if descriptor.full_name not in types:
+            types[descriptor.full_name] = descriptor
+            instances.setdefault(descriptor.full_name, [])
+            for field in descriptor.fields:
+                if field.message_type is not None and not field.message_type.GetOptions().map_entry:
+                    reachable(field.message_type)
+
+    def collect(message: Any) -> None:
+        instances[message.DESCRIPTOR.full_name].append(message)
+        for field in message.DESCRIPTOR.fields:
+            if field.message_type is None or field.message_type.GetOptions().map_entry:
+                continue
+            if field.is_repeated:
+                for element in getattr(message, field.name):
+                    collect(element)
+            elif message.HasField(field.name):
+                collect(getattr(message, field.name))
+
+    def present(message: Any, field: Any) -> bool:
+        if field.is_repeated:
+            return len(getattr(message, field.name)) > 0
+        if field.message_type is not None or field.has_presence:
+            return bool(message.HasField(field.name))
+        return bool(getattr(message, field.name) != field.default_value)
+
+    for root in (pb.Node, pb.Pod, pb.PodDisruptionBudget):
+        reachable(root.DESCRIPTOR)
+    for item in GOLDEN:
+        request = json_format.ParseDict(item, pb.SyncRequest())
+        collect(getattr(request, str(request.WhichOneof("item"))).upsert)
+    unset = {
+        f"{descriptor.name}.{field.name}"
+        for name, descriptor in types.items()
+        for field in descriptor.fields
+        if not any(present(m, field) for m in instances[name])
+    }
+    assert not unset, f"fields the golden never sets: {sorted(unset)}"

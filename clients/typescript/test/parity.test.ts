@@ -17,9 +17,12 @@ import {
   DrainOutcome,
   fromKube,
   type KubeObject,
+  listItems,
+  type ListNominationsResponse,
   Outcome,
   PdbMode,
   PreemptdClient,
+  SyncRequest,
 } from "../src";
 import { readJson, REPO, Server } from "./server";
 
@@ -114,6 +117,11 @@ test("TLS and bearer tokens map to roles", async () => {
     assert.equal((await reader.preempt(pod("p", "1"), { dryRun: true })).outcome, Outcome.OUTCOME_FITS);
     assert.equal((await rejected(reader.upsertJson(node("node-b", "1")))).code, status.PERMISSION_DENIED);
     assert.equal((await rejected(anonymous.listNominations())).code, status.UNAUTHENTICATED);
+    // The generated stub shares the client's channel; client.metadata carries the token.
+    const listed = await new Promise<ListNominationsResponse>((resolve, reject) =>
+      reader.stub.listNominations({}, reader.metadata, (error, response) => (error ? reject(error) : resolve(response))),
+    );
+    assert.ok(listed.epoch);
   } finally {
     for (const c of [writer, reader, anonymous]) c.close();
     await server.stop();
@@ -144,4 +152,21 @@ describe("converters refuse bad input at its field", () => {
       client.close();
     }
   });
+});
+
+test("the converter matches the shared golden", () => {
+  const input = readJson(join(TESTDATA, "converter-input.json"));
+  const golden: unknown[] = readJson(join(TESTDATA, "converter-golden.json")).items;
+  const converted = listItems(input).map((item) => {
+    const typed = fromKube(item);
+    return typed.kind === "Node"
+      ? SyncRequest.fromPartial({ node: { upsert: typed.node } })
+      : typed.kind === "Pod"
+        ? SyncRequest.fromPartial({ pod: { upsert: typed.pod } })
+        : SyncRequest.fromPartial({ pdb: { upsert: typed.pdb } });
+  });
+  assert.deepEqual(
+    converted.map((c) => SyncRequest.toJSON(c)),
+    golden.map((g) => SyncRequest.toJSON(SyncRequest.fromJSON(g))),
+  );
 });

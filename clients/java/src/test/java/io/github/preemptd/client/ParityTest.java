@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.google.protobuf.util.JsonFormat;
 import io.github.preemptd.client.PreemptdClient.PlanDrainOptions;
 import io.github.preemptd.client.PreemptdClient.PreemptOptions;
 import io.grpc.ChannelCredentials;
@@ -27,6 +28,7 @@ import preemptd.v1.Preemptd.PdbMode;
 import preemptd.v1.Preemptd.PlanDrainResponse;
 import preemptd.v1.Preemptd.PodRef;
 import preemptd.v1.Preemptd.PreemptResponse;
+import preemptd.v1.Preemptd.SyncRequest;
 
 /**
  * One test per row of the client parity table (docs/clients.md) that the conformance and watch
@@ -158,6 +160,13 @@ class ParityTest {
         StatusRuntimeException refused =
             assertThrows(StatusRuntimeException.class, anonymous::listNominations);
         assertEquals(Status.Code.UNAUTHENTICATED, refused.getStatus().getCode());
+        // The generated stub shares the client's channel, token included.
+        assertTrue(
+            !reader
+                .stub()
+                .listNominations(preemptd.v1.Preemptd.ListNominationsRequest.getDefaultInstance())
+                .getEpoch()
+                .isEmpty());
       }
     }
   }
@@ -195,5 +204,19 @@ class ParityTest {
               assertTrue(e.getMessage().startsWith("items[1].spec.priority: "), e::getMessage);
             }));
     return tests.stream();
+  }
+
+  @Test
+  void theConverterMatchesTheSharedGolden() throws Exception {
+    Path testdata = PreemptdServer.repoRoot().resolve("clients/testdata");
+    List<SyncRequest> converted =
+        KubernetesObjects.items(Files.readString(testdata.resolve("converter-input.json")), true);
+    JsonNode golden = JSON.readTree(testdata.resolve("converter-golden.json").toFile()).get("items");
+    assertEquals(golden.size(), converted.size());
+    for (int i = 0; i < golden.size(); i++) {
+      SyncRequest.Builder want = SyncRequest.newBuilder();
+      JsonFormat.parser().merge(golden.get(i).toString(), want);
+      assertEquals(want.build(), converted.get(i), "item " + i);
+    }
   }
 }
