@@ -154,7 +154,7 @@ class ConformanceTest {
           Outcome.OUTCOME_NO_CANDIDATE, "NO_CANDIDATE");
 
   /**
-   * As clients/python/conformance.py: the outcome; for PREEMPT the node (one of
+   * As every client's suite does (docs/clients.md): the outcome; for PREEMPT the node (one of
    * nominatedNodeNameAnyOf) and that node's victims and nominations to clear; for FITS the
    * feasible nodes when the scenario lists them.
    */
