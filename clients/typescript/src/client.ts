@@ -293,7 +293,13 @@ export class PreemptdClient {
    * messages when `typed`).
    */
   sync(items: Iterable<SyncItem>, options: SyncOptions = {}): Promise<SyncResponse> {
-    const requests = Array.from(items, (item, index) => syncRequest(item, options.typed ?? false, `items[${index}]`));
+    let requests: SyncRequest[];
+    try {
+      requests = Array.from(items, (item, index) => syncRequest(item, options.typed ?? false, `items[${index}]`));
+    } catch (error) {
+      // A ConversionError: refused before anything is sent, as a rejection like the call's own.
+      return Promise.reject(error);
+    }
     return this.withRetry(
       options.timeoutMs,
       (deadline) =>
@@ -314,8 +320,13 @@ export class PreemptdClient {
 
   /** Bulk-loads a `kubectl get nodes,pods,pdb -A -o json` List (an object or its text). */
   syncList(kubeList: KubeObject | string, options: SyncOptions = {}): Promise<SyncResponse> {
-    const value = typeof kubeList === "string" ? JSON.parse(kubeList) : kubeList;
-    return this.sync(listItems(value), options);
+    let items: KubeObject[];
+    try {
+      items = listItems(typeof kubeList === "string" ? JSON.parse(kubeList) : kubeList);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.sync(items, options);
   }
 
   // --- decisions -----------------------------------------------------------------------------

@@ -144,8 +144,8 @@ describe("converters refuse bad input at its field", () => {
   test("a bad list item is named by its index", async () => {
     const client = new PreemptdClient("127.0.0.1:1");
     try {
-      assert.throws(
-        () => client.syncList({ kind: "List", items: [node("ok", "1"), BAD[0].object] }, { typed: true }),
+      await assert.rejects(
+        client.syncList({ kind: "List", items: [node("ok", "1"), BAD[0].object] }, { typed: true }),
         (error: unknown) => error instanceof ConversionError && error.path === "items[1].spec.priority",
       );
     } finally {
