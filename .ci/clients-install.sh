@@ -117,6 +117,27 @@ check_example "$("${work}/go/consumer" -addr "${addr}" -follow 1s -cluster "${re
   -pod "${repo}/examples/pod.json" -ca-cert "${work}/tls/ca.crt" -token-file "${work}/tls/writer.token")"
 stop_server
 
+echo "== [${SECONDS}s] go: the tag scheme — go get @v0.1.0 of what a clients/go/v0.1.0 tag holds"
+# The module zip a tag clients/go/v0.1.0 on this commit yields, served by a file:// module
+# proxy in front of the public one: a consumer resolves the module path by version alone.
+proxy="${work}/goproxy/github.com/preemptd/preemptd/clients/go/@v"
+mkdir -p "${proxy}"
+git archive --format=zip --prefix=github.com/preemptd/preemptd/clients/go@v0.1.0/ \
+  -o "${proxy}/v0.1.0.zip" HEAD:clients/go
+git show HEAD:clients/go/go.mod >"${proxy}/v0.1.0.mod"
+printf '{"Version":"v0.1.0","Time":"%s"}\n' "$(git show -s --format=%cI HEAD)" >"${proxy}/v0.1.0.info"
+echo v0.1.0 >"${proxy}/list"
+mkdir "${work}/go-tagged"
+cp clients/go/examples/quickstart/main.go "${work}/go-tagged/"
+# A module cache of its own, so no version of this zip outlives the run; the shared cache's
+# download folder serves the dependencies (itself a module proxy), the public proxy the rest.
+(cd "${work}/go-tagged" && go mod init example.com/tagged >/dev/null 2>&1 &&
+  export GOMODCACHE="${work}/gomodcache" GOFLAGS=-modcacherw GONOSUMDB=github.com/preemptd/preemptd \
+    GOPROXY="file://${work}/goproxy,file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" &&
+  go get github.com/preemptd/preemptd/clients/go@v0.1.0 && go mod tidy && go build -o consumer . &&
+  grep -q 'github.com/preemptd/preemptd/clients/go v0.1.0' go.mod)
+echo "go get github.com/preemptd/preemptd/clients/go@v0.1.0: resolved and built"
+
 echo "== [${SECONDS}s] java: mvn install without a server binary, then a fresh Maven project"
 (cd clients/java && PREEMPTD_BIN="${work}/no-such-binary" mvn "${mvn_flags[@]}" install) >"${work}/install.log" 2>&1 ||
   { cat "${work}/install.log"; exit 1; }
