@@ -39,7 +39,7 @@ if ! wait "${java_build_pid}"; then
   cat .ci/clients-java-build.log
   exit 1
 fi
-(cd clients/java && mvn "${mvn_flags[@]}" test)
+(cd clients/java && mvn "${mvn_flags[@]}" -Dpreemptd.requireServer=true test)
 
 echo "== examples against the real server"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

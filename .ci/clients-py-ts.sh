@@ -47,15 +47,19 @@ clients/python/.venv/bin/python clients/python/tools/generate.py --check
 echo "== [${SECONDS}s] python: mypy --strict (the client and example against the generated .pyi)"
 (cd clients/python && .venv/bin/mypy)
 
-echo "== [${SECONDS}s] the client READMEs' code is the examples'"
+echo "== [${SECONDS}s] the four client READMEs' code is the examples'"
 clients/python/.venv/bin/python - <<'EOF'
 import re, sys
 for title, example in [("clients/python/README.md", "clients/python/examples/example.py"),
-                       ("clients/typescript/README.md", "clients/typescript/examples/example.ts")]:
+                       ("clients/typescript/README.md", "clients/typescript/examples/example.ts"),
+                       ("clients/go/README.md", "clients/go/examples/quickstart/main.go"),
+                       ("clients/java/README.md", "clients/java/src/main/java/io/github/preemptd/client/Example.java")]:
     section = open(title).read()
-    blocks = re.findall(r"```(?:python|ts)\n(.*?)```", section, re.S)
+    blocks = re.findall(r"```(?:python|ts|go|java)\n(.*?)```", section, re.S)
     lines = {line.strip() for line in open(example)}
-    missing = [l for b in blocks for l in b.splitlines() if l.strip() and l.strip() not in lines]
+    # "// ..." marks lines of the example the README leaves out.
+    missing = [l for b in blocks for l in b.splitlines()
+               if l.strip() and l.strip() != "// ..." and l.strip() not in lines]
     if not blocks or missing:
         sys.exit(f"{title}: lines not in {example}: {missing or 'no code block'}")
     print(f"{title}: {sum(len(b.splitlines()) for b in blocks)} lines, all in {example}")

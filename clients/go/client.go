@@ -2,8 +2,10 @@
 // Kubernetes objects (as JSON or typed messages), bulk-load a List through Sync, ask
 // Preempt for a decision and follow nominations with a watch that resumes by itself.
 //
-// Every call carries a deadline (Options.CallTimeout unless the context has an earlier
-// one) and is retried with exponential backoff while the server answers UNAVAILABLE.
+// Every call carries one deadline (Options.CallTimeout unless the context has an earlier
+// one) over all its attempts, and is retried with exponential backoff while the server
+// answers UNAVAILABLE or RESOURCE_EXHAUSTED: the retry and deadline contract every
+// preemptd client shares (docs/clients.md).
 // Every response's epoch is compared with the last one seen: when it changes, the
 // server restarted with an empty cache and Options.OnEpochChange is called so the
 // caller can push its state again.
@@ -14,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -32,13 +35,20 @@ type Options struct {
 	// TransportCredentials secure the connection; nil means plaintext. This is where
 	// TLS and client certificates go (credentials.NewTLS(&tls.Config{...})).
 	TransportCredentials credentials.TransportCredentials
-	// CallTimeout bounds each call, retries included (default 10s). A context deadline
-	// that is earlier wins. Streams (WatchNominations) are bounded by their context only.
+	// Token, when set, is sent as `authorization: Bearer <token>` metadata on every call
+	// of the client's connection, Stub() included (`serve --authz` maps it to a role). Use
+	// it with TLS: tokens travel in the clear otherwise.
+	Token string
+	// CallTimeout bounds each call, its retries and the pauses between them (zero: the
+	// default, 10s; negative: Dial fails). A context deadline that is earlier wins, which
+	// is how one call gets a deadline of its own. Streams (WatchNominations) are bounded by
+	// their context only.
 	CallTimeout time.Duration
-	// MaxAttempts is how often a call answered UNAVAILABLE is tried in all (default 5).
+	// MaxAttempts is how often a call answered UNAVAILABLE or RESOURCE_EXHAUSTED is tried
+	// in all (default 5).
 	MaxAttempts int
 	// InitialBackoff is the first pause between attempts (default 50ms); it doubles up
-	// to MaxBackoff (default 2s).
+	// to MaxBackoff (default 2s). Each pause is drawn between half and all of it.
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
 	// OnEpochChange is called, on the goroutine of the call that noticed, when a
@@ -62,7 +72,10 @@ type Client struct {
 // Dial connects to a preemptd server at addr ("host:port"). The connection is made
 // lazily; the first call waits for it within its deadline.
 func Dial(addr string, opts Options) (*Client, error) {
-	if opts.CallTimeout <= 0 {
+	if opts.CallTimeout < 0 {
+		return nil, fmt.Errorf("call timeout must be positive, got %s", opts.CallTimeout)
+	}
+	if opts.CallTimeout == 0 {
 		opts.CallTimeout = 10 * time.Second
 	}
 	if opts.MaxAttempts <= 0 {
@@ -85,6 +98,9 @@ func Dial(addr string, opts Options) (*Client, error) {
 			Backoff:           backoff.Config{BaseDelay: opts.InitialBackoff, Multiplier: 1.6, Jitter: 0.2, MaxDelay: opts.MaxBackoff},
 			MinConnectTimeout: 5 * time.Second,
 		}),
+	}
+	if opts.Token != "" {
+		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(bearerToken(opts.Token)))
 	}
 	dialOpts = append(dialOpts, opts.DialOptions...)
 	conn, err := grpc.NewClient(addr, dialOpts...)
@@ -121,21 +137,48 @@ func (c *Client) observeEpoch(epoch string) {
 	}
 }
 
-// retry runs call with the client's deadline, again after a backoff while it fails with
-// UNAVAILABLE, at most MaxAttempts times in all.
+// bearerToken sends `authorization: Bearer <token>` with every call.
+type bearerToken string
+
+func (t bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(t)}, nil
+}
+
+// RequireTransportSecurity is false: the server accepts tokens in plaintext too (and warns
+// at start), as every preemptd client sends them.
+func (bearerToken) RequireTransportSecurity() bool { return false }
+
+// Retryable reports whether a call that failed with err is tried again: the server is
+// restarting, draining or not reachable yet (UNAVAILABLE), or refused the call for load
+// (RESOURCE_EXHAUSTED: too many Preempt, PlanDrain or Sync calls at once).
+func Retryable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+// retry runs call under the client's one deadline, again after a backoff while it fails
+// with a Retryable code, at most MaxAttempts times in all; a pause that would outlast the
+// deadline is not taken.
 func retry[T any](ctx context.Context, c *Client, call func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
 	defer cancel()
-	pause := c.opts.InitialBackoff
+	backoff := c.opts.InitialBackoff
 	for attempt := 1; ; attempt++ {
 		result, err := call(ctx)
-		if err == nil || status.Code(err) != codes.Unavailable || attempt >= c.opts.MaxAttempts {
+		if err == nil || !Retryable(err) || attempt >= c.opts.MaxAttempts {
+			return result, err
+		}
+		pause := backoff/2 + rand.N(backoff/2+1)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= pause {
 			return result, err
 		}
 		if !sleep(ctx, pause) {
 			return result, err
 		}
-		pause = min(2*pause, c.opts.MaxBackoff)
+		backoff = min(2*backoff, c.opts.MaxBackoff)
 	}
 }
 
@@ -285,21 +328,51 @@ type PreemptOptions struct {
 	DryRun bool
 	// Explain adds one diagnostic per node to the response.
 	Explain bool
+	// PdbMode overrides the server's policy for PodDisruptionBudgets (PDB_MODE_PREFER,
+	// PDB_MODE_STRICT); unset, the policy decides.
+	PdbMode pb.PdbMode
 }
 
-// Preempt asks for a decision for a typed pod that failed scheduling. (The API takes
-// the pod itself; a preempt-by-reference to a cached pod does not exist yet.)
+// Preempt asks for a decision for a typed pod that failed scheduling.
 func (c *Client) Preempt(ctx context.Context, pod *pb.Pod, opts PreemptOptions) (*pb.PreemptResponse, error) {
-	return c.preempt(ctx, &pb.PreemptRequest{Preemptor: &pb.PreemptRequest_Pod{Pod: pod}, DryRun: opts.DryRun, Explain: opts.Explain})
+	return c.preempt(ctx, &pb.PreemptRequest{Preemptor: &pb.PreemptRequest_Pod{Pod: pod}}, opts)
 }
 
 // PreemptJSON asks for a decision for a pod given as Kubernetes JSON.
 func (c *Client) PreemptJSON(ctx context.Context, pod []byte, opts PreemptOptions) (*pb.PreemptResponse, error) {
-	return c.preempt(ctx, &pb.PreemptRequest{Preemptor: &pb.PreemptRequest_PodJson{PodJson: string(pod)}, DryRun: opts.DryRun, Explain: opts.Explain})
+	return c.preempt(ctx, &pb.PreemptRequest{Preemptor: &pb.PreemptRequest_PodJson{PodJson: string(pod)}}, opts)
 }
 
-func (c *Client) preempt(ctx context.Context, req *pb.PreemptRequest) (*pb.PreemptResponse, error) {
+// PreemptRef asks for a decision for a pending pod the server's cache holds, by namespace
+// and name (the uid, when set, must match): NOT_FOUND when it holds none.
+func (c *Client) PreemptRef(ctx context.Context, ref *pb.PodRef, opts PreemptOptions) (*pb.PreemptResponse, error) {
+	return c.preempt(ctx, &pb.PreemptRequest{Preemptor: &pb.PreemptRequest_PodRef{PodRef: ref}}, opts)
+}
+
+func (c *Client) preempt(ctx context.Context, req *pb.PreemptRequest, opts PreemptOptions) (*pb.PreemptResponse, error) {
+	req.DryRun, req.Explain, req.PdbMode = opts.DryRun, opts.Explain, opts.PdbMode
 	r, err := retry(ctx, c, func(ctx context.Context) (*pb.PreemptResponse, error) { return c.stub.Preempt(ctx, req) })
+	if err != nil {
+		return nil, err
+	}
+	c.observeEpoch(r.GetEpoch())
+	return r, nil
+}
+
+// PlanDrainOptions are the flags of a PlanDrain call.
+type PlanDrainOptions struct {
+	// PdbMode overrides the server's policy for PodDisruptionBudgets; unset, the policy
+	// decides.
+	PdbMode pb.PdbMode
+	// Explain adds one diagnostic per node to each pod's plan.
+	Explain bool
+}
+
+// PlanDrain plans where the pods of the nodes about to go away would go, in eviction
+// batches that respect every PodDisruptionBudget (docs/drain-plans.md).
+func (c *Client) PlanDrain(ctx context.Context, nodeNames []string, opts PlanDrainOptions) (*pb.PlanDrainResponse, error) {
+	req := &pb.PlanDrainRequest{NodeNames: nodeNames, PdbMode: opts.PdbMode, Explain: opts.Explain}
+	r, err := retry(ctx, c, func(ctx context.Context) (*pb.PlanDrainResponse, error) { return c.stub.PlanDrain(ctx, req) })
 	if err != nil {
 		return nil, err
 	}

@@ -156,7 +156,7 @@ var outcomeNames = map[pb.Outcome]string{
 	pb.Outcome_OUTCOME_NO_CANDIDATE: "NO_CANDIDATE",
 }
 
-// compare checks an answer as clients/python/conformance.py does: the outcome; for
+// compare checks an answer as every client's suite does (docs/clients.md): the outcome; for
 // PREEMPT the node (one of nominatedNodeNameAnyOf) and that node's victims and
 // nominations to clear; for FITS the feasible nodes when the scenario lists them.
 func compare(sc *scenario, answer *pb.PreemptResponse) string {

@@ -1,6 +1,8 @@
-// A small client over the generated preemptd.v1 stub: deadlines on every call, retries with
-// backoff on UNAVAILABLE, epoch tracking (the server restarted: push state again), bulk
-// loads through Sync and a nominations watch that resumes on its own.
+// A small client over the generated preemptd.v1 stub: one deadline over every call and its
+// retries, retries with backoff on UNAVAILABLE and RESOURCE_EXHAUSTED, epoch tracking (the
+// server restarted: push state again), bulk loads through Sync and a nominations watch that
+// resumes on its own. The retry and deadline contract is the one of every preemptd client
+// (docs/clients.md).
 
 import {
   type CallOptions,
@@ -19,8 +21,11 @@ import {
   NominationEventType,
   Node,
   PdbMode,
+  PlanDrainRequest,
+  PlanDrainResponse,
   Pod,
   PodDisruptionBudget,
+  PodRef,
   PreemptionClient,
   PreemptRequest,
   PreemptResponse,
@@ -33,6 +38,22 @@ import {
 } from "./gen/preemptd/v1/preemptd";
 import { fromKube, type KubeObject, listItems } from "./kube";
 
+/**
+ * The codes a call is retried on: the server is restarting, draining or not reachable yet
+ * (UNAVAILABLE), or refused the call for load (RESOURCE_EXHAUSTED: too many Preempt,
+ * PlanDrain or Sync calls at once).
+ */
+export const RETRY_CODES: readonly status[] = [status.UNAVAILABLE, status.RESOURCE_EXHAUSTED];
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+function checkTimeout(timeoutMs: number): number {
+  if (typeof timeoutMs !== "number" || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
+    throw new RangeError(`timeoutMs must be a positive number of milliseconds, got ${String(timeoutMs)}`);
+  }
+  return timeoutMs;
+}
+
 export interface RetryPolicy {
   /** Calls in all, the first included. */
   attempts: number;
@@ -42,13 +63,13 @@ export interface RetryPolicy {
 }
 
 export const DEFAULT_RETRY: RetryPolicy = {
-  attempts: 8,
-  initialBackoffMs: 100,
+  attempts: 5,
+  initialBackoffMs: 50,
   maxBackoffMs: 2000,
   multiplier: 2,
 };
 
-/** The waits between attempts: exponential, with jitter. */
+/** The waits between attempts: between half and all of a backoff that doubles up to the cap. */
 export function* backoffDelays(policy: RetryPolicy): Generator<number> {
   let backoff = policy.initialBackoffMs;
   for (let i = 1; i < policy.attempts; i++) {
@@ -59,12 +80,20 @@ export function* backoffDelays(policy: RetryPolicy): Generator<number> {
 
 export interface ClientOptions {
   /**
-   * Channel credentials; plaintext when absent (what `preemptd serve` speaks today). TLS and
-   * client certificates plug in here once the server supports them:
-   * `credentials.createSsl(rootCert, privateKey, certChain)`.
+   * Channel credentials; plaintext when absent. TLS (and mTLS) against `preemptd serve
+   * --tls-cert ...`: `credentials.createSsl(rootCert, privateKey, certChain)`.
    */
   credentials?: ChannelCredentials;
-  /** Deadline of every unary and Sync call, per attempt. */
+  /**
+   * A bearer token sent as `authorization: Bearer <token>` on every call, the watch included
+   * (`serve --authz` maps it to a role). Use it with TLS: tokens travel in the clear otherwise.
+   */
+  token?: string;
+  /**
+   * The deadline of every unary and Sync call, its retries and the waits between them
+   * included (default 10 000 ms); every method takes its own `timeoutMs`. 0 or less is
+   * refused with a RangeError.
+   */
   timeoutMs?: number;
   retry?: Partial<RetryPolicy>;
   /**
@@ -78,6 +107,12 @@ export interface ClientOptions {
 
 export interface CallTimeout {
   timeoutMs?: number;
+}
+
+export interface PlanDrainOptions extends CallTimeout {
+  /** How budgets weigh in; unset: the server's policy (prefer, as upstream, without one). */
+  pdbMode?: PdbMode;
+  explain?: boolean;
 }
 
 export interface PreemptOptions extends CallTimeout {
@@ -129,6 +164,8 @@ export class PreemptdClient {
   readonly stub: PreemptionClient;
   readonly timeoutMs: number;
   readonly retry: RetryPolicy;
+  /** The token's metadata, added to every call; empty without a token. */
+  readonly metadata: Metadata;
   onEpochChange?: (oldEpoch: string, newEpoch: string) => void;
   /** The epoch of the last response (undefined before the first). */
   epoch: string | undefined;
@@ -138,8 +175,11 @@ export class PreemptdClient {
       ...RECONNECT_OPTIONS,
       ...options.channelOptions,
     });
-    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.timeoutMs = checkTimeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    if (!(this.retry.attempts >= 1)) throw new RangeError(`retry.attempts must be at least 1, got ${this.retry.attempts}`);
+    this.metadata = new Metadata();
+    if (options.token) this.metadata.set("authorization", `Bearer ${options.token}`);
     this.onEpochChange = options.onEpochChange;
   }
 
@@ -154,21 +194,30 @@ export class PreemptdClient {
     if (old !== undefined && old !== epoch) this.onEpochChange?.(old, epoch);
   }
 
+  /** The deadline of a call starting now: `timeoutMs` (checked), or the client's. */
   deadline(timeoutMs?: number): Date {
-    return new Date(Date.now() + (timeoutMs ?? this.timeoutMs));
+    return new Date(Date.now() + (timeoutMs === undefined ? this.timeoutMs : checkTimeout(timeoutMs)));
   }
 
-  /** Runs `attempt` until it succeeds, retrying UNAVAILABLE with backoff. */
-  private async withRetry<Res extends { epoch: string }>(attempt: () => Promise<Res>): Promise<Res> {
+  /**
+   * Runs `attempt` (given the call's one deadline) until it succeeds, retrying RETRY_CODES
+   * with backoff while the deadline leaves room for the wait.
+   */
+  private async withRetry<Res extends { epoch: string }>(
+    timeoutMs: number | undefined,
+    attempt: (deadline: Date) => Promise<Res>,
+  ): Promise<Res> {
+    const deadline = this.deadline(timeoutMs);
     const delays = backoffDelays(this.retry);
     for (;;) {
       try {
-        const response = await attempt();
+        const response = await attempt(deadline);
         this.observeEpoch(response.epoch);
         return response;
       } catch (error) {
         const delay = delays.next();
-        if (!isServiceError(error) || error.code !== status.UNAVAILABLE || delay.done) throw error;
+        if (!isServiceError(error) || !RETRY_CODES.includes(error.code) || delay.done) throw error;
+        if (Date.now() + delay.value >= deadline.getTime()) throw error;
         await sleep(delay.value);
       }
     }
@@ -180,9 +229,10 @@ export class PreemptdClient {
     timeoutMs?: number,
   ): Promise<Res> {
     return this.withRetry(
-      () =>
+      timeoutMs,
+      (deadline) =>
         new Promise<Res>((resolve, reject) => {
-          method.call(this.stub, request, new Metadata(), { deadline: this.deadline(timeoutMs) }, (error, response) =>
+          method.call(this.stub, request, this.metadata.clone(), { deadline }, (error, response) =>
             error ? reject(error) : resolve(response),
           );
         }),
@@ -243,11 +293,18 @@ export class PreemptdClient {
    * messages when `typed`).
    */
   sync(items: Iterable<SyncItem>, options: SyncOptions = {}): Promise<SyncResponse> {
-    const requests = Array.from(items, (item) => syncRequest(item, options.typed ?? false));
+    let requests: SyncRequest[];
+    try {
+      requests = Array.from(items, (item, index) => syncRequest(item, options.typed ?? false, `items[${index}]`));
+    } catch (error) {
+      // A ConversionError: refused before anything is sent, as a rejection like the call's own.
+      return Promise.reject(error);
+    }
     return this.withRetry(
-      () =>
+      options.timeoutMs,
+      (deadline) =>
         new Promise<SyncResponse>((resolve, reject) => {
-          const call = this.stub.sync(new Metadata(), { deadline: this.deadline(options.timeoutMs) }, (error, response) =>
+          const call = this.stub.sync(this.metadata.clone(), { deadline }, (error, response) =>
             error ? reject(error) : resolve(response),
           );
           const write = async () => {
@@ -263,16 +320,20 @@ export class PreemptdClient {
 
   /** Bulk-loads a `kubectl get nodes,pods,pdb -A -o json` List (an object or its text). */
   syncList(kubeList: KubeObject | string, options: SyncOptions = {}): Promise<SyncResponse> {
-    const value = typeof kubeList === "string" ? JSON.parse(kubeList) : kubeList;
-    return this.sync(listItems(value), options);
+    let items: KubeObject[];
+    try {
+      items = listItems(typeof kubeList === "string" ? JSON.parse(kubeList) : kubeList);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.sync(items, options);
   }
 
   // --- decisions -----------------------------------------------------------------------------
 
   /**
    * Decides preemption for a pod given typed, as Kubernetes JSON text, or as a Kubernetes
-   * object (sent as JSON). A pod reference (namespace/name of a cached pod) is not in the
-   * API yet: send the pod itself.
+   * object (sent as JSON). `preemptRef` names a pending pod the server holds instead.
    */
   preempt(pod: Pod | KubeObject | string, options: PreemptOptions = {}): Promise<PreemptResponse> {
     const request: PreemptRequest = {
@@ -286,6 +347,33 @@ export class PreemptdClient {
     return this.unary(this.stub.preempt, request, options.timeoutMs);
   }
 
+  /**
+   * Decides preemption for a pending pod the server's cache holds, by namespace and name
+   * (the uid, when set, must match): NOT_FOUND when it holds none.
+   */
+  preemptRef(podRef: PodRef, options: PreemptOptions = {}): Promise<PreemptResponse> {
+    const request: PreemptRequest = {
+      podRef,
+      dryRun: options.dryRun ?? false,
+      explain: options.explain ?? false,
+      pdbMode: options.pdbMode ?? PdbMode.PDB_MODE_UNSPECIFIED,
+    };
+    return this.unary(this.stub.preempt, request, options.timeoutMs);
+  }
+
+  /**
+   * Plans where the pods of the nodes about to go away would go, in eviction batches that
+   * respect every PodDisruptionBudget (docs/drain-plans.md).
+   */
+  planDrain(nodeNames: string[], options: PlanDrainOptions = {}): Promise<PlanDrainResponse> {
+    const request: PlanDrainRequest = {
+      nodeNames,
+      pdbMode: options.pdbMode ?? PdbMode.PDB_MODE_UNSPECIFIED,
+      explain: options.explain ?? false,
+    };
+    return this.unary(this.stub.planDrain, request, options.timeoutMs);
+  }
+
   listNominations(options: CallTimeout = {}): Promise<ListNominationsResponse> {
     return this.unary(this.stub.listNominations, {}, options.timeoutMs);
   }
@@ -296,10 +384,10 @@ export class PreemptdClient {
   }
 }
 
-function syncRequest(item: SyncItem, typed: boolean): SyncRequest {
+function syncRequest(item: SyncItem, typed: boolean, path: string): SyncRequest {
   if (!("kind" in item)) return item as SyncRequest;
   if (typed) {
-    const t = fromKube(item);
+    const t = fromKube(item, undefined, path);
     switch (t.kind) {
       case "Node":
         return { node: { upsert: t.node } };
@@ -405,6 +493,7 @@ export class NominationWatch implements AsyncIterable<WatchNominationsResponse> 
         }
         const call = this.client.stub.watchNominations(
           { afterRevision: this.revision },
+          this.client.metadata.clone(),
           { deadline: this.client.deadline(this.callTimeoutMs) },
         );
         this.call = call;

@@ -3,3 +3,6 @@
 export * from "./client";
 export * from "./kube";
 export * from "./gen/preemptd/v1/preemptd";
+// The @grpc/grpc-js pieces a caller needs for TLS and metadata, so `@preemptd/client` is the
+// only import.
+export { credentials, Metadata, status } from "@grpc/grpc-js";

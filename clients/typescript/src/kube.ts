@@ -5,7 +5,9 @@
 // default requests, empty namespace means "default", ...), with one exception the proto has
 // no field for: `spec.hostNetwork`, which the API server turns into `hostPort =
 // containerPort`; the converter applies it here. JSON `null` counts as a missing field, as
-// in Go's decoder.
+// in Go's decoder. A value of the wrong JSON type is refused with a ConversionError naming
+// its field path (`spec.containers[0].resources.requests[cpu]`), never turned into NaN; the
+// values themselves (quantities, enum strings) are checked by the server.
 
 import {
   Affinity,
@@ -30,253 +32,332 @@ export type TypedObject =
 
 const KINDS: readonly string[] = ["Node", "Pod", "PodDisruptionBudget"];
 
-function obj(parent: KubeObject, key: string): KubeObject {
-  const value = parent[key];
-  return value !== null && typeof value === "object" && !Array.isArray(value) ? value : {};
-}
-
-function list(parent: KubeObject, key: string): KubeObject[] {
-  const value = parent[key];
-  return Array.isArray(value) ? value : [];
-}
-
-function str(parent: KubeObject, key: string): string {
-  const value = parent[key];
-  return value === undefined || value === null ? "" : String(value);
-}
-
-function int(parent: KubeObject, key: string): number {
-  const value = parent[key];
-  return value === undefined || value === null ? 0 : Number(value);
-}
-
-function present(parent: KubeObject, key: string): boolean {
-  return parent[key] !== undefined && parent[key] !== null;
-}
-
-function strings(parent: KubeObject, key: string): { [key: string]: string } {
-  const out: { [key: string]: string } = {};
-  for (const [k, v] of Object.entries(obj(parent, key))) {
-    if (v !== null && v !== undefined) out[k] = String(v);
+/** A Kubernetes object field of the wrong shape; `path` is its JSON path. */
+export class ConversionError extends Error {
+  constructor(
+    readonly path: string,
+    problem: string,
+  ) {
+    super(`${path}: ${problem}`);
+    this.name = "ConversionError";
   }
-  return out;
 }
 
-function quantities(parent: KubeObject, key: string): { [key: string]: string } {
-  const out: { [key: string]: string } = {};
-  for (const [name, v] of Object.entries(obj(parent, key))) {
-    if (v === null || v === undefined) continue;
-    // Kubernetes accepts quantities as strings or JSON numbers.
-    if (typeof v !== "string" && typeof v !== "number") {
-      throw new Error(`${key}[${name}]: expected a quantity, got ${JSON.stringify(v)}`);
+const show = (value: unknown): string => (typeof value === "bigint" ? String(value) : JSON.stringify(value));
+const isObject = (value: unknown): value is KubeObject =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
+
+/** A JSON object read with field paths in errors. Missing fields and null read as zero. */
+class At {
+  readonly m: KubeObject;
+
+  constructor(
+    readonly path: string,
+    value: unknown,
+  ) {
+    if (value !== undefined && value !== null && !isObject(value)) {
+      throw new ConversionError(path || "(object)", `expected an object, got ${show(value)}`);
     }
-    out[name] = String(v);
+    this.m = isObject(value) ? value : {};
   }
-  return out;
+
+  at(key: string): string {
+    return this.path ? `${this.path}.${key}` : key;
+  }
+
+  present(key: string): boolean {
+    return this.m[key] !== undefined && this.m[key] !== null;
+  }
+
+  obj(key: string): At {
+    return new At(this.at(key), this.m[key]);
+  }
+
+  private raw(key: string): unknown[] {
+    const value = this.m[key];
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value)) throw new ConversionError(this.at(key), `expected a list, got ${show(value)}`);
+    return value;
+  }
+
+  list(key: string): At[] {
+    return this.raw(key).map((v, i) => new At(`${this.at(key)}[${i}]`, v));
+  }
+
+  str(key: string): string {
+    const value = this.m[key];
+    if (value === undefined || value === null) return "";
+    if (typeof value !== "string") throw new ConversionError(this.at(key), `expected a string, got ${show(value)}`);
+    return value;
+  }
+
+  bool(key: string): boolean {
+    const value = this.m[key];
+    if (value === undefined || value === null) return false;
+    if (typeof value !== "boolean") throw new ConversionError(this.at(key), `expected a boolean, got ${show(value)}`);
+    return value;
+  }
+
+  int(key: string): number {
+    const value = this.m[key];
+    if (value === undefined || value === null) return 0;
+    if (typeof value !== "number" || !Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31) {
+      throw new ConversionError(this.at(key), `expected a 32-bit integer, got ${show(value)}`);
+    }
+    return value;
+  }
+
+  int64(key: string): bigint {
+    const value = this.m[key];
+    if (value === undefined || value === null) return 0n;
+    if (typeof value !== "number" || !Number.isSafeInteger(value)) {
+      throw new ConversionError(this.at(key), `expected a 64-bit integer, got ${show(value)}`);
+    }
+    return BigInt(value);
+  }
+
+  strList(key: string): string[] {
+    return this.raw(key).map((v, i) => {
+      if (typeof v !== "string") throw new ConversionError(`${this.at(key)}[${i}]`, `expected a string, got ${show(v)}`);
+      return v;
+    });
+  }
+
+  strings(key: string): { [key: string]: string } {
+    const out: { [key: string]: string } = {};
+    for (const [name, v] of Object.entries(this.obj(key).m)) {
+      if (typeof v !== "string") throw new ConversionError(`${this.at(key)}[${name}]`, `expected a string, got ${show(v)}`);
+      out[name] = v;
+    }
+    return out;
+  }
+
+  /** A resource list: quantities are strings or JSON numbers; null is zero (as Kubernetes reads it). */
+  quantities(key: string): { [key: string]: string } {
+    const out: { [key: string]: string } = {};
+    for (const [name, v] of Object.entries(this.obj(key).m)) {
+      if (v === null || v === undefined) out[name] = "0";
+      else if (typeof v === "string" || (typeof v === "number" && Number.isFinite(v))) out[name] = String(v);
+      else {
+        throw new ConversionError(`${this.at(key)}[${name}]`, `expected a quantity (a string or a number), got ${show(v)}`);
+      }
+    }
+    return out;
+  }
+
+  resourceVersion(): bigint {
+    const value = this.m["resourceVersion"];
+    if (value === undefined || value === null || value === "") return 0n;
+    if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) return BigInt(value);
+    if (typeof value === "string" && /^[0-9]+$/.test(value)) return BigInt(value);
+    throw new ConversionError(this.at("resourceVersion"), `invalid resource version ${show(value)}`);
+  }
 }
 
-function resourceVersion(meta: KubeObject): bigint {
-  const value = meta["resourceVersion"];
-  if (value === undefined || value === null || value === "") return 0n;
-  if (typeof value === "number" && Number.isInteger(value) && value >= 0) return BigInt(value);
-  if (typeof value === "string" && /^[0-9]+$/.test(value)) return BigInt(value);
-  throw new Error(`metadata.resourceVersion: invalid resource version ${JSON.stringify(value)}`);
-}
-
-function selector(value: KubeObject): LabelSelector {
+function selector(value: At): LabelSelector {
   return {
-    matchLabels: strings(value, "matchLabels"),
-    matchExpressions: list(value, "matchExpressions").map((e) => ({
-      key: str(e, "key"),
-      operator: str(e, "operator"),
-      values: list(e, "values").map(String),
+    matchLabels: value.strings("matchLabels"),
+    matchExpressions: value.list("matchExpressions").map((e) => ({
+      key: e.str("key"),
+      operator: e.str("operator"),
+      values: e.strList("values"),
     })),
   };
 }
 
 /** A v1 Node as the typed Node message. */
 export function nodeFromKube(o: KubeObject): Node {
-  const meta = obj(o, "metadata");
-  const spec = obj(o, "spec");
-  const status = obj(o, "status");
+  return node(new At("", o));
+}
+
+function node(o: At): Node {
+  const meta = o.obj("metadata");
+  const spec = o.obj("spec");
+  const status = o.obj("status");
   return {
-    name: str(meta, "name"),
-    uid: str(meta, "uid"),
-    resourceVersion: resourceVersion(meta),
-    labels: strings(meta, "labels"),
-    taints: list(spec, "taints").map((t) => ({
-      key: str(t, "key"),
-      value: str(t, "value"),
-      effect: str(t, "effect"),
-    })),
-    unschedulable: Boolean(spec["unschedulable"]),
-    allocatable: quantities(status, "allocatable"),
+    name: meta.str("name"),
+    uid: meta.str("uid"),
+    resourceVersion: meta.resourceVersion(),
+    labels: meta.strings("labels"),
+    taints: spec.list("taints").map((t) => ({ key: t.str("key"), value: t.str("value"), effect: t.str("effect") })),
+    unschedulable: spec.bool("unschedulable"),
+    allocatable: status.quantities("allocatable"),
     // Read by a placement policy's termination-notice signals.
-    annotations: strings(meta, "annotations"),
-    conditions: list(status, "conditions").map((c) => ({
-      type: str(c, "type"),
-      status: str(c, "status"),
-      reason: str(c, "reason"),
-      message: str(c, "message"),
+    annotations: meta.strings("annotations"),
+    conditions: status.list("conditions").map((c) => ({
+      type: c.str("type"),
+      status: c.str("status"),
+      reason: c.str("reason"),
+      message: c.str("message"),
     })),
   };
 }
 
-function container(c: KubeObject, hostNetwork: boolean): Container {
-  const resources = obj(c, "resources");
+function container(c: At, hostNetwork: boolean): Container {
+  const resources = c.obj("resources");
   return {
-    name: str(c, "name"),
-    requests: quantities(resources, "requests"),
-    limits: quantities(resources, "limits"),
-    ports: list(c, "ports").map((p) => {
-      const containerPort = int(p, "containerPort");
-      let hostPort = int(p, "hostPort");
+    name: c.str("name"),
+    requests: resources.quantities("requests"),
+    limits: resources.quantities("limits"),
+    ports: c.list("ports").map((p) => {
+      const containerPort = p.int("containerPort");
+      let hostPort = p.int("hostPort");
       if (hostNetwork && hostPort === 0) hostPort = containerPort;
-      return { hostPort, protocol: str(p, "protocol"), hostIp: str(p, "hostIP"), containerPort };
+      return { hostPort, protocol: p.str("protocol"), hostIp: p.str("hostIP"), containerPort };
     }),
-    restartPolicy: str(c, "restartPolicy"),
+    restartPolicy: c.str("restartPolicy"),
   };
 }
 
-function nodeSelectorRequirements(values: KubeObject[]): NodeSelectorRequirement[] {
-  return values.map((r) => ({
-    key: str(r, "key"),
-    operator: str(r, "operator"),
-    values: list(r, "values").map(String),
-  }));
+function nodeSelectorRequirements(values: At[]): NodeSelectorRequirement[] {
+  return values.map((r) => ({ key: r.str("key"), operator: r.str("operator"), values: r.strList("values") }));
 }
 
-function affinityTerm(t: KubeObject): PodAffinityTerm {
+function affinityTerm(t: At): PodAffinityTerm {
   // Presence matters: an absent selector matches nothing, an empty one everything.
   return {
-    labelSelector: present(t, "labelSelector") ? selector(obj(t, "labelSelector")) : undefined,
-    namespaces: list(t, "namespaces").map(String),
-    namespaceSelector: present(t, "namespaceSelector")
-      ? selector(obj(t, "namespaceSelector"))
-      : undefined,
-    topologyKey: str(t, "topologyKey"),
+    labelSelector: t.present("labelSelector") ? selector(t.obj("labelSelector")) : undefined,
+    namespaces: t.strList("namespaces"),
+    namespaceSelector: t.present("namespaceSelector") ? selector(t.obj("namespaceSelector")) : undefined,
+    topologyKey: t.str("topologyKey"),
   };
 }
 
 const REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution";
 
-function affinity(value: KubeObject): Affinity {
-  const nodeAffinity = obj(value, "nodeAffinity");
+function affinity(value: At): Affinity {
+  const nodeAffinity = value.obj("nodeAffinity");
   const podTerms = (key: string) => ({
-    requiredDuringSchedulingIgnoredDuringExecution: list(obj(value, key), REQUIRED).map(affinityTerm),
+    requiredDuringSchedulingIgnoredDuringExecution: value.obj(key).list(REQUIRED).map(affinityTerm),
   });
   return {
-    nodeAffinity: present(value, "nodeAffinity")
+    nodeAffinity: value.present("nodeAffinity")
       ? {
-          requiredDuringSchedulingIgnoredDuringExecution: present(nodeAffinity, REQUIRED)
+          requiredDuringSchedulingIgnoredDuringExecution: nodeAffinity.present(REQUIRED)
             ? {
-                nodeSelectorTerms: list(obj(nodeAffinity, REQUIRED), "nodeSelectorTerms").map(
-                  (term) => ({
-                    matchExpressions: nodeSelectorRequirements(list(term, "matchExpressions")),
-                    matchFields: nodeSelectorRequirements(list(term, "matchFields")),
-                  }),
-                ),
+                nodeSelectorTerms: nodeAffinity
+                  .obj(REQUIRED)
+                  .list("nodeSelectorTerms")
+                  .map((term) => ({
+                    matchExpressions: nodeSelectorRequirements(term.list("matchExpressions")),
+                    matchFields: nodeSelectorRequirements(term.list("matchFields")),
+                  })),
               }
             : undefined,
         }
       : undefined,
-    podAffinity: present(value, "podAffinity") ? podTerms("podAffinity") : undefined,
-    podAntiAffinity: present(value, "podAntiAffinity") ? podTerms("podAntiAffinity") : undefined,
+    podAffinity: value.present("podAffinity") ? podTerms("podAffinity") : undefined,
+    podAntiAffinity: value.present("podAntiAffinity") ? podTerms("podAntiAffinity") : undefined,
   };
 }
 
-function spread(c: KubeObject): TopologySpreadConstraint {
+function spread(c: At): TopologySpreadConstraint {
   return {
-    maxSkew: int(c, "maxSkew"),
-    topologyKey: str(c, "topologyKey"),
-    whenUnsatisfiable: str(c, "whenUnsatisfiable"),
-    labelSelector: present(c, "labelSelector") ? selector(obj(c, "labelSelector")) : undefined,
-    minDomains: present(c, "minDomains") ? int(c, "minDomains") : undefined,
-    matchLabelKeys: list(c, "matchLabelKeys").map(String),
-    nodeAffinityPolicy: str(c, "nodeAffinityPolicy"),
-    nodeTaintsPolicy: str(c, "nodeTaintsPolicy"),
+    maxSkew: c.int("maxSkew"),
+    topologyKey: c.str("topologyKey"),
+    whenUnsatisfiable: c.str("whenUnsatisfiable"),
+    labelSelector: c.present("labelSelector") ? selector(c.obj("labelSelector")) : undefined,
+    minDomains: c.present("minDomains") ? c.int("minDomains") : undefined,
+    matchLabelKeys: c.strList("matchLabelKeys"),
+    nodeAffinityPolicy: c.str("nodeAffinityPolicy"),
+    nodeTaintsPolicy: c.str("nodeTaintsPolicy"),
   };
 }
 
-function toleration(t: KubeObject): Toleration {
+function toleration(t: At): Toleration {
   return {
-    key: str(t, "key"),
-    operator: str(t, "operator"),
-    value: str(t, "value"),
-    effect: str(t, "effect"),
-    tolerationSeconds: present(t, "tolerationSeconds") ? BigInt(int(t, "tolerationSeconds")) : undefined,
+    key: t.str("key"),
+    operator: t.str("operator"),
+    value: t.str("value"),
+    effect: t.str("effect"),
+    tolerationSeconds: t.present("tolerationSeconds") ? t.int64("tolerationSeconds") : undefined,
   };
 }
 
 /** A v1 Pod as the typed Pod message. */
 export function podFromKube(o: KubeObject): Pod {
-  const meta = obj(o, "metadata");
-  const spec = obj(o, "spec");
-  const status = obj(o, "status");
-  const hostNetwork = Boolean(spec["hostNetwork"]);
-  const resources = obj(spec, "resources");
+  return pod(new At("", o));
+}
+
+function pod(o: At): Pod {
+  const meta = o.obj("metadata");
+  const spec = o.obj("spec");
+  const status = o.obj("status");
+  const hostNetwork = spec.bool("hostNetwork");
+  const resources = spec.obj("resources");
   return {
-    namespace: str(meta, "namespace"),
-    name: str(meta, "name"),
-    uid: str(meta, "uid"),
-    resourceVersion: resourceVersion(meta),
-    labels: strings(meta, "labels"),
-    nodeName: str(spec, "nodeName"),
-    schedulerName: str(spec, "schedulerName"),
-    priority: present(spec, "priority") ? int(spec, "priority") : undefined,
-    priorityClassName: str(spec, "priorityClassName"),
-    preemptionPolicy: str(spec, "preemptionPolicy"),
-    containers: list(spec, "containers").map((c) => container(c, hostNetwork)),
-    initContainers: list(spec, "initContainers").map((c) => container(c, hostNetwork)),
-    overhead: quantities(spec, "overhead"),
-    resources: present(spec, "resources")
-      ? { requests: quantities(resources, "requests"), limits: quantities(resources, "limits") }
+    namespace: meta.str("namespace"),
+    name: meta.str("name"),
+    uid: meta.str("uid"),
+    resourceVersion: meta.resourceVersion(),
+    labels: meta.strings("labels"),
+    nodeName: spec.str("nodeName"),
+    schedulerName: spec.str("schedulerName"),
+    priority: spec.present("priority") ? spec.int("priority") : undefined,
+    priorityClassName: spec.str("priorityClassName"),
+    preemptionPolicy: spec.str("preemptionPolicy"),
+    containers: spec.list("containers").map((c) => container(c, hostNetwork)),
+    initContainers: spec.list("initContainers").map((c) => container(c, hostNetwork)),
+    overhead: spec.quantities("overhead"),
+    resources: spec.present("resources")
+      ? { requests: resources.quantities("requests"), limits: resources.quantities("limits") }
       : undefined,
-    tolerations: list(spec, "tolerations").map(toleration),
-    nodeSelector: strings(spec, "nodeSelector"),
-    affinity: present(spec, "affinity") ? affinity(obj(spec, "affinity")) : undefined,
-    topologySpreadConstraints: list(spec, "topologySpreadConstraints").map(spread),
-    startTime: str(status, "startTime"),
-    deletionTimestamp: str(meta, "deletionTimestamp"),
-    conditions: list(status, "conditions").map((c) => ({
-      type: str(c, "type"),
-      status: str(c, "status"),
-      reason: str(c, "reason"),
+    tolerations: spec.list("tolerations").map(toleration),
+    nodeSelector: spec.strings("nodeSelector"),
+    affinity: spec.present("affinity") ? affinity(spec.obj("affinity")) : undefined,
+    topologySpreadConstraints: spec.list("topologySpreadConstraints").map(spread),
+    startTime: status.str("startTime"),
+    deletionTimestamp: meta.str("deletionTimestamp"),
+    conditions: status.list("conditions").map((c) => ({
+      type: c.str("type"),
+      status: c.str("status"),
+      reason: c.str("reason"),
     })),
-    nominatedNodeName: str(status, "nominatedNodeName"),
-    phase: str(status, "phase"),
+    nominatedNodeName: status.str("nominatedNodeName"),
+    phase: status.str("phase"),
   };
 }
 
 /** A policy/v1 PodDisruptionBudget as the typed PodDisruptionBudget message. */
 export function pdbFromKube(o: KubeObject): PodDisruptionBudget {
-  const meta = obj(o, "metadata");
-  const spec = obj(o, "spec");
-  const status = obj(o, "status");
+  return pdb(new At("", o));
+}
+
+function pdb(o: At): PodDisruptionBudget {
+  const meta = o.obj("metadata");
+  const spec = o.obj("spec");
+  const status = o.obj("status");
   return {
-    namespace: str(meta, "namespace"),
-    name: str(meta, "name"),
-    uid: str(meta, "uid"),
-    resourceVersion: resourceVersion(meta),
-    selector: present(spec, "selector") ? selector(obj(spec, "selector")) : undefined,
-    disruptionsAllowed: int(status, "disruptionsAllowed"),
+    namespace: meta.str("namespace"),
+    name: meta.str("name"),
+    uid: meta.str("uid"),
+    resourceVersion: meta.resourceVersion(),
+    selector: spec.present("selector") ? selector(spec.obj("selector")) : undefined,
+    disruptionsAllowed: status.int("disruptionsAllowed"),
     // status.disruptedPods maps pod name to the time it was disrupted.
-    disruptedPods: Object.keys(obj(status, "disruptedPods")),
+    disruptedPods: Object.keys(status.obj("disruptedPods").m),
   };
 }
 
-/** A Node, Pod or PodDisruptionBudget (by `kind`, or the object's own) as its message. */
-export function fromKube(o: KubeObject, kind?: string): TypedObject {
-  const k = kind ?? str(o, "kind");
+/**
+ * A Node, Pod or PodDisruptionBudget (by `kind`, or the object's own) as its message. `path`
+ * prefixes the field paths of errors (e.g. "items[3]").
+ */
+export function fromKube(o: KubeObject, kind?: string, path = ""): TypedObject {
+  const at = new At(path, o);
+  const k = kind ?? at.str("kind");
   switch (k) {
     case "Node":
-      return { kind: "Node", node: nodeFromKube(o) };
+      return { kind: "Node", node: node(at) };
     case "Pod":
-      return { kind: "Pod", pod: podFromKube(o) };
+      return { kind: "Pod", pod: pod(at) };
     case "PodDisruptionBudget":
-      return { kind: "PodDisruptionBudget", pdb: pdbFromKube(o) };
+      return { kind: "PodDisruptionBudget", pdb: pdb(at) };
     default:
-      throw new Error(`unsupported kind ${JSON.stringify(k)}: supported kinds are Node, Pod, PodDisruptionBudget`);
+      throw new ConversionError(
+        at.at("kind"),
+        `unsupported kind ${JSON.stringify(k)}: supported kinds are Node, Pod, PodDisruptionBudget`,
+      );
   }
 }
 
@@ -285,14 +366,15 @@ export function fromKube(o: KubeObject, kind?: string): TypedObject {
  * kind take it from a typed list's kind (PodList -> Pod). A single object is one item.
  */
 export function listItems(kubeList: KubeObject): KubeObject[] {
-  const listKind = str(kubeList, "kind");
+  const at = new At("", kubeList);
+  const listKind = at.str("kind");
   if (!listKind.endsWith("List") && !("items" in kubeList)) return [kubeList];
   const defaultKind = listKind.endsWith("List") ? listKind.slice(0, -"List".length) : "";
-  return list(kubeList, "items").map((item, index) => {
-    const kind = str(item, "kind") || defaultKind;
+  return at.list("items").map((item, index) => {
+    const kind = item.str("kind") || defaultKind;
     if (!KINDS.includes(kind)) {
-      throw new Error(`items[${index}].kind: unsupported kind ${JSON.stringify(kind)}`);
+      throw new ConversionError(`items[${index}].kind`, `unsupported kind ${JSON.stringify(kind)}`);
     }
-    return { ...item, kind };
+    return { ...item.m, kind };
   });
 }

@@ -2,16 +2,24 @@
 // print the decision, then follow WatchNominations for a while.
 //
 //	cd clients/go && go run ./examples/quickstart -addr 127.0.0.1:50051
+//
+// Against `preemptd serve --tls-cert ... --authz ...`: add `-ca-cert ca.crt -token-file
+// writer.token`.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"time"
+
+	"google.golang.org/grpc/credentials"
 
 	preemptd "github.com/preemptd/preemptd/clients/go"
 	pb "github.com/preemptd/preemptd/clients/go/gen/preemptd/v1"
@@ -22,11 +30,35 @@ func main() {
 	clusterFile := flag.String("cluster", "../../examples/cluster.json", "a `kubectl get -o json` List")
 	podFile := flag.String("pod", "../../examples/pod.json", "the pod that failed scheduling")
 	follow := flag.Duration("follow", 2*time.Second, "how long to follow WatchNominations")
+	caCert := flag.String("ca-cert", "", "TLS: the CA that signed the server's certificate")
+	tokenFile := flag.String("token-file", "", "a bearer token for `serve --authz`")
 	flag.Parse()
 
+	var creds credentials.TransportCredentials // nil: plaintext
+	if *caCert != "" {
+		pem, err := os.ReadFile(*caCert)
+		if err != nil {
+			log.Fatal(err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			log.Fatalf("%s: no PEM certificate", *caCert)
+		}
+		creds = credentials.NewTLS(&tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})
+	}
+	var token string
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+
 	client, err := preemptd.Dial(*addr, preemptd.Options{
-		// TLS: TransportCredentials: credentials.NewTLS(&tls.Config{...}).
-		CallTimeout: 10 * time.Second,
+		TransportCredentials: creds,
+		Token:                token,
+		CallTimeout:          10 * time.Second,
 		OnEpochChange: func(previous, current string) {
 			log.Printf("server restarted (epoch %s -> %s): push the cluster state again", previous, current)
 		},

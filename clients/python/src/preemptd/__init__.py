@@ -9,11 +9,12 @@ The generated messages and stub are `preemptd.v1.preemptd_pb2` and `preemptd_pb2
 """
 
 from preemptd.client import Client, NominationWatch, RetryPolicy
-from preemptd.kube import from_kube, node_from_kube, pdb_from_kube, pod_from_kube
+from preemptd.kube import ConversionError, from_kube, node_from_kube, pdb_from_kube, pod_from_kube
 from preemptd.v1 import preemptd_pb2 as pb
 
 __all__ = [
     "Client",
+    "ConversionError",
     "NominationWatch",
     "RetryPolicy",
     "from_kube",

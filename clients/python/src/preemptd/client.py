@@ -1,6 +1,8 @@
-"""A small client over the generated preemptd.v1 stub: deadlines on every call, retries with
-backoff on UNAVAILABLE, epoch tracking (the server restarted: push state again), bulk loads
-through Sync and a nominations watch that resumes on its own."""
+"""A small client over the generated preemptd.v1 stub: one deadline over every call and its
+retries, retries with backoff on UNAVAILABLE and RESOURCE_EXHAUSTED, epoch tracking (the
+server restarted: push state again), bulk loads through Sync and a nominations watch that
+resumes on its own. The retry and deadline contract is the one of every preemptd client
+(docs/clients.md)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ class _Response(Protocol):
 
 
 Response = TypeVar("Response", bound=_Response)
-PodInput = Union[pb.Pod, Mapping[str, Any], str]
+PodInput = Union[pb.Pod, pb.PodRef, Mapping[str, Any], str]
 SyncItem = Union[pb.SyncRequest, pb.Node, pb.Pod, pb.PodDisruptionBudget, Mapping[str, Any]]
 UpdateResponse = Union[
     pb.UpdateNodeResponse, pb.UpdatePodResponse, pb.UpdatePodDisruptionBudgetResponse
@@ -42,16 +44,35 @@ _RECONNECT_OPTIONS = [
 ]
 
 
+# The codes a call is retried on: the server is restarting, draining or not reachable yet
+# (UNAVAILABLE), or refused the call for load (RESOURCE_EXHAUSTED: too many Preempt,
+# PlanDrain or Sync calls at once).
+RETRY_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
+
+DEFAULT_TIMEOUT = 10.0
+
+
+def _check_timeout(timeout: float) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff with jitter for calls failing with UNAVAILABLE (server
-    restarting, draining or not reachable yet): `attempts` calls in all, the waits between
-    them growing from `initial_backoff` to at most `max_backoff` seconds."""
+    """Exponential backoff with jitter for calls failing with a code of RETRY_CODES:
+    `attempts` calls in all, the waits between them drawn between half and all of a backoff
+    that starts at `initial_backoff` and doubles up to `max_backoff` seconds. The call's
+    deadline bounds the whole: a wait that would pass it is not taken."""
 
-    attempts: int = 8
-    initial_backoff: float = 0.1
+    attempts: int = 5
+    initial_backoff: float = 0.05
     max_backoff: float = 2.0
     multiplier: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be at least 1, got {self.attempts}")
 
     def delays(self) -> Iterator[float]:
         backoff = self.initial_backoff
@@ -63,10 +84,17 @@ class RetryPolicy:
 class Client:
     """A connection to `preemptd serve`.
 
-    `credentials`: None is plaintext (what `preemptd serve` speaks today). TLS and client
-    certificates plug in here once the server supports them:
+    `credentials`: None is plaintext; TLS (and mTLS) is
     `credentials=grpc.ssl_channel_credentials(root_certificates=..., private_key=...,
-    certificate_chain=...)`.
+    certificate_chain=...)` against `preemptd serve --tls-cert ...`.
+
+    `token`: a bearer token sent as `authorization: Bearer <token>` metadata on every call
+    (`serve --authz` maps it to a role); use it with TLS, tokens travel in the clear otherwise.
+
+    `timeout` (seconds, default 10) is the deadline of each call, its retries and the waits
+    between them included; every method takes its own `timeout=` too. 0 and negative
+    timeouts are refused with ValueError. `retry` says how often and how long apart a call
+    failing with UNAVAILABLE or RESOURCE_EXHAUSTED is tried.
 
     `on_epoch_change(old, new)` runs (in the calling thread) when a response carries an
     epoch other than the last one seen: the server restarted with an empty cache and the
@@ -78,7 +106,8 @@ class Client:
         address: str,
         *,
         credentials: grpc.ChannelCredentials | None = None,
-        timeout: float = 10.0,
+        token: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
         retry: RetryPolicy = RetryPolicy(),
         on_epoch_change: EpochCallback | None = None,
         options: Sequence[tuple[str, Any]] = (),
@@ -92,7 +121,8 @@ class Client:
         else:
             self._channel = grpc.secure_channel(address, credentials, options=channel_options)
         self._stub = pb_grpc.PreemptionStub(self._channel)  # type: ignore[no-untyped-call]
-        self.timeout = timeout
+        self.metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
+        self.timeout = _check_timeout(timeout)
         self.retry = retry
         self.on_epoch_change = on_epoch_change
         self._epoch: str | None = None
@@ -100,6 +130,12 @@ class Client:
 
     def close(self) -> None:
         self._channel.close()
+
+    @property
+    def stub(self) -> pb_grpc.PreemptionStub:
+        """The generated stub on the client's channel, for calls the wrapper does not cover
+        (pass `metadata=client.metadata` when a token is set)."""
+        return self._stub
 
     def __enter__(self) -> Client:
         return self
@@ -123,17 +159,24 @@ class Client:
     def _call(
         self, method: Callable[..., Any], request: Any, timeout: float | None, response_type: type[Response]
     ) -> Response:
+        budget = self.timeout if timeout is None else _check_timeout(timeout)
+        deadline = time.monotonic() + budget
         delays = self.retry.delays()
         while True:
+            remaining = deadline - time.monotonic()
             try:
-                response = method(request, timeout=timeout or self.timeout)
+                if remaining <= 0:
+                    raise _DeadlineExceeded(budget)
+                response = method(request, timeout=remaining, metadata=self.metadata)
                 if not isinstance(response, response_type):
                     raise TypeError(f"expected {response_type.__name__}, got {type(response).__name__}")
             except grpc.RpcError as error:
                 delay = next(delays, None)
-                if error.code() != grpc.StatusCode.UNAVAILABLE or delay is None:
+                if error.code() not in RETRY_CODES or delay is None:
                     raise
-                log.debug("retrying after unavailable", extra={"delay": delay})
+                if time.monotonic() + delay >= deadline:
+                    raise
+                log.debug("retrying", extra={"code": error.code().name, "delay": delay})
                 time.sleep(delay)
                 continue
             self.observe_epoch(response.epoch)
@@ -192,9 +235,12 @@ class Client:
         SyncRequests, typed messages, or Kubernetes objects (sent as `upsert_json`, or
         converted to typed messages when `typed`). The requests are built up front so a
         retry after UNAVAILABLE can send them again."""
-        requests = [_sync_request(item, typed) for item in items]
+        requests = [_sync_request(item, typed, f"items[{index}]") for index, item in enumerate(items)]
         return self._call(
-            lambda reqs, timeout: self._stub.Sync(iter(reqs), timeout=timeout), requests, timeout, pb.SyncResponse
+            lambda reqs, timeout, metadata: self._stub.Sync(iter(reqs), timeout=timeout, metadata=metadata),
+            requests,
+            timeout,
+            pb.SyncResponse,
         )
 
     def sync_list(
@@ -213,19 +259,39 @@ class Client:
         *,
         dry_run: bool = False,
         explain: bool = False,
+        pdb_mode: pb.PdbMode = pb.PDB_MODE_UNSPECIFIED,
         timeout: float | None = None,
     ) -> pb.PreemptResponse:
-        """Decides preemption for a pod given typed, as Kubernetes JSON text, or as a dict
-        (sent as JSON). A pod reference (namespace/name of a cached pod) is not in the API
-        yet: send the pod itself."""
-        request = pb.PreemptRequest(dry_run=dry_run, explain=explain)
+        """Decides preemption for a pod given typed, as Kubernetes JSON text, as a dict (sent
+        as JSON), or as a `pb.PodRef` naming a pending pod the server's cache holds.
+        `pdb_mode` (PDB_MODE_PREFER or PDB_MODE_STRICT) overrides the server's policy."""
+        request = pb.PreemptRequest(dry_run=dry_run, explain=explain, pdb_mode=pdb_mode)
         if isinstance(pod, pb.Pod):
             request.pod.CopyFrom(pod)
+        elif isinstance(pod, pb.PodRef):
+            request.pod_ref.CopyFrom(pod)
         elif isinstance(pod, str):
             request.pod_json = pod
-        else:
+        elif isinstance(pod, Mapping):
             request.pod_json = json.dumps(pod)
+        else:
+            raise TypeError(f"pod: expected a Pod, PodRef, dict or JSON text, got {type(pod).__name__}")
         return self._call(self._stub.Preempt, request, timeout, pb.PreemptResponse)
+
+    def plan_drain(
+        self,
+        node_names: Sequence[str],
+        *,
+        pdb_mode: pb.PdbMode = pb.PDB_MODE_UNSPECIFIED,
+        explain: bool = False,
+        timeout: float | None = None,
+    ) -> pb.PlanDrainResponse:
+        """Plans where the pods of the nodes about to go away would go, in eviction batches
+        that respect every PodDisruptionBudget (docs/drain-plans.md)."""
+        if isinstance(node_names, str):
+            raise TypeError("node_names: expected a sequence of node names, got one string")
+        request = pb.PlanDrainRequest(node_names=list(node_names), pdb_mode=pdb_mode, explain=explain)
+        return self._call(self._stub.PlanDrain, request, timeout, pb.PlanDrainResponse)
 
     def list_nominations(self, *, timeout: float | None = None) -> pb.ListNominationsResponse:
         return self._call(self._stub.ListNominations, pb.ListNominationsRequest(), timeout, pb.ListNominationsResponse)
@@ -241,7 +307,21 @@ class Client:
         return NominationWatch(self, after_revision, on_relist, call_timeout)
 
 
-def _sync_request(item: SyncItem, typed: bool) -> pb.SyncRequest:
+class _DeadlineExceeded(grpc.RpcError):
+    """The call's deadline passed between attempts (the server was never asked again)."""
+
+    def __init__(self, budget: float) -> None:
+        super().__init__(f"deadline of {budget}s exceeded")
+        self._details = f"deadline of {budget}s exceeded across retries"
+
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+
+    def details(self) -> str:
+        return self._details
+
+
+def _sync_request(item: SyncItem, typed: bool, path: str = "") -> pb.SyncRequest:
     if isinstance(item, pb.SyncRequest):
         return item
     if isinstance(item, pb.Node):
@@ -251,7 +331,7 @@ def _sync_request(item: SyncItem, typed: bool) -> pb.SyncRequest:
     if isinstance(item, pb.PodDisruptionBudget):
         return pb.SyncRequest(pdb=pb.UpdatePodDisruptionBudgetRequest(upsert=item))
     if typed:
-        return _sync_request(kube.from_kube(item), typed)
+        return _sync_request(kube.from_kube(item, path=path), typed)
     kind, text = str(item.get("kind", "")), json.dumps(item)
     if kind == "Node":
         return pb.SyncRequest(node=pb.UpdateNodeRequest(upsert_json=text))
@@ -348,7 +428,9 @@ class NominationWatch:
             with self._lock:
                 if self._cancelled.is_set():
                     return
-                self._call = self._client._stub.WatchNominations(request, timeout=self._call_timeout)
+                self._call = self._client.stub.WatchNominations(
+                    request, timeout=self._call_timeout, metadata=self._client.metadata
+                )
             relist = False
             try:
                 for event in self._call:

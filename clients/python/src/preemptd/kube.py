@@ -5,7 +5,9 @@ The server applies the same defaulting to typed messages as to `upsert_json` (li
 default requests, empty namespace means "default", ...), with one exception the proto has
 no field for: `spec.hostNetwork`, which the API server turns into `hostPort =
 containerPort`; the converter applies it here. JSON `null` counts as a missing field, as in
-Go's decoder.
+Go's decoder. A value of the wrong JSON type is refused with a ConversionError naming its
+field path (`spec.containers[0].resources.requests[cpu]`); the values themselves (quantities,
+enum strings) are checked by the server.
 """
 
 from __future__ import annotations
@@ -21,301 +23,341 @@ TypedObject = Union[pb.Node, pb.Pod, pb.PodDisruptionBudget]
 _EMPTY: Mapping[str, Any] = {}
 
 
-def _obj(parent: KubeObject, key: str) -> KubeObject:
-    value = parent.get(key)
-    return value if isinstance(value, Mapping) else _EMPTY
+class ConversionError(ValueError):
+    """A Kubernetes object field of the wrong shape; `path` is its JSON path."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
 
 
-def _list(parent: KubeObject, key: str) -> list[Any]:
-    value = parent.get(key)
-    return value if isinstance(value, list) else []
+class _At:
+    """A JSON object read with field paths in errors. Missing fields and null read as zero."""
 
+    def __init__(self, path: str, value: Any) -> None:
+        if value is not None and not isinstance(value, Mapping):
+            raise ConversionError(path or "(object)", f"expected an object, got {value!r}")
+        self.path = path
+        self.m: Mapping[str, Any] = _EMPTY if value is None else value
 
-def _str(parent: KubeObject, key: str) -> str:
-    value = parent.get(key)
-    return "" if value is None else str(value)
+    def at(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
 
+    def present(self, key: str) -> bool:
+        return self.m.get(key) is not None
 
-def _int(parent: KubeObject, key: str) -> int:
-    value = parent.get(key)
-    return 0 if value is None else int(value)
+    def obj(self, key: str) -> _At:
+        return _At(self.at(key), self.m.get(key))
 
+    def array(self, key: str) -> list[_At]:
+        return [_At(f"{self.at(key)}[{i}]", v) for i, v in enumerate(self._raw_list(key))]
 
-def _present(parent: KubeObject, key: str) -> bool:
-    return parent.get(key) is not None
-
-
-def _quantity(value: Any) -> str:
-    # Kubernetes accepts quantities as strings or JSON numbers.
-    if isinstance(value, bool) or value is None:
-        raise ValueError(f"expected a quantity, got {value!r}")
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-def _quantities(parent: KubeObject, key: str) -> dict[str, str]:
-    return {name: _quantity(v) for name, v in _obj(parent, key).items() if v is not None}
-
-
-def _strings(parent: KubeObject, key: str) -> dict[str, str]:
-    return {k: str(v) for k, v in _obj(parent, key).items() if v is not None}
-
-
-def _resource_version(meta: KubeObject) -> int:
-    value = meta.get("resourceVersion")
-    if value is None or value == "":
-        return 0
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    def _raw_list(self, key: str) -> list[Any]:
+        value = self.m.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ConversionError(self.at(key), f"expected a list, got {value!r}")
         return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    raise ValueError(f"metadata.resourceVersion: invalid resource version {value!r}")
+
+    def text(self, key: str) -> str:
+        value = self.m.get(key)
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            raise ConversionError(self.at(key), f"expected a string, got {value!r}")
+        return value
+
+    def flag(self, key: str) -> bool:
+        value = self.m.get(key)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise ConversionError(self.at(key), f"expected a boolean, got {value!r}")
+        return value
+
+    def integer(self, key: str, bits: int = 32) -> int:
+        value = self.m.get(key)
+        if value is None:
+            return 0
+        limit = 1 << (bits - 1)
+        if isinstance(value, bool) or not isinstance(value, int) or not -limit <= value < limit:
+            raise ConversionError(self.at(key), f"expected a {bits}-bit integer, got {value!r}")
+        return value
+
+    def str_list(self, key: str) -> list[str]:
+        out = []
+        for i, value in enumerate(self._raw_list(key)):
+            if not isinstance(value, str):
+                raise ConversionError(f"{self.at(key)}[{i}]", f"expected a string, got {value!r}")
+            out.append(value)
+        return out
+
+    def strings(self, key: str) -> dict[str, str]:
+        out = {}
+        for name, value in self.obj(key).m.items():
+            if not isinstance(value, str):
+                raise ConversionError(f"{self.at(key)}[{name}]", f"expected a string, got {value!r}")
+            out[name] = value
+        return out
+
+    def quantities(self, key: str) -> dict[str, str]:
+        # Kubernetes accepts quantities as strings or JSON numbers, and reads null as zero.
+        out = {}
+        for name, value in self.obj(key).m.items():
+            if value is None:
+                out[name] = "0"
+            elif isinstance(value, str):
+                out[name] = value
+            elif isinstance(value, int) and not isinstance(value, bool):
+                out[name] = str(value)
+            elif isinstance(value, float):
+                out[name] = repr(value)
+            else:
+                raise ConversionError(
+                    f"{self.at(key)}[{name}]", f"expected a quantity (a string or a number), got {value!r}"
+                )
+        return out
+
+    def resource_version(self) -> int:
+        value = self.m.get("resourceVersion")
+        if value is None or value == "":
+            return 0
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        if isinstance(value, str) and value.isdigit():
+            return int(value)
+        raise ConversionError(self.at("resourceVersion"), f"invalid resource version {value!r}")
 
 
-def _selector(value: KubeObject) -> pb.LabelSelector:
+def _selector(value: _At) -> pb.LabelSelector:
     return pb.LabelSelector(
-        match_labels=_strings(value, "matchLabels"),
+        match_labels=value.strings("matchLabels"),
         match_expressions=[
-            pb.LabelSelectorRequirement(
-                key=_str(e, "key"),
-                operator=_str(e, "operator"),
-                values=[str(v) for v in _list(e, "values")],
-            )
-            for e in _list(value, "matchExpressions")
+            pb.LabelSelectorRequirement(key=e.text("key"), operator=e.text("operator"), values=e.str_list("values"))
+            for e in value.array("matchExpressions")
         ],
     )
 
 
 def node_from_kube(obj: KubeObject) -> pb.Node:
     """A v1 Node as the typed Node message."""
-    meta, spec, status = _obj(obj, "metadata"), _obj(obj, "spec"), _obj(obj, "status")
+    return _node(_At("", obj))
+
+
+def _node(o: _At) -> pb.Node:
+    meta, spec, status = o.obj("metadata"), o.obj("spec"), o.obj("status")
     return pb.Node(
-        name=_str(meta, "name"),
-        uid=_str(meta, "uid"),
-        resource_version=_resource_version(meta),
-        labels=_strings(meta, "labels"),
-        taints=[
-            pb.Taint(key=_str(t, "key"), value=_str(t, "value"), effect=_str(t, "effect"))
-            for t in _list(spec, "taints")
-        ],
-        unschedulable=bool(spec.get("unschedulable")),
-        allocatable=_quantities(status, "allocatable"),
+        name=meta.text("name"),
+        uid=meta.text("uid"),
+        resource_version=meta.resource_version(),
+        labels=meta.strings("labels"),
+        taints=[pb.Taint(key=t.text("key"), value=t.text("value"), effect=t.text("effect")) for t in spec.array("taints")],
+        unschedulable=spec.flag("unschedulable"),
+        allocatable=status.quantities("allocatable"),
         # Read by a placement policy's termination-notice signals.
-        annotations=_strings(meta, "annotations"),
+        annotations=meta.strings("annotations"),
         conditions=[
             pb.NodeCondition(
-                type=_str(c, "type"),
-                status=_str(c, "status"),
-                reason=_str(c, "reason"),
-                message=_str(c, "message"),
+                type=c.text("type"), status=c.text("status"), reason=c.text("reason"), message=c.text("message")
             )
-            for c in _list(status, "conditions")
+            for c in status.array("conditions")
         ],
     )
 
 
-def _container(c: KubeObject, host_network: bool) -> pb.Container:
-    resources = _obj(c, "resources")
+def _container(c: _At, host_network: bool) -> pb.Container:
+    resources = c.obj("resources")
     ports = []
-    for p in _list(c, "ports"):
-        host_port = _int(p, "hostPort")
-        container_port = _int(p, "containerPort")
+    for p in c.array("ports"):
+        host_port = p.integer("hostPort")
+        container_port = p.integer("containerPort")
         if host_network and host_port == 0:
             host_port = container_port
         ports.append(
             pb.ContainerPort(
-                host_port=host_port,
-                protocol=_str(p, "protocol"),
-                host_ip=_str(p, "hostIP"),
-                container_port=container_port,
+                host_port=host_port, protocol=p.text("protocol"), host_ip=p.text("hostIP"), container_port=container_port
             )
         )
     return pb.Container(
-        name=_str(c, "name"),
-        requests=_quantities(resources, "requests"),
-        limits=_quantities(resources, "limits"),
+        name=c.text("name"),
+        requests=resources.quantities("requests"),
+        limits=resources.quantities("limits"),
         ports=ports,
-        restart_policy=_str(c, "restartPolicy"),
+        restart_policy=c.text("restartPolicy"),
     )
 
 
-def _node_selector_requirements(values: list[Any]) -> list[pb.NodeSelectorRequirement]:
+def _node_selector_requirements(values: list[_At]) -> list[pb.NodeSelectorRequirement]:
     return [
-        pb.NodeSelectorRequirement(
-            key=_str(r, "key"),
-            operator=_str(r, "operator"),
-            values=[str(v) for v in _list(r, "values")],
-        )
+        pb.NodeSelectorRequirement(key=r.text("key"), operator=r.text("operator"), values=r.str_list("values"))
         for r in values
     ]
 
 
-def _affinity_term(t: KubeObject) -> pb.PodAffinityTerm:
-    term = pb.PodAffinityTerm(
-        namespaces=[str(n) for n in _list(t, "namespaces")],
-        topology_key=_str(t, "topologyKey"),
-    )
+def _affinity_term(t: _At) -> pb.PodAffinityTerm:
+    term = pb.PodAffinityTerm(namespaces=t.str_list("namespaces"), topology_key=t.text("topologyKey"))
     # Presence matters: an absent selector matches nothing, an empty one everything.
-    if _present(t, "labelSelector"):
-        term.label_selector.CopyFrom(_selector(_obj(t, "labelSelector")))
-    if _present(t, "namespaceSelector"):
-        term.namespace_selector.CopyFrom(_selector(_obj(t, "namespaceSelector")))
+    if t.present("labelSelector"):
+        term.label_selector.CopyFrom(_selector(t.obj("labelSelector")))
+    if t.present("namespaceSelector"):
+        term.namespace_selector.CopyFrom(_selector(t.obj("namespaceSelector")))
     return term
 
 
-def _affinity(value: KubeObject) -> pb.Affinity:
+def _affinity(value: _At) -> pb.Affinity:
     affinity = pb.Affinity()
-    if _present(value, "nodeAffinity"):
+    if value.present("nodeAffinity"):
         node_affinity = affinity.node_affinity
         node_affinity.SetInParent()
         required_key = "requiredDuringSchedulingIgnoredDuringExecution"
-        required = _obj(value, "nodeAffinity")
-        if _present(required, required_key):
+        required = value.obj("nodeAffinity")
+        if required.present(required_key):
             selector = node_affinity.required_during_scheduling_ignored_during_execution
             selector.SetInParent()
-            for term in _list(_obj(required, required_key), "nodeSelectorTerms"):
+            for term in required.obj(required_key).array("nodeSelectorTerms"):
                 selector.node_selector_terms.append(
                     pb.NodeSelectorTerm(
-                        match_expressions=_node_selector_requirements(
-                            _list(term, "matchExpressions")
-                        ),
-                        match_fields=_node_selector_requirements(_list(term, "matchFields")),
+                        match_expressions=_node_selector_requirements(term.array("matchExpressions")),
+                        match_fields=_node_selector_requirements(term.array("matchFields")),
                     )
                 )
     for key, target in (
         ("podAffinity", affinity.pod_affinity),
         ("podAntiAffinity", affinity.pod_anti_affinity),
     ):
-        if _present(value, key):
+        if value.present(key):
             target.SetInParent()
-            terms = _list(_obj(value, key), "requiredDuringSchedulingIgnoredDuringExecution")
-            target.required_during_scheduling_ignored_during_execution.extend(
-                _affinity_term(t) for t in terms
-            )
+            terms = value.obj(key).array("requiredDuringSchedulingIgnoredDuringExecution")
+            target.required_during_scheduling_ignored_during_execution.extend(_affinity_term(t) for t in terms)
     return affinity
 
 
-def _spread(c: KubeObject) -> pb.TopologySpreadConstraint:
+def _spread(c: _At) -> pb.TopologySpreadConstraint:
     constraint = pb.TopologySpreadConstraint(
-        max_skew=_int(c, "maxSkew"),
-        topology_key=_str(c, "topologyKey"),
-        when_unsatisfiable=_str(c, "whenUnsatisfiable"),
-        match_label_keys=[str(k) for k in _list(c, "matchLabelKeys")],
-        node_affinity_policy=_str(c, "nodeAffinityPolicy"),
-        node_taints_policy=_str(c, "nodeTaintsPolicy"),
+        max_skew=c.integer("maxSkew"),
+        topology_key=c.text("topologyKey"),
+        when_unsatisfiable=c.text("whenUnsatisfiable"),
+        match_label_keys=c.str_list("matchLabelKeys"),
+        node_affinity_policy=c.text("nodeAffinityPolicy"),
+        node_taints_policy=c.text("nodeTaintsPolicy"),
     )
-    if _present(c, "labelSelector"):
-        constraint.label_selector.CopyFrom(_selector(_obj(c, "labelSelector")))
-    if _present(c, "minDomains"):
-        constraint.min_domains = _int(c, "minDomains")
+    if c.present("labelSelector"):
+        constraint.label_selector.CopyFrom(_selector(c.obj("labelSelector")))
+    if c.present("minDomains"):
+        constraint.min_domains = c.integer("minDomains")
     return constraint
 
 
-def _toleration(t: KubeObject) -> pb.Toleration:
+def _toleration(t: _At) -> pb.Toleration:
     toleration = pb.Toleration(
-        key=_str(t, "key"),
-        operator=_str(t, "operator"),
-        value=_str(t, "value"),
-        effect=_str(t, "effect"),
+        key=t.text("key"), operator=t.text("operator"), value=t.text("value"), effect=t.text("effect")
     )
-    if _present(t, "tolerationSeconds"):
-        toleration.toleration_seconds = _int(t, "tolerationSeconds")
+    if t.present("tolerationSeconds"):
+        toleration.toleration_seconds = t.integer("tolerationSeconds", 64)
     return toleration
 
 
 def pod_from_kube(obj: KubeObject) -> pb.Pod:
     """A v1 Pod as the typed Pod message."""
-    meta, spec, status = _obj(obj, "metadata"), _obj(obj, "spec"), _obj(obj, "status")
-    host_network = bool(spec.get("hostNetwork"))
+    return _pod(_At("", obj))
+
+
+def _pod(o: _At) -> pb.Pod:
+    meta, spec, status = o.obj("metadata"), o.obj("spec"), o.obj("status")
+    host_network = spec.flag("hostNetwork")
     pod = pb.Pod(
-        namespace=_str(meta, "namespace"),
-        name=_str(meta, "name"),
-        uid=_str(meta, "uid"),
-        resource_version=_resource_version(meta),
-        labels=_strings(meta, "labels"),
-        node_name=_str(spec, "nodeName"),
-        scheduler_name=_str(spec, "schedulerName"),
-        priority_class_name=_str(spec, "priorityClassName"),
-        preemption_policy=_str(spec, "preemptionPolicy"),
-        containers=[_container(c, host_network) for c in _list(spec, "containers")],
-        init_containers=[_container(c, host_network) for c in _list(spec, "initContainers")],
-        overhead=_quantities(spec, "overhead"),
-        tolerations=[_toleration(t) for t in _list(spec, "tolerations")],
-        node_selector=_strings(spec, "nodeSelector"),
-        topology_spread_constraints=[_spread(c) for c in _list(spec, "topologySpreadConstraints")],
-        start_time=_str(status, "startTime"),
-        deletion_timestamp=_str(meta, "deletionTimestamp"),
+        namespace=meta.text("namespace"),
+        name=meta.text("name"),
+        uid=meta.text("uid"),
+        resource_version=meta.resource_version(),
+        labels=meta.strings("labels"),
+        node_name=spec.text("nodeName"),
+        scheduler_name=spec.text("schedulerName"),
+        priority_class_name=spec.text("priorityClassName"),
+        preemption_policy=spec.text("preemptionPolicy"),
+        containers=[_container(c, host_network) for c in spec.array("containers")],
+        init_containers=[_container(c, host_network) for c in spec.array("initContainers")],
+        overhead=spec.quantities("overhead"),
+        tolerations=[_toleration(t) for t in spec.array("tolerations")],
+        node_selector=spec.strings("nodeSelector"),
+        topology_spread_constraints=[_spread(c) for c in spec.array("topologySpreadConstraints")],
+        start_time=status.text("startTime"),
+        deletion_timestamp=meta.text("deletionTimestamp"),
         conditions=[
-            pb.PodCondition(type=_str(c, "type"), status=_str(c, "status"), reason=_str(c, "reason"))
-            for c in _list(status, "conditions")
+            pb.PodCondition(type=c.text("type"), status=c.text("status"), reason=c.text("reason"))
+            for c in status.array("conditions")
         ],
-        nominated_node_name=_str(status, "nominatedNodeName"),
-        phase=_str(status, "phase"),
+        nominated_node_name=status.text("nominatedNodeName"),
+        phase=status.text("phase"),
     )
-    if _present(spec, "priority"):
-        pod.priority = _int(spec, "priority")
-    if _present(spec, "resources"):
-        resources = _obj(spec, "resources")
+    if spec.present("priority"):
+        pod.priority = spec.integer("priority")
+    if spec.present("resources"):
+        resources = spec.obj("resources")
         pod.resources.CopyFrom(
-            pb.ResourceRequirements(
-                requests=_quantities(resources, "requests"),
-                limits=_quantities(resources, "limits"),
-            )
+            pb.ResourceRequirements(requests=resources.quantities("requests"), limits=resources.quantities("limits"))
         )
-    if _present(spec, "affinity"):
-        pod.affinity.CopyFrom(_affinity(_obj(spec, "affinity")))
+    if spec.present("affinity"):
+        pod.affinity.CopyFrom(_affinity(spec.obj("affinity")))
     return pod
 
 
 def pdb_from_kube(obj: KubeObject) -> pb.PodDisruptionBudget:
     """A policy/v1 PodDisruptionBudget as the typed PodDisruptionBudget message."""
-    meta, spec, status = _obj(obj, "metadata"), _obj(obj, "spec"), _obj(obj, "status")
+    return _pdb(_At("", obj))
+
+
+def _pdb(o: _At) -> pb.PodDisruptionBudget:
+    meta, spec, status = o.obj("metadata"), o.obj("spec"), o.obj("status")
     pdb = pb.PodDisruptionBudget(
-        namespace=_str(meta, "namespace"),
-        name=_str(meta, "name"),
-        uid=_str(meta, "uid"),
-        resource_version=_resource_version(meta),
-        disruptions_allowed=_int(status, "disruptionsAllowed"),
+        namespace=meta.text("namespace"),
+        name=meta.text("name"),
+        uid=meta.text("uid"),
+        resource_version=meta.resource_version(),
+        disruptions_allowed=status.integer("disruptionsAllowed"),
         # status.disruptedPods maps pod name to the time it was disrupted.
-        disrupted_pods=list(_obj(status, "disruptedPods").keys()),
+        disrupted_pods=list(status.obj("disruptedPods").m.keys()),
     )
-    if _present(spec, "selector"):
-        pdb.selector.CopyFrom(_selector(_obj(spec, "selector")))
+    if spec.present("selector"):
+        pdb.selector.CopyFrom(_selector(spec.obj("selector")))
     return pdb
 
 
-_CONVERTERS: dict[str, Callable[[KubeObject], TypedObject]] = {
-    "Node": node_from_kube,
-    "Pod": pod_from_kube,
-    "PodDisruptionBudget": pdb_from_kube,
+_CONVERTERS: dict[str, Callable[[_At], TypedObject]] = {
+    "Node": _node,
+    "Pod": _pod,
+    "PodDisruptionBudget": _pdb,
 }
 
 
-def from_kube(obj: KubeObject, kind: str | None = None) -> TypedObject:
-    """A Node, Pod or PodDisruptionBudget (by `kind`, or the object's own) as its message."""
-    kind = kind or _str(obj, "kind")
+def from_kube(obj: KubeObject, kind: str | None = None, *, path: str = "") -> TypedObject:
+    """A Node, Pod or PodDisruptionBudget (by `kind`, or the object's own) as its message.
+    `path` prefixes the field paths of errors (e.g. "items[3]")."""
+    at = _At(path, obj)
+    kind = kind or at.text("kind")
     try:
         convert = _CONVERTERS[kind]
     except KeyError:
-        raise ValueError(
-            f"unsupported kind {kind!r}: supported kinds are Node, Pod, PodDisruptionBudget"
+        raise ConversionError(
+            at.at("kind"), f"unsupported kind {kind!r}: supported kinds are Node, Pod, PodDisruptionBudget"
         ) from None
-    message: TypedObject = convert(obj)
+    message: TypedObject = convert(at)
     return message
 
 
 def list_items(kube_list: KubeObject) -> list[tuple[str, KubeObject]]:
     """The (kind, object) items of a `kubectl get ... -o json` List; items without a kind
     take it from a typed list's kind (PodList -> Pod). A single object is one item."""
-    list_kind = _str(kube_list, "kind")
+    at = _At("", kube_list)
+    list_kind = at.text("kind")
     if not list_kind.endswith("List") and "items" not in kube_list:
         return [(list_kind, kube_list)]
     default_kind = list_kind[: -len("List")] if list_kind.endswith("List") else ""
     items = []
-    for index, item in enumerate(_list(kube_list, "items")):
-        kind = _str(item, "kind") or default_kind
+    for index, item in enumerate(at.array("items")):
+        kind = item.text("kind") or default_kind
         if kind not in _CONVERTERS:
-            raise ValueError(f"items[{index}].kind: unsupported kind {kind!r}")
-        items.append((kind, item))
+            raise ConversionError(f"items[{index}].kind", f"unsupported kind {kind!r}")
+        items.append((kind, item.m))
     return items

@@ -1,12 +1,19 @@
 package io.github.preemptd.client;
 
+import io.grpc.CallOptions;
+import io.grpc.Channel;
 import io.grpc.ChannelCredentials;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
 import io.grpc.Context;
+import io.grpc.ForwardingClientCall;
 import io.grpc.Deadline;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
@@ -16,6 +23,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiConsumer;
@@ -26,8 +34,12 @@ import preemptd.v1.Preemptd.ListNominationsRequest;
 import preemptd.v1.Preemptd.ListNominationsResponse;
 import preemptd.v1.Preemptd.Node;
 import preemptd.v1.Preemptd.ObjectRef;
+import preemptd.v1.Preemptd.PdbMode;
+import preemptd.v1.Preemptd.PlanDrainRequest;
+import preemptd.v1.Preemptd.PlanDrainResponse;
 import preemptd.v1.Preemptd.Pod;
 import preemptd.v1.Preemptd.PodDisruptionBudget;
+import preemptd.v1.Preemptd.PodRef;
 import preemptd.v1.Preemptd.PreemptRequest;
 import preemptd.v1.Preemptd.PreemptResponse;
 import preemptd.v1.Preemptd.SyncRequest;
@@ -41,14 +53,18 @@ import preemptd.v1.Preemptd.UpdatePodRequest;
  * or typed messages), bulk-load a List through Sync, ask Preempt for a decision and follow
  * nominations with a watch that resumes by itself.
  *
- * <p>Every call carries a deadline ({@link Builder#callTimeout}) and is retried with
- * exponential backoff while the server answers UNAVAILABLE. Every response's epoch is compared
+ * <p>Every call carries one deadline over all its attempts ({@link Builder#callTimeout}, or
+ * {@link #withCallTimeout} for some calls) and is retried with exponential backoff while the
+ * server answers UNAVAILABLE or RESOURCE_EXHAUSTED: the retry and deadline contract every
+ * preemptd client shares (docs/clients.md). Every response's epoch is compared
  * with the last one seen: when it changes, the server restarted with an empty cache and the
  * {@link Builder#onEpochChange} listener is called so the caller can push its state again.
  * Thread-safe.
  */
 public final class PreemptdClient implements AutoCloseable {
   private final ManagedChannel channel;
+  private final String address;
+  private final boolean ownsChannel;
   private final PreemptionGrpc.PreemptionBlockingStub blocking;
   private final PreemptionGrpc.PreemptionStub async;
   final Duration callTimeout;
@@ -56,14 +72,20 @@ public final class PreemptdClient implements AutoCloseable {
   final Duration initialBackoff;
   final Duration maxBackoff;
   private final BiConsumer<String, String> onEpochChange;
-  private final AtomicReference<String> epoch = new AtomicReference<>("");
+  private final AtomicReference<String> epoch;
 
   private PreemptdClient(Builder b) {
     ManagedChannelBuilder<?> channelBuilder = Grpc.newChannelBuilder(b.address, b.credentials);
+    if (b.token != null) {
+      channelBuilder.intercept(bearerToken(b.token));
+    }
     if (b.channelCustomizer != null) {
       b.channelCustomizer.accept(channelBuilder);
     }
     this.channel = channelBuilder.build();
+    this.address = b.address;
+    this.ownsChannel = true;
+    this.epoch = new AtomicReference<>("");
     this.blocking = PreemptionGrpc.newBlockingStub(channel);
     this.async = PreemptionGrpc.newStub(channel);
     this.callTimeout = b.callTimeout;
@@ -71,6 +93,59 @@ public final class PreemptdClient implements AutoCloseable {
     this.initialBackoff = b.initialBackoff;
     this.maxBackoff = b.maxBackoff;
     this.onEpochChange = b.onEpochChange;
+  }
+
+  /** A view sharing {@code base}'s channel and epoch with another call timeout. */
+  private PreemptdClient(PreemptdClient base, Duration callTimeout) {
+    this.channel = base.channel;
+    this.address = base.address;
+    this.ownsChannel = false;
+    this.blocking = base.blocking;
+    this.async = base.async;
+    this.callTimeout = checkTimeout(callTimeout);
+    this.maxAttempts = base.maxAttempts;
+    this.initialBackoff = base.initialBackoff;
+    this.maxBackoff = base.maxBackoff;
+    this.onEpochChange = base.onEpochChange;
+    this.epoch = base.epoch;
+  }
+
+  /**
+   * This client with another deadline for the calls made through it (a per-call deadline:
+   * {@code client.withCallTimeout(Duration.ofSeconds(2)).preemptJson(...)}). It shares the
+   * channel and the epoch; closing it closes nothing.
+   */
+  public PreemptdClient withCallTimeout(Duration timeout) {
+    return new PreemptdClient(this, timeout);
+  }
+
+  static Duration checkTimeout(Duration timeout) {
+    Objects.requireNonNull(timeout, "timeout");
+    if (timeout.isZero() || timeout.isNegative()) {
+      throw new IllegalArgumentException("call timeout must be positive, got " + timeout);
+    }
+    return timeout;
+  }
+
+  private static final Metadata.Key<String> AUTHORIZATION =
+      Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+
+  /** Adds {@code authorization: Bearer <token>} to every call of the channel. */
+  private static ClientInterceptor bearerToken(String token) {
+    String value = "Bearer " + token;
+    return new ClientInterceptor() {
+      @Override
+      public <Q, R> ClientCall<Q, R> interceptCall(
+          MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+        return new ForwardingClientCall.SimpleForwardingClientCall<>(next.newCall(method, options)) {
+          @Override
+          public void start(Listener<R> listener, Metadata headers) {
+            headers.put(AUTHORIZATION, value);
+            super.start(listener, headers);
+          }
+        };
+      }
+    };
   }
 
   /** Starts configuring a client for a server at {@code address} ("host:port"). */
@@ -88,6 +163,7 @@ public final class PreemptdClient implements AutoCloseable {
     private final String address;
     private ChannelCredentials credentials = InsecureChannelCredentials.create();
     private Consumer<ManagedChannelBuilder<?>> channelCustomizer;
+    private String token;
     private Duration callTimeout = Duration.ofSeconds(10);
     private int maxAttempts = 5;
     private Duration initialBackoff = Duration.ofMillis(50);
@@ -107,25 +183,44 @@ public final class PreemptdClient implements AutoCloseable {
       return this;
     }
 
+    /**
+     * A bearer token sent as {@code authorization: Bearer <token>} on every call of the
+     * channel, {@link #stub()} and the watch included ({@code serve --authz} maps it to a
+     * role). Use it with TLS: tokens travel in the clear otherwise.
+     */
+    public Builder token(String token) {
+      this.token = Objects.requireNonNull(token, "token");
+      return this;
+    }
+
     /** Adjusts the channel builder (interceptors, keepalive, flow control, ...). */
     public Builder channelCustomizer(Consumer<ManagedChannelBuilder<?>> customizer) {
       this.channelCustomizer = customizer;
       return this;
     }
 
-    /** The deadline of each call, retries included (default 10s). */
+    /**
+     * The deadline of each call, its retries and the pauses between them included (default
+     * 10s); zero or negative is refused with IllegalArgumentException.
+     */
     public Builder callTimeout(Duration timeout) {
-      this.callTimeout = timeout;
+      this.callTimeout = checkTimeout(timeout);
       return this;
     }
 
-    /** How often a call answered UNAVAILABLE is tried in all (default 5). */
+    /** How often a call answered UNAVAILABLE or RESOURCE_EXHAUSTED is tried in all (default 5). */
     public Builder maxAttempts(int attempts) {
-      this.maxAttempts = Math.max(1, attempts);
+      if (attempts < 1) {
+        throw new IllegalArgumentException("attempts must be at least 1, got " + attempts);
+      }
+      this.maxAttempts = attempts;
       return this;
     }
 
-    /** The first pause between attempts (default 50ms), doubled up to {@code max} (2s). */
+    /**
+     * The first pause between attempts (default 50ms), doubled up to {@code max} (2s); each
+     * pause is drawn between half and all of it.
+     */
     public Builder backoff(Duration initial, Duration max) {
       this.initialBackoff = initial;
       this.maxBackoff = max;
@@ -167,26 +262,51 @@ public final class PreemptdClient implements AutoCloseable {
     }
   }
 
-  /** Runs {@code call} under one deadline, again after a backoff while it is UNAVAILABLE. */
+  /**
+   * Whether a call that failed with {@code code} is tried again: the server is restarting,
+   * draining or not reachable yet (UNAVAILABLE), or refused the call for load
+   * (RESOURCE_EXHAUSTED: too many Preempt, PlanDrain or Sync calls at once).
+   */
+  public static boolean retryable(Status.Code code) {
+    return code == Status.Code.UNAVAILABLE || code == Status.Code.RESOURCE_EXHAUSTED;
+  }
+
+  /**
+   * Runs {@code call} under one deadline, again after a backoff while it fails with a {@link
+   * #retryable} code; a pause that would outlast the deadline is not taken.
+   */
   <T> T withRetries(Function<Deadline, T> call) {
     Deadline deadline = Deadline.after(callTimeout.toNanos(), TimeUnit.NANOSECONDS);
-    long pauseMillis = initialBackoff.toMillis();
+    long backoffMillis = initialBackoff.toMillis();
     for (int attempt = 1; ; attempt++) {
+      long pauseMillis = backoffMillis / 2 + ThreadLocalRandom.current().nextLong(backoffMillis / 2 + 1);
       try {
         return call.apply(deadline);
       } catch (StatusRuntimeException e) {
-        if (e.getStatus().getCode() != Status.Code.UNAVAILABLE
+        if (!retryable(e.getStatus().getCode())
             || attempt >= maxAttempts
             || deadline.timeRemaining(TimeUnit.MILLISECONDS) <= pauseMillis) {
-          throw e;
+          throw withAddress(e);
         }
       }
       sleep(pauseMillis);
-      pauseMillis = Math.min(2 * pauseMillis, maxBackoff.toMillis());
+      backoffMillis = Math.min(2 * backoffMillis, maxBackoff.toMillis());
       // Reconnect now rather than after the channel's own backoff (1s and growing), so a
       // restarted server is reached by the next attempt.
       channel.resetConnectBackoff();
     }
+  }
+
+  /** UNAVAILABLE names the server it could not reach (gRPC's own message often does not). */
+  private StatusRuntimeException withAddress(StatusRuntimeException e) {
+    Status status = e.getStatus();
+    if (status.getCode() != Status.Code.UNAVAILABLE) {
+      return e;
+    }
+    String detail = status.getDescription() == null ? "" : ": " + status.getDescription();
+    return status
+        .withDescription("preemptd at " + address + " unavailable" + detail)
+        .asRuntimeException(e.getTrailers());
   }
 
   static void sleep(long millis) {
@@ -355,33 +475,67 @@ public final class PreemptdClient implements AutoCloseable {
     return sync(KubernetesObjects.items(listJson, typed));
   }
 
-  /** Flags of a Preempt call: {@code dryRun} records nothing; {@code explain} adds diagnostics. */
-  public record PreemptOptions(boolean dryRun, boolean explain) {
+  /**
+   * Flags of a Preempt call: {@code dryRun} records nothing; {@code explain} adds diagnostics;
+   * {@code pdbMode} (PDB_MODE_PREFER, PDB_MODE_STRICT) overrides the server's policy for
+   * PodDisruptionBudgets, PDB_MODE_UNSPECIFIED leaves it to the policy.
+   */
+  public record PreemptOptions(boolean dryRun, boolean explain, PdbMode pdbMode) {
     public static final PreemptOptions COMMIT = new PreemptOptions(false, false);
     public static final PreemptOptions DRY_RUN = new PreemptOptions(true, false);
+
+    public PreemptOptions(boolean dryRun, boolean explain) {
+      this(dryRun, explain, PdbMode.PDB_MODE_UNSPECIFIED);
+    }
+
+    /** These flags with another PodDisruptionBudget mode. */
+    public PreemptOptions withPdbMode(PdbMode mode) {
+      return new PreemptOptions(dryRun, explain, mode);
+    }
+
+    PreemptRequest.Builder apply(PreemptRequest.Builder request) {
+      return request.setDryRun(dryRun).setExplain(explain).setPdbMode(pdbMode);
+    }
   }
 
-  /**
-   * Asks for a decision for a typed pod that failed scheduling. (The API takes the pod itself;
-   * a preempt-by-reference to a cached pod does not exist yet.)
-   */
+  /** Asks for a decision for a typed pod that failed scheduling. */
   public PreemptResponse preempt(Pod pod, PreemptOptions options) {
-    return preempt(
-        PreemptRequest.newBuilder()
-            .setPod(pod)
-            .setDryRun(options.dryRun())
-            .setExplain(options.explain())
-            .build());
+    return preempt(options.apply(PreemptRequest.newBuilder().setPod(pod)).build());
   }
 
   /** Asks for a decision for a pod given as Kubernetes JSON. */
   public PreemptResponse preemptJson(String podJson, PreemptOptions options) {
-    return preempt(
-        PreemptRequest.newBuilder()
-            .setPodJson(podJson)
-            .setDryRun(options.dryRun())
+    return preempt(options.apply(PreemptRequest.newBuilder().setPodJson(podJson)).build());
+  }
+
+  /**
+   * Asks for a decision for a pending pod the server's cache holds, by namespace and name (the
+   * uid, when set, must match): NOT_FOUND when it holds none.
+   */
+  public PreemptResponse preemptRef(PodRef podRef, PreemptOptions options) {
+    return preempt(options.apply(PreemptRequest.newBuilder().setPodRef(podRef)).build());
+  }
+
+  /** Flags of a PlanDrain call. */
+  public record PlanDrainOptions(PdbMode pdbMode, boolean explain) {
+    public static final PlanDrainOptions DEFAULT =
+        new PlanDrainOptions(PdbMode.PDB_MODE_UNSPECIFIED, false);
+  }
+
+  /**
+   * Plans where the pods of the nodes about to go away would go, in eviction batches that
+   * respect every PodDisruptionBudget (docs/drain-plans.md).
+   */
+  public PlanDrainResponse planDrain(List<String> nodeNames, PlanDrainOptions options) {
+    PlanDrainRequest request =
+        PlanDrainRequest.newBuilder()
+            .addAllNodeNames(nodeNames)
+            .setPdbMode(options.pdbMode())
             .setExplain(options.explain())
-            .build());
+            .build();
+    PlanDrainResponse r = withRetries(deadline -> blocking.withDeadline(deadline).planDrain(request));
+    observeEpoch(r.getEpoch());
+    return r;
   }
 
   private PreemptResponse preempt(PreemptRequest request) {
@@ -415,9 +569,12 @@ public final class PreemptdClient implements AutoCloseable {
     return Context.current().withCancellation();
   }
 
-  /** Closes the channel, waiting briefly for calls in flight. */
+  /** Closes the channel, waiting briefly for calls in flight (a withCallTimeout view: nothing). */
   @Override
   public void close() {
+    if (!ownsChannel) {
+      return;
+    }
     channel.shutdown();
     try {
       if (!channel.awaitTermination(5, TimeUnit.SECONDS)) {

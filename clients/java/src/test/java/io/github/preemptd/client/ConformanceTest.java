@@ -58,12 +58,18 @@ class ConformanceTest {
     }
   }
 
-  static List<Path> scenarioFiles() throws Exception {
+  /** $PREEMPTD_SCENARIOS, or the repository's tests/conformance. */
+  static Path scenarioDir() {
     String env = System.getenv("PREEMPTD_SCENARIOS");
-    Path dir =
-        env != null && !env.isEmpty()
+    return (env != null && !env.isEmpty()
             ? Path.of(env)
-            : PreemptdServer.repoRoot().resolve("tests").resolve("conformance");
+            : PreemptdServer.repoRoot().resolve("tests").resolve("conformance"))
+        .toAbsolutePath()
+        .normalize();
+  }
+
+  static List<Path> scenarioFiles() throws Exception {
+    Path dir = scenarioDir();
     List<Path> files;
     try (Stream<Path> walk = Files.walk(dir)) {
       files =
@@ -93,8 +99,22 @@ class ConformanceTest {
                         .map(
                             file ->
                                 DynamicTest.dynamicTest(
-                                    file.getFileName().toString().replace(".json", ""),
-                                    () -> run(file, mode)))));
+                                    scenarioName(file), () -> runNamed(file, mode)))));
+  }
+
+  /** The scenario's path under the scenario folder, e.g. random/random-00001.json. */
+  private static String scenarioName(Path file) {
+    return scenarioDir().relativize(file).toString();
+  }
+
+  /** Runs a scenario; a failure's message starts with the scenario and the mode. */
+  private static void runNamed(Path file, Mode mode) throws Exception {
+    try {
+      run(file, mode);
+    } catch (AssertionError | RuntimeException e) {
+      throw new AssertionError(
+          "scenario " + scenarioName(file) + " [" + mode.name() + "]: " + e.getMessage(), e);
+    }
   }
 
   private static void run(Path file, Mode mode) throws Exception {
@@ -134,7 +154,7 @@ class ConformanceTest {
           Outcome.OUTCOME_NO_CANDIDATE, "NO_CANDIDATE");
 
   /**
-   * As clients/python/conformance.py: the outcome; for PREEMPT the node (one of
+   * As every client's suite does (docs/clients.md): the outcome; for PREEMPT the node (one of
    * nominatedNodeNameAnyOf) and that node's victims and nominations to clear; for FITS the
    * feasible nodes when the scenario lists them.
    */
