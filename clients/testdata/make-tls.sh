@@ -6,6 +6,10 @@
 #   preemptd serve --tls-cert DIR/server.crt --tls-key DIR/server.key --authz DIR/authz.yaml
 set -euo pipefail
 dir=${1:?usage: make-tls.sh DIR}
+if ! command -v openssl >/dev/null; then
+  echo "make-tls.sh: openssl missing, installing it (Debian)" >&2
+  apt-get update -qq && apt-get install -y -qq openssl >/dev/null
+fi
 mkdir -p "${dir}"
 cd "${dir}"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
