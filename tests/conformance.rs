@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use preemptd::app::AppConfig;
 use preemptd::engine::Outcome;
 use preemptd::model::PodRef;
 use preemptd::model::decode;
@@ -47,7 +48,7 @@ fn check(path: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let scenario: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let objects = decode::decode_list(&scenario["cluster"]).map_err(|e| format!("cluster: {e}"))?;
-    let app = load_cluster(objects, None).map_err(|e| format!("cluster: {e}"))?;
+    let app = load_cluster(objects, &AppConfig::default()).map_err(|e| format!("cluster: {e}"))?;
     let pod = decode::decode_pod(&scenario["preemptor"]).map_err(|e| format!("preemptor: {e}"))?;
     let decision = decide(&app, pod, false).map_err(|e| format!("decide: {e}"))?;
     let expect = &scenario["expect"];

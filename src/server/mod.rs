@@ -98,6 +98,9 @@ pub struct ServeConfig {
     /// Where to serve the kube-scheduler extender (HTTP `/filter`, `/prioritize`,
     /// `/preempt`; TLS and `authz` as the gRPC port). `None`: no extender.
     pub extender_listen: Option<SocketAddr>,
+    /// The Kubernetes version whose kube-scheduler decisions answer as, with its
+    /// feature gates.
+    pub feature_gates: crate::engine::FeatureGates,
 }
 
 impl ServeConfig {
@@ -112,6 +115,7 @@ impl ServeConfig {
             max_sync_streams: self.max_sync_streams,
             mirrored: self.cluster.is_some(),
             policy: self.policy.clone(),
+            feature_gates: self.feature_gates.clone(),
         }
     }
 }
@@ -137,6 +141,7 @@ impl Default for ServeConfig {
             authz: None,
             policy: None,
             extender_listen: None,
+            feature_gates: crate::engine::FeatureGates::default(),
         }
     }
 }
