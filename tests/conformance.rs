@@ -1,11 +1,13 @@
 //! Every scenario of `tests/conformance/` (upstream's own preemption tests, and random
 //! scenarios answered by upstream kube-scheduler v1.35's code) decided through the library.
+//! A scenario naming a `kubernetesVersion` is decided as that version; the others hold for
+//! every version and are decided as each.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use preemptd::app::AppConfig;
-use preemptd::engine::Outcome;
+use preemptd::engine::{FeatureGates, KubernetesVersion, Outcome};
 use preemptd::model::PodRef;
 use preemptd::model::decode;
 use preemptd::simulate::{decide, load_cluster};
@@ -43,14 +45,38 @@ fn strings(value: &Value) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// Checks one scenario; returns a description of the mismatch, if any.
+/// Checks one scenario under each version it holds for; returns a description of the
+/// mismatch, if any.
 fn check(path: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let scenario: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let versions = match scenario.get("kubernetesVersion") {
+        Some(version) => vec![
+            version
+                .as_str()
+                .unwrap_or_default()
+                .parse::<KubernetesVersion>()?,
+        ],
+        None => KubernetesVersion::ALL.to_vec(),
+    };
+    for version in versions {
+        check_as(&scenario, version).map_err(|e| format!("as kubernetes {version}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn check_as(scenario: &Value, version: KubernetesVersion) -> Result<(), String> {
     let objects = decode::decode_list(&scenario["cluster"]).map_err(|e| format!("cluster: {e}"))?;
-    let app = load_cluster(objects, &AppConfig::default()).map_err(|e| format!("cluster: {e}"))?;
+    let config = AppConfig {
+        feature_gates: FeatureGates::defaults(version),
+        ..AppConfig::default()
+    };
+    let app = load_cluster(objects, &config).map_err(|e| format!("cluster: {e}"))?;
     let pod = decode::decode_pod(&scenario["preemptor"]).map_err(|e| format!("preemptor: {e}"))?;
     let decision = decide(&app, pod, false).map_err(|e| format!("decide: {e}"))?;
+    if decision.kubernetes_version != version {
+        return Err(format!("decided as {}", decision.kubernetes_version));
+    }
     let expect = &scenario["expect"];
     let outcome = match decision.outcome {
         Outcome::Preempt => "PREEMPT",

@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use grpc_support::{Client, TEST_TIMEOUT, names, outcome, start, typed};
+use grpc_support::{Client, TEST_TIMEOUT, loopback_config, names, outcome, start_with, typed};
+use preemptd::engine::{FeatureGates, KubernetesVersion};
+use preemptd::server::ServeConfig;
 use preemptd::server::pb;
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -116,7 +118,17 @@ async fn run_scenario(path: PathBuf) -> Result<(), String> {
 /// One pass over a fresh server; the answer once checked against `expect`.
 async fn run_form(scenario: &Value, form: Form) -> Result<pb::PreemptResponse, String> {
     use pb::preempt_request::Preemptor;
-    let (server, mut client) = start().await;
+    // A scenario naming a version is answered by a server of that version; the others
+    // hold for every version and meet the default server.
+    let version: KubernetesVersion = match scenario["kubernetesVersion"].as_str() {
+        Some(version) => version.parse()?,
+        None => KubernetesVersion::default(),
+    };
+    let (server, mut client) = start_with(ServeConfig {
+        feature_gates: FeatureGates::defaults(version),
+        ..loopback_config()
+    })
+    .await;
     let items = scenario["cluster"]["items"]
         .as_array()
         .ok_or("cluster.items missing")?;
@@ -145,6 +157,12 @@ async fn run_form(scenario: &Value, form: Form) -> Result<pb::PreemptResponse, S
                 "epoch {:?} != {:?}",
                 response.epoch,
                 server.epoch()
+            ));
+        }
+        if response.kubernetes_version != version.as_str() {
+            return Err(format!(
+                "answered as kubernetes {:?}, want {version}",
+                response.kubernetes_version
             ));
         }
         let want = format!("OUTCOME_{}", expect["outcome"].as_str().unwrap_or_default());

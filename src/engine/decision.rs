@@ -106,8 +106,8 @@ pub struct Decision {
     pub nodes_evaluated: usize,
     /// Nodes found to be candidates.
     pub candidates: usize,
-    /// With `explain`: the kube-scheduler version whose rules the decision followed.
-    pub kubernetes_version: Option<KubernetesVersion>,
+    /// The kube-scheduler version whose rules the decision followed.
+    pub kubernetes_version: KubernetesVersion,
 }
 
 impl Decision {
@@ -132,7 +132,7 @@ impl Decision {
             nodes_filtered: 0,
             nodes_evaluated: 0,
             candidates: 0,
-            kubernetes_version: None,
+            kubernetes_version: KubernetesVersion::default(),
         }
     }
 

@@ -175,9 +175,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
         } else {
             span.in_scope(|| decide_phases(snapshot, preemptor, options))
         };
-    if options.explain {
-        decision.kubernetes_version = Some(options.version);
-    }
+    decision.kubernetes_version = options.version;
     if !span.is_disabled() {
         span.record("outcome", decision.outcome.as_str());
         if let Some(node) = &decision.nominated_node {

@@ -372,7 +372,7 @@ mod tests {
         assert_eq!(v135.victims.len(), 2);
         assert_eq!((v135.pdb_violations, v137.pdb_violations), (2, 1));
 
-        assert_eq!(v137.kubernetes_version, Some(KubernetesVersion::V1_37));
+        assert_eq!(v137.kubernetes_version, KubernetesVersion::V1_37);
         let notes = &v137.diagnostics[0].notes;
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(

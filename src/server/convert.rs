@@ -389,10 +389,7 @@ pub fn decision(d: &Decision) -> pb::PreemptResponse {
         message: d.message.clone(),
         feasible_nodes: d.feasible_nodes.iter().map(|n| n.to_string()).collect(),
         diagnostics: d.diagnostics.iter().map(diagnostic).collect(),
-        kubernetes_version: d
-            .kubernetes_version
-            .map(|v| v.as_str().to_string())
-            .unwrap_or_default(),
+        kubernetes_version: d.kubernetes_version.as_str().to_string(),
         ..Default::default()
     }
 }

@@ -333,6 +333,11 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         Some(source) => {
             let client = crate::kubernetes::client(source).await?;
             tracing::info!(?source, "kubernetes mode: listing and watching the cluster");
+            // In the background: an API server slow to answer must not hold up the start.
+            tokio::spawn(crate::kubernetes::check_server_version(
+                client.clone(),
+                app.kubernetes_version(),
+            ));
             // SERVING once every watched kind is listed.
             let (listed, health) = (app.clone(), health.clone());
             tokio::spawn(async move {
@@ -349,7 +354,13 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     if let Some(policy) = &config.policy {
         log_policy(policy);
     }
-    tracing::info!(addr = %local_addr, epoch = %app.epoch, "serving");
+    tracing::info!(
+        addr = %local_addr,
+        epoch = %app.epoch,
+        kubernetes_version = %app.kubernetes_version(),
+        feature_gates = %app.feature_gates(),
+        "serving"
+    );
     Ok(RunningServer {
         local_addr,
         app,
@@ -403,6 +414,7 @@ async fn start_metrics(
     tls: Option<tls::TlsAcceptor>,
 ) -> anyhow::Result<metrics::MetricsEndpoint> {
     let handle = crate::ops::metrics::install()?;
+    crate::ops::metrics::record_build_info(app.kubernetes_version().as_str());
     let snapshot = Arc::new(move || {
         let counts = app.cache.counts();
         crate::ops::metrics::Snapshot {
