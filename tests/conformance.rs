@@ -1,7 +1,7 @@
 //! Every scenario of `tests/conformance/` (upstream's own preemption tests, and random
 //! scenarios answered by upstream kube-scheduler v1.35's code) decided through the library.
-//! A scenario naming a `kubernetesVersion` is decided as that version; the others hold for
-//! every version and are decided as each.
+//! A scenario naming a `kubernetesVersion` (those of `tests/conformance-by-version/`) is
+//! decided as that version; the others hold for every version and are decided as each.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -14,9 +14,17 @@ use preemptd::simulate::{decide, load_cluster};
 use serde_json::Value;
 
 fn scenario_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let root = tests.join("conformance");
     let mut files = Vec::new();
-    for dir in [root.clone(), root.join("random")] {
+    // conformance-by-version/ holds scenarios answered differently by different versions,
+    // each naming its `kubernetesVersion` (kept apart from the scenarios every client and
+    // the upstream harness run as they are).
+    for dir in [
+        root.clone(),
+        root.join("random"),
+        tests.join("conformance-by-version"),
+    ] {
         for entry in std::fs::read_dir(&dir).expect("conformance directory") {
             let path = entry.expect("directory entry").path();
             if path.extension().is_some_and(|e| e == "json") {

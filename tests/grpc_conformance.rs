@@ -1,4 +1,5 @@
-//! Every conformance scenario (tests/conformance/*.json and random/*.json) through the
+//! Every conformance scenario (tests/conformance/*.json, random/*.json and
+//! tests/conformance-by-version/*.json, each answered as its version) through the
 //! gRPC API twice: a fresh server per pass, the cluster loaded object by object, then a
 //! dry-run `Preempt`; once as Kubernetes JSON (`upsert_json`, `pod_json`), once as typed
 //! messages (`upsert`, `pod`) mapped from the same objects by the test's own mapping. Both
@@ -21,9 +22,17 @@ use tokio::sync::Semaphore;
 const CONCURRENCY: usize = 8;
 
 fn scenario_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let root = tests.join("conformance");
     let mut files = Vec::new();
-    for dir in [root.clone(), root.join("random")] {
+    // conformance-by-version/ holds scenarios answered differently by different versions,
+    // each naming its `kubernetesVersion` (kept apart from the scenarios every client and
+    // the upstream harness run as they are).
+    for dir in [
+        root.clone(),
+        root.join("random"),
+        tests.join("conformance-by-version"),
+    ] {
         for entry in std::fs::read_dir(&dir).expect("read conformance dir") {
             let path = entry.expect("dir entry").path();
             if path.extension().is_some_and(|e| e == "json") {

@@ -61,7 +61,11 @@ fn example_decision_is_printed_as_proto3_json() {
 fn every_conformance_scenario_through_the_binary() {
     let dir = tempfile::tempdir().unwrap();
     let mut files: Vec<PathBuf> = Vec::new();
-    for sub in ["tests/conformance", "tests/conformance/random"] {
+    for sub in [
+        "tests/conformance",
+        "tests/conformance/random",
+        "tests/conformance-by-version",
+    ] {
         for entry in std::fs::read_dir(repo(sub)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "json") {

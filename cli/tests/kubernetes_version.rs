@@ -183,7 +183,7 @@ fn refused_versions_and_gates_exit_64_naming_them() {
 /// The scenario whose answer differs between versions: a victim covered by two budgets.
 fn two_budget_files(dir: &Path) -> (PathBuf, PathBuf) {
     let text = std::fs::read_to_string(repo(
-        "tests/conformance/version-1.37-victim-covered-by-two-budgets.json",
+        "tests/conformance-by-version/version-1.37-victim-covered-by-two-budgets.json",
     ))
     .expect("scenario");
     let scenario: Value = serde_json::from_str(&text).expect("scenario json");
