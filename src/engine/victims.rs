@@ -353,6 +353,25 @@ mod tests {
     }
 
     #[test]
+    fn per_node_answers_follow_the_version_too() {
+        // The extender's `/preempt` asks node by node.
+        let snapshot = two_budget_cluster(false);
+        let preemptor = pod("p", 1000, 2000, 2 * GI, None);
+        let violations = |version| {
+            let options = DecideOptions {
+                now: Some(0),
+                version,
+                ..DecideOptions::default()
+            };
+            let found =
+                crate::engine::per_node::victims_on_nodes(&snapshot, &preemptor, &["n1"], &options);
+            found[0].as_ref().expect("victims on n1").pdb_violations
+        };
+        assert_eq!(violations(KubernetesVersion::V1_36), 2);
+        assert_eq!(violations(KubernetesVersion::V1_37), 1);
+    }
+
+    #[test]
     fn the_decision_counts_violations_by_the_version_s_rule_and_explains_the_order() {
         let snapshot = two_budget_cluster(true);
         let preemptor = pod("p", 1000, 2000, 2 * GI, None);
