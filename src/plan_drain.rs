@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::app::App;
+use crate::app::{App, AppConfig};
 use crate::engine::drain::{DrainError, DrainPlan, Eviction, Placement};
-use crate::engine::{PdbMode, Policy};
+use crate::engine::{FeatureGates, PdbMode, Policy};
 use crate::model::PodRef;
 use crate::model::decode::Object;
 use crate::simulate::{self, SimulateError};
@@ -21,6 +21,19 @@ pub struct PlanDrainOptions {
     pub policy: Option<Arc<Policy>>,
     /// PDB mode of the preemption decisions; `None`: the policy's.
     pub pdb_mode: Option<PdbMode>,
+    /// The Kubernetes version (and its feature gates) to decide as.
+    pub feature_gates: FeatureGates,
+}
+
+impl PlanDrainOptions {
+    /// The application core these options set up.
+    fn app_config(&self) -> AppConfig {
+        AppConfig {
+            policy: self.policy.clone(),
+            feature_gates: self.feature_gates.clone(),
+            ..AppConfig::default()
+        }
+    }
 }
 
 /// Why a plan could not be made.
@@ -62,7 +75,7 @@ pub fn plan_drain(
     options: &PlanDrainOptions,
 ) -> Result<PlannedDrain, PlanDrainError> {
     let (objects, note) = simulate::read_file(cluster, false)?;
-    let app = simulate::load_cluster(objects, options.policy.clone()).map_err(|error| {
+    let app = simulate::load_cluster(objects, &options.app_config()).map_err(|error| {
         SimulateError::Invalid {
             path: cluster.to_path_buf(),
             document: None,
@@ -78,7 +91,7 @@ pub fn plan_drain_objects(
     nodes: &[String],
     options: &PlanDrainOptions,
 ) -> Result<PlannedDrain, PlanDrainError> {
-    let app = simulate::load_cluster(objects, options.policy.clone())
+    let app = simulate::load_cluster(objects, &options.app_config())
         .map_err(|error| SimulateError::Cluster(error.to_string()))?;
     plan_on(&app, nodes, options, Vec::new())
 }

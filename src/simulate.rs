@@ -76,6 +76,19 @@ pub struct SimulateOptions {
     pub strict: bool,
     /// The placement policy to decide under (`simulate --policy`); `None`: upstream's.
     pub policy: Option<std::sync::Arc<crate::engine::Policy>>,
+    /// The Kubernetes version (and its feature gates) to decide as.
+    pub feature_gates: crate::engine::FeatureGates,
+}
+
+impl SimulateOptions {
+    /// The application core these options set up.
+    fn app_config(&self) -> AppConfig {
+        AppConfig {
+            policy: self.policy.clone(),
+            feature_gates: self.feature_gates.clone(),
+            ..AppConfig::default()
+        }
+    }
 }
 
 /// A decision, and a note per file that had objects skipped.
@@ -260,18 +273,13 @@ pub(crate) fn read_file(
     Ok((objects, note))
 }
 
-/// Loads objects into a new application core deciding under `policy`. Errors carry
+/// Loads objects into a new application core set up by `config` (the policy and the
+/// Kubernetes version's rules decisions follow; one caller at a time). Errors carry
 /// `items[N]`, N counting the objects. PriorityClasses and Namespaces are loaded first,
 /// wherever they stand, so every pod is admitted against all the classes (a pod naming
 /// none that exists gets priority 0, as the server keeps such a pod).
-pub fn load_cluster(
-    objects: Vec<Object>,
-    policy: Option<std::sync::Arc<crate::engine::Policy>>,
-) -> Result<App, DecodeError> {
-    let app = App::new(&AppConfig {
-        policy,
-        ..AppConfig::default()
-    });
+pub fn load_cluster(objects: Vec<Object>, config: &AppConfig) -> Result<App, DecodeError> {
+    let app = App::new(config);
     let (first, rest): (Vec<_>, Vec<_>) = objects
         .into_iter()
         .enumerate()
@@ -359,7 +367,7 @@ pub fn simulate(
     options: SimulateOptions,
 ) -> Result<Simulation, SimulateError> {
     let (objects, cluster_note) = read_file(cluster, options.strict)?;
-    let app = load_cluster(objects, options.policy.clone())
+    let app = load_cluster(objects, &options.app_config())
         .map_err(|error| SimulateError::invalid(cluster, None, error))?;
     decide_for(&app, cluster_note, pod, options)
 }
@@ -370,7 +378,7 @@ pub fn simulate_objects(
     pod: &Path,
     options: SimulateOptions,
 ) -> Result<Simulation, SimulateError> {
-    let app = load_cluster(objects, options.policy.clone())
+    let app = load_cluster(objects, &options.app_config())
         .map_err(|error| SimulateError::Cluster(error.to_string()))?;
     decide_for(&app, None, pod, options)
 }

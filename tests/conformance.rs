@@ -1,19 +1,30 @@
 //! Every scenario of `tests/conformance/` (upstream's own preemption tests, and random
 //! scenarios answered by upstream kube-scheduler v1.35's code) decided through the library.
+//! A scenario naming a `kubernetesVersion` (those of `tests/conformance-by-version/`) is
+//! decided as that version; the others hold for every version and are decided as each.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use preemptd::engine::Outcome;
+use preemptd::app::AppConfig;
+use preemptd::engine::{FeatureGates, KubernetesVersion, Outcome};
 use preemptd::model::PodRef;
 use preemptd::model::decode;
 use preemptd::simulate::{decide, load_cluster};
 use serde_json::Value;
 
 fn scenario_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let root = tests.join("conformance");
     let mut files = Vec::new();
-    for dir in [root.clone(), root.join("random")] {
+    // conformance-by-version/ holds scenarios answered differently by different versions,
+    // each naming its `kubernetesVersion` (kept apart from the scenarios every client and
+    // the upstream harness run as they are).
+    for dir in [
+        root.clone(),
+        root.join("random"),
+        tests.join("conformance-by-version"),
+    ] {
         for entry in std::fs::read_dir(&dir).expect("conformance directory") {
             let path = entry.expect("directory entry").path();
             if path.extension().is_some_and(|e| e == "json") {
@@ -42,14 +53,38 @@ fn strings(value: &Value) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// Checks one scenario; returns a description of the mismatch, if any.
+/// Checks one scenario under each version it holds for; returns a description of the
+/// mismatch, if any.
 fn check(path: &Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let scenario: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    let versions = match scenario.get("kubernetesVersion") {
+        Some(version) => vec![
+            version
+                .as_str()
+                .unwrap_or_default()
+                .parse::<KubernetesVersion>()?,
+        ],
+        None => KubernetesVersion::ALL.to_vec(),
+    };
+    for version in versions {
+        check_as(&scenario, version).map_err(|e| format!("as kubernetes {version}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn check_as(scenario: &Value, version: KubernetesVersion) -> Result<(), String> {
     let objects = decode::decode_list(&scenario["cluster"]).map_err(|e| format!("cluster: {e}"))?;
-    let app = load_cluster(objects, None).map_err(|e| format!("cluster: {e}"))?;
+    let config = AppConfig {
+        feature_gates: FeatureGates::defaults(version),
+        ..AppConfig::default()
+    };
+    let app = load_cluster(objects, &config).map_err(|e| format!("cluster: {e}"))?;
     let pod = decode::decode_pod(&scenario["preemptor"]).map_err(|e| format!("preemptor: {e}"))?;
     let decision = decide(&app, pod, false).map_err(|e| format!("decide: {e}"))?;
+    if decision.kubernetes_version != version {
+        return Err(format!("decided as {}", decision.kubernetes_version));
+    }
     let expect = &scenario["expect"];
     let outcome = match decision.outcome {
         Outcome::Preempt => "PREEMPT",

@@ -1,4 +1,5 @@
-//! Every conformance scenario (tests/conformance/*.json and random/*.json) through the
+//! Every conformance scenario (tests/conformance/*.json, random/*.json and
+//! tests/conformance-by-version/*.json, each answered as its version) through the
 //! gRPC API twice: a fresh server per pass, the cluster loaded object by object, then a
 //! dry-run `Preempt`; once as Kubernetes JSON (`upsert_json`, `pod_json`), once as typed
 //! messages (`upsert`, `pod`) mapped from the same objects by the test's own mapping. Both
@@ -10,7 +11,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use grpc_support::{Client, TEST_TIMEOUT, names, outcome, start, typed};
+use grpc_support::{Client, TEST_TIMEOUT, loopback_config, names, outcome, start_with, typed};
+use preemptd::engine::{FeatureGates, KubernetesVersion};
+use preemptd::server::ServeConfig;
 use preemptd::server::pb;
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -19,9 +22,17 @@ use tokio::sync::Semaphore;
 const CONCURRENCY: usize = 8;
 
 fn scenario_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let root = tests.join("conformance");
     let mut files = Vec::new();
-    for dir in [root.clone(), root.join("random")] {
+    // conformance-by-version/ holds scenarios answered differently by different versions,
+    // each naming its `kubernetesVersion` (kept apart from the scenarios every client and
+    // the upstream harness run as they are).
+    for dir in [
+        root.clone(),
+        root.join("random"),
+        tests.join("conformance-by-version"),
+    ] {
         for entry in std::fs::read_dir(&dir).expect("read conformance dir") {
             let path = entry.expect("dir entry").path();
             if path.extension().is_some_and(|e| e == "json") {
@@ -116,7 +127,17 @@ async fn run_scenario(path: PathBuf) -> Result<(), String> {
 /// One pass over a fresh server; the answer once checked against `expect`.
 async fn run_form(scenario: &Value, form: Form) -> Result<pb::PreemptResponse, String> {
     use pb::preempt_request::Preemptor;
-    let (server, mut client) = start().await;
+    // A scenario naming a version is answered by a server of that version; the others
+    // hold for every version and meet the default server.
+    let version: KubernetesVersion = match scenario["kubernetesVersion"].as_str() {
+        Some(version) => version.parse()?,
+        None => KubernetesVersion::default(),
+    };
+    let (server, mut client) = start_with(ServeConfig {
+        feature_gates: FeatureGates::defaults(version),
+        ..loopback_config()
+    })
+    .await;
     let items = scenario["cluster"]["items"]
         .as_array()
         .ok_or("cluster.items missing")?;
@@ -145,6 +166,12 @@ async fn run_form(scenario: &Value, form: Form) -> Result<pb::PreemptResponse, S
                 "epoch {:?} != {:?}",
                 response.epoch,
                 server.epoch()
+            ));
+        }
+        if response.kubernetes_version != version.as_str() {
+            return Err(format!(
+                "answered as kubernetes {:?}, want {version}",
+                response.kubernetes_version
             ));
         }
         let want = format!("OUTCOME_{}", expect["outcome"].as_str().unwrap_or_default());

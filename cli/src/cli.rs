@@ -8,21 +8,19 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{CommandFactory as _, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
-use preemptd::engine::Policy;
 use preemptd::kubernetes;
 use preemptd::ops::telemetry::{self, LogFormat, TelemetryConfig};
 use preemptd::plan_drain::{self, PlanDrainOptions};
-use preemptd::server::authz::AuthzPolicy;
 use preemptd::server::tls::TlsSettings;
 use preemptd::server::{self, ServeConfig};
 use preemptd::simulate::{self, SimulateOptions};
 use preemptd_loadgen as bench;
 
+use crate::settings::{KubernetesArgs, env_source, load_authz, load_policy};
 use crate::values::{
     HumanDuration, OptionalAddr, OptionalDuration, Target, parse_human_duration, parse_kubeconfig,
     parse_listen, parse_optional_addr, parse_optional_duration, parse_positive_duration,
@@ -65,6 +63,8 @@ pub enum Command {
         /// `serve --policy` would.
         #[arg(long, value_name = "FILE")]
         policy: Option<PathBuf>,
+        #[command(flatten)]
+        kubernetes: KubernetesArgs,
     },
     /// Plan the drain of nodes about to go away, offline: where each of their pods would
     /// go if evicted now (fits / needs preemption / nowhere) and an eviction order within
@@ -137,6 +137,8 @@ pub struct PlanDrainArgs {
     /// `text` for people, `json` for the proto3 JSON of preemptd.v1.PlanDrainResponse.
     #[arg(long, value_enum, default_value_t = PlanOutput::Text)]
     output: PlanOutput,
+    #[command(flatten)]
+    kubernetes: KubernetesArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,6 +272,8 @@ pub struct ServeArgs {
     #[arg(long, env = "PREEMPTD_POLICY", value_name = "FILE")]
     pub policy: Option<PathBuf>,
     #[command(flatten)]
+    pub kubernetes: KubernetesArgs,
+    #[command(flatten)]
     pub cluster: ClusterArgs,
     #[command(flatten)]
     pub security: SecurityArgs,
@@ -331,37 +335,6 @@ impl SecurityArgs {
     }
 }
 
-/// Reads and checks a policy file: a bad one is named with its flag, file and field.
-fn load_policy(path: Option<&Path>) -> Result<Option<Arc<Policy>>, String> {
-    path.map(|path| {
-        Policy::load(path)
-            .map(Arc::new)
-            .map_err(|error| file_error("--policy", path, &error.to_string()))
-    })
-    .transpose()
-}
-
-/// Reads and checks an authorization file, as [`load_policy`] does.
-fn load_authz(path: Option<&Path>) -> Result<Option<Arc<AuthzPolicy>>, String> {
-    path.map(|path| {
-        AuthzPolicy::load(path)
-            .map(Arc::new)
-            .map_err(|error| file_error("--authz", path, &error.to_string()))
-    })
-    .transpose()
-}
-
-/// `--flag PATH: error`, naming the environment variable when the value came from one;
-/// the path is not repeated when the error starts with it.
-fn file_error(flag: &str, path: &Path, error: &str) -> String {
-    let shown = path.display().to_string();
-    let error = error.strip_prefix(&format!("{shown}: ")).unwrap_or(error);
-    match env_source(flag) {
-        Some(env) => format!("{flag} {shown} (from {env}): {error}"),
-        None => format!("{flag} {shown}: {error}"),
-    }
-}
-
 /// Kubernetes mode: where preemptd reads the cluster from, instead of clients pushing it.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct ClusterArgs {
@@ -417,6 +390,7 @@ impl ServeArgs {
             tls: self.security.tls()?,
             authz: load_authz(self.security.authz.as_deref())?,
             policy: load_policy(self.policy.as_deref())?,
+            feature_gates: self.kubernetes.feature_gates()?,
             ..ServeConfig::default()
         })
     }
@@ -616,23 +590,6 @@ pub fn parse() -> Result<Cli, ExitCode> {
     }
 }
 
-/// The environment variable a flag's value came from, when it was not on the command
-/// line. `arg` is clap's rendering, e.g. `--listen <LISTEN>`.
-fn env_source(arg: &str) -> Option<String> {
-    let long = arg.strip_prefix("--")?.split([' ', '=']).next()?;
-    if std::env::args().any(|a| a == format!("--{long}") || a.starts_with(&format!("--{long}="))) {
-        return None;
-    }
-    let command = Cli::command();
-    command
-        .get_subcommands()
-        .flat_map(|c| c.get_arguments())
-        .find(|a| a.get_long() == Some(long))
-        .and_then(|a| a.get_env())
-        .map(|env| env.to_string_lossy().into_owned())
-        .filter(|env| std::env::var_os(env).is_some())
-}
-
 /// sysexits.h EX_SOFTWARE: the decision could not be rendered (a build defect).
 const EXIT_SOFTWARE: u8 = 70;
 
@@ -662,8 +619,10 @@ fn simulate_live(
 }
 
 fn plan_drain(args: PlanDrainArgs) -> ExitCode {
-    let policy = match load_policy(args.policy.as_deref()) {
-        Ok(policy) => policy,
+    let settings = load_policy(args.policy.as_deref())
+        .and_then(|policy| Ok((policy, args.kubernetes.feature_gates()?)));
+    let (policy, feature_gates) = match settings {
+        Ok(settings) => settings,
         Err(error) => {
             eprintln!("preemptd: error: {error}");
             return ExitCode::from(EXIT_USAGE);
@@ -672,6 +631,7 @@ fn plan_drain(args: PlanDrainArgs) -> ExitCode {
     let options = PlanDrainOptions {
         policy,
         pdb_mode: None,
+        feature_gates,
     };
     let planned = match args.source.input() {
         ClusterInput::File(cluster) => plan_drain::plan_drain(&cluster, &args.nodes, &options),
@@ -747,9 +707,12 @@ pub fn run(cli: Cli) -> ExitCode {
             explain,
             strict,
             policy,
+            kubernetes,
         } => {
-            let policy = match load_policy(policy.as_deref()) {
-                Ok(policy) => policy,
+            let settings = load_policy(policy.as_deref())
+                .and_then(|policy| Ok((policy, kubernetes.feature_gates()?)));
+            let (policy, feature_gates) = match settings {
+                Ok(settings) => settings,
                 Err(error) => {
                     eprintln!("preemptd: error: {error}");
                     return ExitCode::from(EXIT_USAGE);
@@ -759,6 +722,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 explain,
                 strict,
                 policy,
+                feature_gates,
             };
             match source.input() {
                 ClusterInput::File(cluster) => {

@@ -2,6 +2,7 @@
 //! `bench`, to the load generator).
 
 mod cli;
+mod settings;
 mod values;
 
 fn main() -> std::process::ExitCode {

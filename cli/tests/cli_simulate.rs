@@ -61,7 +61,11 @@ fn example_decision_is_printed_as_proto3_json() {
 fn every_conformance_scenario_through_the_binary() {
     let dir = tempfile::tempdir().unwrap();
     let mut files: Vec<PathBuf> = Vec::new();
-    for sub in ["tests/conformance", "tests/conformance/random"] {
+    for sub in [
+        "tests/conformance",
+        "tests/conformance/random",
+        "tests/conformance-by-version",
+    ] {
         for entry in std::fs::read_dir(repo(sub)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "json") {
@@ -78,7 +82,18 @@ fn every_conformance_scenario_through_the_binary() {
         let pod = dir.path().join("pod.json");
         std::fs::write(&cluster, scenario["cluster"].to_string()).unwrap();
         std::fs::write(&pod, scenario["preemptor"].to_string()).unwrap();
-        let (code, out, stderr) = simulate(&cluster, &pod);
+        // A scenario naming its version is answered as that version, the others as the
+        // default one.
+        let (code, out, stderr) = match scenario["kubernetesVersion"].as_str() {
+            Some(version) => {
+                let (code, stdout, stderr) =
+                    simulate_with(&cluster, &pod, &["--kubernetes-version", version]);
+                let out = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+                let version_shown = out["kubernetesVersion"] == version;
+                (if version_shown { code } else { -2 }, out, stderr)
+            }
+            None => simulate(&cluster, &pod),
+        };
         let expect = &scenario["expect"];
         let wanted = format!("OUTCOME_{}", expect["outcome"].as_str().unwrap());
         let ok = code == 0

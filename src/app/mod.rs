@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::cache::{ClusterCache, Nomination};
-use crate::engine::{DecisionLanes, Policy};
+use crate::engine::{DecisionLanes, FeatureGates, KubernetesVersion, Policy};
 use crate::nominations::{Event, EventKind, NominationLog, SubscribeError, Subscription};
 
 mod apply;
@@ -53,6 +53,9 @@ pub struct AppConfig {
     pub mirrored: bool,
     /// The placement policy every decision applies. `None`: upstream's decisions exactly.
     pub policy: Option<Arc<Policy>>,
+    /// The Kubernetes version whose kube-scheduler decisions answer as, with its feature
+    /// gates.
+    pub feature_gates: FeatureGates,
 }
 
 impl Default for AppConfig {
@@ -68,6 +71,7 @@ impl Default for AppConfig {
             max_sync_streams: 1,
             mirrored: false,
             policy: None,
+            feature_gates: FeatureGates::default(),
         }
     }
 }
@@ -97,6 +101,7 @@ pub struct App {
     watch_limit: usize,
     lanes: DecisionLanes,
     policy: Option<Arc<Policy>>,
+    feature_gates: FeatureGates,
 }
 
 /// A random id per start, so clients notice restarts (and the empty cache).
@@ -135,6 +140,7 @@ impl App {
             watch_limit: config.max_watchers,
             lanes: DecisionLanes::per_core(),
             policy: config.policy.clone(),
+            feature_gates: config.feature_gates.clone(),
         }
     }
 
@@ -202,6 +208,16 @@ impl App {
     /// The placement policy decisions apply, if any.
     pub fn policy(&self) -> Option<&Arc<Policy>> {
         self.policy.as_ref()
+    }
+
+    /// The Kubernetes version decisions answer as.
+    pub fn kubernetes_version(&self) -> KubernetesVersion {
+        self.feature_gates.version()
+    }
+
+    /// The feature gates of that version.
+    pub fn feature_gates(&self) -> &FeatureGates {
+        &self.feature_gates
     }
 
     /// Where decisions run (one pool per decision in progress).

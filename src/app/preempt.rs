@@ -132,6 +132,7 @@ impl App {
             explain,
             policy: self.policy.clone(),
             pdb_mode,
+            version: self.kubernetes_version(),
             ..DecideOptions::default()
         };
         let mut last_conflict: Option<Str> = None;
@@ -280,6 +281,7 @@ impl App {
             pdb_mode,
             explain,
             now: None,
+            version: self.kubernetes_version(),
         };
         let plan = engine::drain::plan(&snapshot, nodes, &options)?;
         Ok(DrainPlanned {

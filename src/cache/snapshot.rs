@@ -14,7 +14,8 @@ pub struct Snapshot {
     /// Every node that exists, in no particular order (the engine never depends on it).
     pub nodes: imbl::Vector<Arc<NodeInfo>>,
     pub(super) index: NodeIndex,
-    /// Every PodDisruptionBudget.
+    /// Every PodDisruptionBudget, in (namespace, name) order whatever order they arrived
+    /// in: a victim's budgets are walked in it (v1.37's classification depends on it).
     pub pdbs: Arc<Vec<Arc<PodDisruptionBudget>>>,
     /// The cache revision the snapshot was taken at.
     pub revision: u64,

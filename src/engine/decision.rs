@@ -2,6 +2,7 @@
 
 use super::filters::Status;
 use super::policy::{PdbMode, Policy};
+use super::version::KubernetesVersion;
 use crate::model::{PodRef, Str};
 
 /// What a decision concluded.
@@ -44,6 +45,8 @@ pub struct DecideOptions {
     pub policy: Option<std::sync::Arc<Policy>>,
     /// PDB mode for this decision; `None`: the policy's (`prefer` without one).
     pub pdb_mode: Option<PdbMode>,
+    /// The kube-scheduler version whose rules the decision follows.
+    pub version: KubernetesVersion,
 }
 
 impl DecideOptions {
@@ -70,6 +73,9 @@ pub struct NodeDiagnostic {
     pub pdb_violations: i32,
     /// The node was a candidate for preemption.
     pub candidate: bool,
+    /// For candidates: what a reader should know about how the victims were chosen
+    /// (e.g. the order a victim's several budgets were walked in).
+    pub notes: Vec<String>,
 }
 
 /// What preemption decided for one pending pod.
@@ -100,6 +106,8 @@ pub struct Decision {
     pub nodes_evaluated: usize,
     /// Nodes found to be candidates.
     pub candidates: usize,
+    /// The kube-scheduler version whose rules the decision followed.
+    pub kubernetes_version: KubernetesVersion,
 }
 
 impl Decision {
@@ -124,6 +132,7 @@ impl Decision {
             nodes_filtered: 0,
             nodes_evaluated: 0,
             candidates: 0,
+            kubernetes_version: KubernetesVersion::default(),
         }
     }
 

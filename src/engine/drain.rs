@@ -34,7 +34,7 @@ use std::sync::Arc;
 use triomphe::Arc as Held;
 
 use super::policy::Capacity;
-use super::{DecideOptions, Decision, NodeDiagnostic, Outcome, PdbMode, Policy};
+use super::{DecideOptions, Decision, KubernetesVersion, NodeDiagnostic, Outcome, PdbMode, Policy};
 use crate::cache::{ClusterCache, NodeInfo, Snapshot};
 use crate::model::{Node, Pod, PodDisruptionBudget, PodPhase, PodRef, Resources, Str};
 
@@ -52,6 +52,8 @@ pub struct DrainOptions {
     pub explain: bool,
     /// "Now" for pods without `startTime` (Unix nanoseconds); defaults to the clock.
     pub now: Option<i64>,
+    /// The kube-scheduler version whose rules the decisions follow.
+    pub version: KubernetesVersion,
 }
 
 /// Where an evicted pod would go.
@@ -171,6 +173,7 @@ pub fn plan(
     let decide_options = DecideOptions {
         explain: options.explain,
         now: options.now,
+        version: options.version,
         policy: options.policy.clone(),
         pdb_mode: options.pdb_mode,
         ..DecideOptions::default()

@@ -1,5 +1,5 @@
-//! The preemption decision, upstream DefaultPreemption's semantics (v1.35), as named
-//! phases each in its own module:
+//! The preemption decision, upstream DefaultPreemption's semantics (v1.35, v1.36 or v1.37:
+//! [`KubernetesVersion`]), as named phases each in its own module:
 //! 1. [`filter_pass`]: the normal scheduling filters over the nodes — does the preemptor
 //!    fit somewhere already? (On large clusters [`groups`] screens node groups first.)
 //! 2. [`eligibility`]: may the preemptor preempt at all?
@@ -34,6 +34,7 @@ mod tally;
 #[cfg(test)]
 mod test_support;
 mod thresholds;
+mod version;
 mod victims;
 
 pub use decision::{DecideOptions, Decision, NodeDiagnostic, Outcome};
@@ -41,6 +42,7 @@ pub use eligibility::{NotPending, check_pending};
 pub use filters::{Code, Status};
 pub use lanes::DecisionLanes;
 pub use policy::{PdbMode, Policy};
+pub use version::{FeatureGates, GateError, KubernetesVersion};
 
 use crate::cache::Snapshot;
 use crate::model::{Pod, Str};
@@ -124,12 +126,20 @@ fn nominated_first(feasible: Vec<Str>, preemptor: &Pod) -> Vec<Str> {
 }
 
 /// With `explain`: what the dry runs found of each node.
-fn explain_search(diagnostics: &mut [NodeDiagnostic], found: &Found) {
+fn explain_search(
+    diagnostics: &mut [NodeDiagnostic],
+    found: &Found,
+    snapshot: &Snapshot,
+    preemptor: &Pod,
+    version: KubernetesVersion,
+) {
+    let pdbs = victims::PdbIndex::new(&snapshot.pdbs, version);
     for c in &found.candidates {
         let d = &mut diagnostics[c.index];
         d.candidate = true;
         d.victims = c.victims.iter().map(|p| p.pod_ref()).collect();
         d.pdb_violations = c.pdb_violations;
+        d.notes = pdbs.order_notes(&snapshot.nodes[c.index], preemptor.priority);
     }
     for (index, status) in &found.failures {
         diagnostics[*index].preemption = Some(status.clone());
@@ -157,7 +167,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
         candidates = tracing::field::Empty,
         victims = tracing::field::Empty,
     );
-    let decision =
+    let mut decision =
         if snapshot.nodes.len() >= PARALLEL_THRESHOLD && rayon::current_thread_index().is_none() {
             // Run on the pool: the parallel passes then split among its workers instead of
             // each waking them from outside.
@@ -165,6 +175,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
         } else {
             span.in_scope(|| decide_phases(snapshot, preemptor, options))
         };
+    decision.kubernetes_version = options.version;
     if !span.is_disabled() {
         span.record("outcome", decision.outcome.as_str());
         if let Some(node) = &decision.nominated_node {
@@ -217,9 +228,15 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
 
     // 3. and 4. Candidate screening and the search.
     let strict = options.effective_pdb_mode() == PdbMode::Strict;
-    let found = search::find_candidates(&pass, filtered, screening, strict, now);
+    let found = search::find_candidates(&pass, filtered, screening, strict, options.version, now);
     if options.explain {
-        explain_search(&mut diagnostics, &found);
+        explain_search(
+            &mut diagnostics,
+            &found,
+            snapshot,
+            preemptor,
+            options.version,
+        );
     }
     if found.candidates.is_empty() {
         return Decision::no_candidate(found, total).with_diagnostics(diagnostics);

@@ -79,7 +79,7 @@ pub fn victims_on_nodes(
     let policy = options.policy.as_deref();
     let critical = policy.is_some_and(|p| p.is_critical(preemptor));
     let pre = PreFilter::new(preemptor, snapshot);
-    let pdbs = PdbIndex::new(&snapshot.pdbs);
+    let pdbs = PdbIndex::new(&snapshot.pdbs, options.version);
     let select = |coverage: &mut Coverage, name: &&str| {
         let info = snapshot.node(name).ok_or(NoVictims::UnknownNode)?;
         if let Some(node) = &info.node {

@@ -13,6 +13,7 @@ use super::groups::{GroupScreen, SCREEN_FIRST_GROUPS, ScreenedGroups};
 use super::potential::{MostPromising, Potential};
 use super::tally::FilterTally;
 use super::thresholds::{PRUNE_CHUNK_FIRST, PRUNE_THRESHOLD};
+use super::version::KubernetesVersion;
 use super::victims::{self, Coverage, PdbIndex};
 
 /// The most nodes dry-run between two pruning checks.
@@ -46,6 +47,7 @@ pub(super) fn find_candidates<'a>(
     filtered: Filtered<'a>,
     screening: bool,
     strict_pdb: bool,
+    version: KubernetesVersion,
     now: i64,
 ) -> Found {
     let Filtered {
@@ -61,7 +63,7 @@ pub(super) fn find_candidates<'a>(
         candidates = tracing::field::Empty,
     )
     .entered();
-    let mut search = CandidateSearch::new(pass, strict_pdb, now);
+    let mut search = CandidateSearch::new(pass, strict_pdb, version, now);
     let (tally, skipped) = if pass.explain || !screening && potential.len() <= PRUNE_THRESHOLD {
         search.dry_run(&potential.indices());
         (tally, screened.waiting().to_vec())
@@ -122,10 +124,15 @@ struct CandidateSearch<'p, 'a> {
 }
 
 impl<'p, 'a> CandidateSearch<'p, 'a> {
-    fn new(pass: &'p FilterPass<'a>, strict_pdb: bool, now: i64) -> Self {
+    fn new(
+        pass: &'p FilterPass<'a>,
+        strict_pdb: bool,
+        version: KubernetesVersion,
+        now: i64,
+    ) -> Self {
         CandidateSearch {
             pass,
-            pdbs: PdbIndex::new(&pass.snapshot.pdbs),
+            pdbs: PdbIndex::new(&pass.snapshot.pdbs, version),
             strict_pdb,
             now,
             candidates: Vec::new(),
@@ -405,7 +412,14 @@ mod tests {
             let search = |explain: bool| {
                 let pass = FilterPass::new(&snapshot, &pre, explain);
                 let filtered = pass.run(false, NOW);
-                let found = find_candidates(&pass, filtered, false, false, NOW);
+                let found = find_candidates(
+                    &pass,
+                    filtered,
+                    false,
+                    false,
+                    KubernetesVersion::default(),
+                    NOW,
+                );
                 let chosen = (!found.candidates.is_empty())
                     .then(|| &found.candidates[pick_one(&found.candidates, &snapshot.nodes, NOW)])
                     .map(|c| (c.index, c.victims.clone(), c.pdb_violations));

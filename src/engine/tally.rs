@@ -269,6 +269,7 @@ impl<'n> FilterTally<'n> {
                 victims: Vec::new(),
                 pdb_violations: 0,
                 candidate: false,
+                notes: Vec::new(),
             })
             .collect()
     }

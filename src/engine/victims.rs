@@ -1,5 +1,5 @@
 //! Victim selection on one node (upstream `SelectVictimsOnNode`) and PDB budget
-//! consumption (`filterPodsWithPDBViolation`).
+//! consumption (`filterPodsWithPDBViolation`; from v1.37 `FilterVictimsWithPDBViolation`).
 
 use std::cmp::{Ordering, Reverse};
 
@@ -8,6 +8,7 @@ use smallvec::SmallVec;
 use triomphe::Arc;
 
 use super::filters::{Code, PreFilter, Status};
+use super::version::KubernetesVersion;
 use crate::cache::NodeInfo;
 use crate::model::{Pod, PodDisruptionBudget, Str};
 
@@ -26,10 +27,13 @@ pub(crate) fn importance(a: &Pod, b: &Pod, now: i64) -> Ordering {
         .then_with(|| a.uid().cmp(b.uid()))
 }
 
-/// PDBs grouped by namespace, keeping the cluster order inside each group.
+/// PDBs grouped by namespace, keeping the cluster order inside each group: (namespace,
+/// name), as the cache lists them, so a victim's budgets are walked in name order
+/// whatever order they arrived in (v1.37's classification depends on that order).
 pub(crate) struct PdbIndex<'a> {
     pdbs: &'a [Arc<PodDisruptionBudget>],
     by_namespace: HashMap<Str, Vec<usize>>,
+    version: KubernetesVersion,
 }
 
 /// Which budgets cover pods, by (label set, namespace) address, for one decision's dry
@@ -39,7 +43,7 @@ pub(crate) struct PdbIndex<'a> {
 pub(crate) struct Coverage(HashMap<(usize, usize), SmallVec<[usize; 2]>>);
 
 impl<'a> PdbIndex<'a> {
-    pub(super) fn new(pdbs: &'a [Arc<PodDisruptionBudget>]) -> Self {
+    pub(super) fn new(pdbs: &'a [Arc<PodDisruptionBudget>], version: KubernetesVersion) -> Self {
         let mut by_namespace: HashMap<Str, Vec<usize>> = HashMap::new();
         for (i, pdb) in pdbs.iter().enumerate() {
             by_namespace
@@ -47,7 +51,11 @@ impl<'a> PdbIndex<'a> {
                 .or_default()
                 .push(i);
         }
-        PdbIndex { pdbs, by_namespace }
+        PdbIndex {
+            pdbs,
+            by_namespace,
+            version,
+        }
     }
 
     /// The budgets (indices, cluster order) that cover `pod`.
@@ -68,6 +76,34 @@ impl<'a> PdbIndex<'a> {
                 })
                 .unwrap_or_default()
         })
+    }
+
+    /// With `explain`, for a candidate node: a note per potential victim (a pod of lower
+    /// priority than `priority`) that two or more budgets cover, when the version's
+    /// classification depends on the order they are walked in. Upstream walks them in
+    /// its informer's (random) order; preemptd in (namespace, name) order.
+    pub(super) fn order_notes(&self, info: &NodeInfo, priority: i32) -> Vec<String> {
+        if !self.version.stops_at_first_violated_budget() {
+            return Vec::new();
+        }
+        let mut coverage = Coverage::default();
+        let mut notes = Vec::new();
+        for pod in info.pods.iter().filter(|p| p.priority < priority) {
+            let covering = self.covering(pod, &mut coverage);
+            if covering.len() < 2 {
+                continue;
+            }
+            let names: Vec<&str> = covering.iter().map(|&i| &*self.pdbs[i].name).collect();
+            notes.push(format!(
+                "pod {}/{} is covered by {} PodDisruptionBudgets; kubernetes {} stops at the first that goes negative, in an order upstream leaves to chance: walked in (namespace, name) order: {}",
+                pod.namespace,
+                pod.name(),
+                names.len(),
+                self.version,
+                names.join(", ")
+            ));
+        }
+        notes
     }
 
     /// Splits importance-ordered pods into (violating, non-violating), consuming a
@@ -101,6 +137,11 @@ impl<'a> PdbIndex<'a> {
                     remaining[slot].1 -= 1;
                     if remaining[slot].1 < 0 {
                         violated = true;
+                        // v1.37 stops charging the pod's later budgets here; earlier
+                        // versions charge every one.
+                        if self.version.stops_at_first_violated_budget() {
+                            break;
+                        }
                     }
                 }
             }
@@ -214,5 +255,157 @@ fn no_victims() -> Status {
         code: Code::UnschedulableAndUnresolvable,
         plugin: "DefaultPreemption",
         reasons: smallvec::smallvec!["No preemption victims found for incoming pod".into()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::ClusterCache;
+    use crate::engine::test_support::*;
+    use crate::engine::{DecideOptions, Outcome, decide};
+    use crate::model::{LabelSelector, Labels};
+
+    /// A budget on `app` pods of `default` with `allowed` disruptions left.
+    fn budget(name: &str, app: &str, allowed: i32) -> PodDisruptionBudget {
+        PodDisruptionBudget {
+            namespace: "default".into(),
+            name: name.into(),
+            uid: name.into(),
+            resource_version: 0,
+            selector: Some(LabelSelector {
+                match_labels: [("app", app)].into_iter().collect(),
+                match_expressions: Vec::new(),
+            }),
+            disruptions_allowed: allowed,
+            disrupted_pods: Vec::new(),
+        }
+    }
+
+    fn labelled(mut p: Pod, pairs: &[(&str, &str)]) -> Pod {
+        p.labels = pairs.iter().copied().collect::<Labels>();
+        p
+    }
+
+    /// `web-1` (more important) is covered by `a-exhausted` (0 left) and `b-shared` (1
+    /// left); `web-2` by `b-shared` only. Every pod must go for the preemptor to fit.
+    /// v1.35/v1.36 charge both of web-1's budgets: `b-shared` is spent and web-2
+    /// violates it too. v1.37 stops at `a-exhausted`, the first in (namespace, name)
+    /// order, so `b-shared` still covers web-2.
+    fn two_budget_cluster(budgets_in_reverse: bool) -> crate::cache::Snapshot {
+        let cache = ClusterCache::new();
+        cache.upsert_node(node("n1", 2000, 4 * GI));
+        let web = |name, priority, start, app2: Option<&str>| {
+            let mut labels = vec![("app", "web")];
+            if let Some(app2) = app2 {
+                labels.push(("tier", app2));
+            }
+            started(
+                labelled(pod(name, priority, 1000, GI, Some("n1")), &labels),
+                start,
+            )
+        };
+        for p in [web("web-1", 10, 1, Some("gold")), web("web-2", 5, 2, None)] {
+            cache.upsert_pod(p).expect("pod loads");
+        }
+        let mut exhausted = budget("a-exhausted", "web", 0);
+        exhausted.selector = Some(LabelSelector {
+            match_labels: [("tier", "gold")].into_iter().collect(),
+            match_expressions: Vec::new(),
+        });
+        let mut budgets = vec![exhausted, budget("b-shared", "web", 1)];
+        if budgets_in_reverse {
+            budgets.reverse();
+        }
+        for b in budgets {
+            cache.upsert_pdb(b);
+        }
+        cache.snapshot()
+    }
+
+    fn split(snapshot: &crate::cache::Snapshot, version: KubernetesVersion) -> [Vec<String>; 2] {
+        let index = PdbIndex::new(&snapshot.pdbs, version);
+        let info = snapshot.node("n1").expect("node");
+        let mut pods: Vec<&Arc<Pod>> = info.pods.iter().collect();
+        pods.sort_by(|a, b| importance(a, b, 0));
+        let (violating, non_violating) = index.split_by_violation(&pods, &mut Coverage::default());
+        let names = |list: Vec<&Arc<Pod>>| list.iter().map(|p| p.name().to_string()).collect();
+        [names(violating), names(non_violating)]
+    }
+
+    #[test]
+    fn v1_37_stops_charging_a_victim_s_budgets_at_the_first_it_violates() {
+        for reverse in [false, true] {
+            let snapshot = two_budget_cluster(reverse);
+            for version in [KubernetesVersion::V1_35, KubernetesVersion::V1_36] {
+                assert_eq!(
+                    split(&snapshot, version),
+                    [vec!["web-1".to_string(), "web-2".to_string()], vec![]],
+                    "{version}: every matching budget is charged"
+                );
+            }
+            assert_eq!(
+                split(&snapshot, KubernetesVersion::V1_37),
+                [vec!["web-1".to_string()], vec!["web-2".to_string()]],
+                "1.37, budgets arriving reversed: {reverse}"
+            );
+        }
+    }
+
+    #[test]
+    fn per_node_answers_follow_the_version_too() {
+        // The extender's `/preempt` asks node by node.
+        let snapshot = two_budget_cluster(false);
+        let preemptor = pod("p", 1000, 2000, 2 * GI, None);
+        let violations = |version| {
+            let options = DecideOptions {
+                now: Some(0),
+                version,
+                ..DecideOptions::default()
+            };
+            let found =
+                crate::engine::per_node::victims_on_nodes(&snapshot, &preemptor, &["n1"], &options);
+            found[0].as_ref().expect("victims on n1").pdb_violations
+        };
+        assert_eq!(violations(KubernetesVersion::V1_36), 2);
+        assert_eq!(violations(KubernetesVersion::V1_37), 1);
+    }
+
+    #[test]
+    fn the_decision_counts_violations_by_the_version_s_rule_and_explains_the_order() {
+        let snapshot = two_budget_cluster(true);
+        let preemptor = pod("p", 1000, 2000, 2 * GI, None);
+        let decide_as = |version, explain| {
+            let options = DecideOptions {
+                now: Some(0),
+                version,
+                explain,
+                ..DecideOptions::default()
+            };
+            decide(&snapshot, &preemptor, &options)
+        };
+        let v135 = decide_as(KubernetesVersion::V1_35, true);
+        let v137 = decide_as(KubernetesVersion::V1_37, true);
+        assert_eq!(v135.outcome, Outcome::Preempt);
+        assert_eq!(v137.outcome, Outcome::Preempt);
+        assert_eq!(v135.victims.len(), 2);
+        assert_eq!((v135.pdb_violations, v137.pdb_violations), (2, 1));
+
+        assert_eq!(v137.kubernetes_version, KubernetesVersion::V1_37);
+        let notes = &v137.diagnostics[0].notes;
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("default/web-1") && notes[0].contains("a-exhausted, b-shared"),
+            "{notes:?}"
+        );
+        // Earlier versions charge every budget: the order cannot matter, nothing to say.
+        assert!(v135.diagnostics[0].notes.is_empty());
+        assert_eq!(v135.kubernetes_version, KubernetesVersion::V1_35);
+        assert!(
+            decide_as(KubernetesVersion::V1_37, false)
+                .diagnostics
+                .is_empty(),
+            "notes come with explain only"
+        );
     }
 }

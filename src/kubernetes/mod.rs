@@ -12,16 +12,20 @@
 //! about every second, so the cache catches up soon after an API server outage.
 //!
 //! This layer knows kube-rs, the model and the application core, not gRPC:
-//! [`AppMirror`] applies what the watches deliver to the core.
+//! [`AppMirror`] applies what the watches deliver to the core. At start,
+//! [`check_server_version`] compares the API server's version with the one decisions
+//! answer as.
 
 mod applier;
 mod listed;
 mod metrics;
 mod mirror;
+mod server_version;
 mod watch;
 mod watched;
 
 pub use mirror::AppMirror;
+pub use server_version::check_server_version;
 
 use std::sync::Arc;
 

@@ -13,6 +13,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
+/// The build and the Kubernetes version decisions answer as (always 1).
+pub const BUILD_INFO: &str = "preemptd_build_info";
 /// Preemption attempts (kube-scheduler's name).
 pub const PREEMPTION_ATTEMPTS: &str = "scheduler_preemption_attempts_total";
 /// Victims per preemption (kube-scheduler's name).
@@ -119,6 +121,10 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
 
 fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_gauge!(
+        BUILD_INFO,
+        "Always 1: preemptd's version and the Kubernetes version whose kube-scheduler it answers as (--kubernetes-version), as labels"
+    );
     describe_counter!(
         PREEMPTION_ATTEMPTS,
         "Preemption attempts (Preempt calls for pods that fit nowhere)"
@@ -194,6 +200,17 @@ fn describe() {
         EXTENDER_DIVERGED,
         "Preemption candidates dropped because preemptd chose a victim the scheduler does not list on the node"
     );
+}
+
+/// Labels `preemptd_build_info` with the Kubernetes version decisions answer as (set
+/// once a server starts serving metrics).
+pub fn record_build_info(kubernetes_version: &'static str) {
+    metrics::gauge!(
+        BUILD_INFO,
+        "version" => env!("CARGO_PKG_VERSION"),
+        "kubernetes_version" => kubernetes_version
+    )
+    .set(1.0);
 }
 
 /// One extender request answered: `verb` (`filter`, `prioritize`, `preempt`) and

@@ -356,6 +356,7 @@ fn diagnostic(d: &NodeDiagnostic) -> pb::NodeDiagnostic {
         victims: d.victims.iter().map(pod_ref).collect(),
         pdb_violations: d.pdb_violations,
         candidate: d.candidate,
+        notes: d.notes.clone(),
     }
 }
 
@@ -388,6 +389,7 @@ pub fn decision(d: &Decision) -> pb::PreemptResponse {
         message: d.message.clone(),
         feasible_nodes: d.feasible_nodes.iter().map(|n| n.to_string()).collect(),
         diagnostics: d.diagnostics.iter().map(diagnostic).collect(),
+        kubernetes_version: d.kubernetes_version.as_str().to_string(),
         ..Default::default()
     }
 }

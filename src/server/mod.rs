@@ -102,6 +102,9 @@ pub struct ServeConfig {
     /// Where to serve the kube-scheduler extender (HTTP `/filter`, `/prioritize`,
     /// `/preempt`; TLS and `authz` as the gRPC port). `None`: no extender.
     pub extender_listen: Option<SocketAddr>,
+    /// The Kubernetes version whose kube-scheduler decisions answer as, with its
+    /// feature gates.
+    pub feature_gates: crate::engine::FeatureGates,
 }
 
 impl ServeConfig {
@@ -116,6 +119,7 @@ impl ServeConfig {
             max_sync_streams: self.max_sync_streams,
             mirrored: self.cluster.is_some(),
             policy: self.policy.clone(),
+            feature_gates: self.feature_gates.clone(),
         }
     }
 }
@@ -141,6 +145,7 @@ impl Default for ServeConfig {
             authz: None,
             policy: None,
             extender_listen: None,
+            feature_gates: crate::engine::FeatureGates::default(),
         }
     }
 }
@@ -332,6 +337,11 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
         Some(source) => {
             let client = crate::kubernetes::client(source).await?;
             tracing::info!(?source, "kubernetes mode: listing and watching the cluster");
+            // In the background: an API server slow to answer must not hold up the start.
+            tokio::spawn(crate::kubernetes::check_server_version(
+                client.clone(),
+                app.kubernetes_version(),
+            ));
             // SERVING once every watched kind is listed.
             let (listed, health) = (app.clone(), health.clone());
             tokio::spawn(async move {
@@ -348,7 +358,13 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     if let Some(policy) = &config.policy {
         log_policy(policy);
     }
-    tracing::info!(addr = %local_addr, epoch = %app.epoch, "serving");
+    tracing::info!(
+        addr = %local_addr,
+        epoch = %app.epoch,
+        kubernetes_version = %app.kubernetes_version(),
+        feature_gates = %app.feature_gates(),
+        "serving"
+    );
     Ok(RunningServer {
         local_addr,
         app,
@@ -402,6 +418,7 @@ async fn start_metrics(
     tls: Option<tls::TlsAcceptor>,
 ) -> anyhow::Result<metrics::MetricsEndpoint> {
     let handle = crate::ops::metrics::install()?;
+    crate::ops::metrics::record_build_info(app.kubernetes_version().as_str());
     let snapshot = Arc::new(move || {
         let counts = app.cache.counts();
         crate::ops::metrics::Snapshot {

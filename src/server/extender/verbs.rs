@@ -182,6 +182,7 @@ pub(super) fn preempt<'de>(
     app.cache.fill_held_nomination(&mut preemptor);
     let options = DecideOptions {
         policy: app.policy().cloned(),
+        version: app.kubernetes_version(),
         ..DecideOptions::default()
     };
     let names: Vec<&str> = args.candidates.iter().map(|(n, _)| &**n).collect();

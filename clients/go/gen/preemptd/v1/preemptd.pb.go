@@ -3403,7 +3403,10 @@ type NodeDiagnostic struct {
 	// For candidates: how many victims violate a PodDisruptionBudget.
 	PdbViolations int32 `protobuf:"varint,5,opt,name=pdb_violations,json=pdbViolations,proto3" json:"pdb_violations,omitempty"`
 	// Whether preemption on this node would make the pod fit.
-	Candidate     bool `protobuf:"varint,6,opt,name=candidate,proto3" json:"candidate,omitempty"`
+	Candidate bool `protobuf:"varint,6,opt,name=candidate,proto3" json:"candidate,omitempty"`
+	// For candidates: how the victims were chosen where the Kubernetes version's rule
+	// leaves a choice, e.g. "pod default/web-1 is covered by 2 PodDisruptionBudgets; ...".
+	Notes         []string `protobuf:"bytes,7,rep,name=notes,proto3" json:"notes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3480,6 +3483,13 @@ func (x *NodeDiagnostic) GetCandidate() bool {
 	return false
 }
 
+func (x *NodeDiagnostic) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
 // PreemptResponse is the decision.
 type PreemptResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3509,8 +3519,11 @@ type PreemptResponse struct {
 	// The nominations-log revision after this request's events (the current one when it
 	// recorded none).
 	NominationsRevision uint64 `protobuf:"varint,11,opt,name=nominations_revision,json=nominationsRevision,proto3" json:"nominations_revision,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The Kubernetes version whose kube-scheduler the decision answers as ("1.35", "1.36"
+	// or "1.37": the server's --kubernetes-version).
+	KubernetesVersion string `protobuf:"bytes,12,opt,name=kubernetes_version,json=kubernetesVersion,proto3" json:"kubernetes_version,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PreemptResponse) Reset() {
@@ -3618,6 +3631,13 @@ func (x *PreemptResponse) GetNominationsRevision() uint64 {
 		return x.NominationsRevision
 	}
 	return 0
+}
+
+func (x *PreemptResponse) GetKubernetesVersion() string {
+	if x != nil {
+		return x.KubernetesVersion
+	}
+	return ""
 }
 
 // Nomination is a pending pod nominated to a node.
@@ -4980,7 +5000,7 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\fFilterStatus\x12+\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x17.preemptd.v1.StatusCodeR\x04code\x12\x16\n" +
 	"\x06plugin\x18\x02 \x01(\tR\x06plugin\x12\x18\n" +
-	"\areasons\x18\x03 \x03(\tR\areasons\"\x86\x02\n" +
+	"\areasons\x18\x03 \x03(\tR\areasons\"\x9c\x02\n" +
 	"\x0eNodeDiagnostic\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x121\n" +
 	"\x06filter\x18\x02 \x01(\v2\x19.preemptd.v1.FilterStatusR\x06filter\x129\n" +
@@ -4989,7 +5009,8 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"preemption\x12-\n" +
 	"\avictims\x18\x04 \x03(\v2\x13.preemptd.v1.PodRefR\avictims\x12%\n" +
 	"\x0epdb_violations\x18\x05 \x01(\x05R\rpdbViolations\x12\x1c\n" +
-	"\tcandidate\x18\x06 \x01(\bR\tcandidate\"\xf8\x03\n" +
+	"\tcandidate\x18\x06 \x01(\bR\tcandidate\x12\x14\n" +
+	"\x05notes\x18\a \x03(\tR\x05notes\"\xa7\x04\n" +
 	"\x0fPreemptResponse\x12.\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x14.preemptd.v1.OutcomeR\aoutcome\x12.\n" +
 	"\x13nominated_node_name\x18\x02 \x01(\tR\x11nominatedNodeName\x12-\n" +
@@ -5002,7 +5023,8 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x05epoch\x18\t \x01(\tR\x05epoch\x12\x1a\n" +
 	"\brevision\x18\n" +
 	" \x01(\x04R\brevision\x121\n" +
-	"\x14nominations_revision\x18\v \x01(\x04R\x13nominationsRevision\"c\n" +
+	"\x14nominations_revision\x18\v \x01(\x04R\x13nominationsRevision\x12-\n" +
+	"\x12kubernetes_version\x18\f \x01(\tR\x11kubernetesVersion\"c\n" +
 	"\n" +
 	"Nomination\x12%\n" +
 	"\x03pod\x18\x01 \x01(\v2\x13.preemptd.v1.PodRefR\x03pod\x12\x1a\n" +

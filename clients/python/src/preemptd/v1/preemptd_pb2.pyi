@@ -613,23 +613,25 @@ class FilterStatus(_message.Message):
     def __init__(self, code: _Optional[_Union[StatusCode, str]] = ..., plugin: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NodeDiagnostic(_message.Message):
-    __slots__ = ("node", "filter", "preemption", "victims", "pdb_violations", "candidate")
+    __slots__ = ("node", "filter", "preemption", "victims", "pdb_violations", "candidate", "notes")
     NODE_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     PREEMPTION_FIELD_NUMBER: _ClassVar[int]
     VICTIMS_FIELD_NUMBER: _ClassVar[int]
     PDB_VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
     CANDIDATE_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
     node: str
     filter: FilterStatus
     preemption: FilterStatus
     victims: _containers.RepeatedCompositeFieldContainer[PodRef]
     pdb_violations: int
     candidate: bool
-    def __init__(self, node: _Optional[str] = ..., filter: _Optional[_Union[FilterStatus, _Mapping]] = ..., preemption: _Optional[_Union[FilterStatus, _Mapping]] = ..., victims: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., pdb_violations: _Optional[int] = ..., candidate: _Optional[bool] = ...) -> None: ...
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node: _Optional[str] = ..., filter: _Optional[_Union[FilterStatus, _Mapping]] = ..., preemption: _Optional[_Union[FilterStatus, _Mapping]] = ..., victims: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., pdb_violations: _Optional[int] = ..., candidate: _Optional[bool] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PreemptResponse(_message.Message):
-    __slots__ = ("outcome", "nominated_node_name", "victims", "nominated_pods_to_clear", "pdb_violations", "message", "feasible_nodes", "diagnostics", "epoch", "revision", "nominations_revision")
+    __slots__ = ("outcome", "nominated_node_name", "victims", "nominated_pods_to_clear", "pdb_violations", "message", "feasible_nodes", "diagnostics", "epoch", "revision", "nominations_revision", "kubernetes_version")
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     NOMINATED_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     VICTIMS_FIELD_NUMBER: _ClassVar[int]
@@ -641,6 +643,7 @@ class PreemptResponse(_message.Message):
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     NOMINATIONS_REVISION_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_VERSION_FIELD_NUMBER: _ClassVar[int]
     outcome: Outcome
     nominated_node_name: str
     victims: _containers.RepeatedCompositeFieldContainer[PodRef]
@@ -652,7 +655,8 @@ class PreemptResponse(_message.Message):
     epoch: str
     revision: int
     nominations_revision: int
-    def __init__(self, outcome: _Optional[_Union[Outcome, str]] = ..., nominated_node_name: _Optional[str] = ..., victims: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., nominated_pods_to_clear: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., pdb_violations: _Optional[int] = ..., message: _Optional[str] = ..., feasible_nodes: _Optional[_Iterable[str]] = ..., diagnostics: _Optional[_Iterable[_Union[NodeDiagnostic, _Mapping]]] = ..., epoch: _Optional[str] = ..., revision: _Optional[int] = ..., nominations_revision: _Optional[int] = ...) -> None: ...
+    kubernetes_version: str
+    def __init__(self, outcome: _Optional[_Union[Outcome, str]] = ..., nominated_node_name: _Optional[str] = ..., victims: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., nominated_pods_to_clear: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., pdb_violations: _Optional[int] = ..., message: _Optional[str] = ..., feasible_nodes: _Optional[_Iterable[str]] = ..., diagnostics: _Optional[_Iterable[_Union[NodeDiagnostic, _Mapping]]] = ..., epoch: _Optional[str] = ..., revision: _Optional[int] = ..., nominations_revision: _Optional[int] = ..., kubernetes_version: _Optional[str] = ...) -> None: ...
 
 class Nomination(_message.Message):
     __slots__ = ("pod", "priority", "node")

@@ -948,6 +948,11 @@ export interface NodeDiagnostic {
   pdbViolations: number;
   /** Whether preemption on this node would make the pod fit. */
   candidate: boolean;
+  /**
+   * For candidates: how the victims were chosen where the Kubernetes version's rule
+   * leaves a choice, e.g. "pod default/web-1 is covered by 2 PodDisruptionBudgets; ...".
+   */
+  notes: string[];
 }
 
 /** PreemptResponse is the decision. */
@@ -986,6 +991,11 @@ export interface PreemptResponse {
    * recorded none).
    */
   nominationsRevision: bigint;
+  /**
+   * The Kubernetes version whose kube-scheduler the decision answers as ("1.35", "1.36"
+   * or "1.37": the server's --kubernetes-version).
+   */
+  kubernetesVersion: string;
 }
 
 /** Nomination is a pending pod nominated to a node. */
@@ -7539,7 +7549,15 @@ export const FilterStatus: MessageFns<FilterStatus> = {
 };
 
 function createBaseNodeDiagnostic(): NodeDiagnostic {
-  return { node: "", filter: undefined, preemption: undefined, victims: [], pdbViolations: 0, candidate: false };
+  return {
+    node: "",
+    filter: undefined,
+    preemption: undefined,
+    victims: [],
+    pdbViolations: 0,
+    candidate: false,
+    notes: [],
+  };
 }
 
 export const NodeDiagnostic: MessageFns<NodeDiagnostic> = {
@@ -7561,6 +7579,9 @@ export const NodeDiagnostic: MessageFns<NodeDiagnostic> = {
     }
     if (message.candidate !== false) {
       writer.uint32(48).bool(message.candidate);
+    }
+    for (const v of message.notes) {
+      writer.uint32(58).string(v!);
     }
     return writer;
   },
@@ -7626,6 +7647,14 @@ export const NodeDiagnostic: MessageFns<NodeDiagnostic> = {
             message.candidate = reader.bool();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.notes.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7650,6 +7679,7 @@ export const NodeDiagnostic: MessageFns<NodeDiagnostic> = {
         ? globalThis.Number(object.pdb_violations)
         : 0,
       candidate: isSet(object.candidate) ? globalThis.Boolean(object.candidate) : false,
+      notes: globalThis.Array.isArray(object?.notes) ? object.notes.map((e: any) => globalThis.String(e)) : [],
     };
   },
 
@@ -7673,6 +7703,9 @@ export const NodeDiagnostic: MessageFns<NodeDiagnostic> = {
     if (message.candidate !== false) {
       obj.candidate = message.candidate;
     }
+    if (message.notes?.length) {
+      obj.notes = message.notes;
+    }
     return obj;
   },
 
@@ -7691,6 +7724,7 @@ export const NodeDiagnostic: MessageFns<NodeDiagnostic> = {
     message.victims = object.victims?.map((e) => PodRef.fromPartial(e)) || [];
     message.pdbViolations = object.pdbViolations ?? 0;
     message.candidate = object.candidate ?? false;
+    message.notes = object.notes?.map((e) => e) || [];
     return message;
   },
 };
@@ -7708,6 +7742,7 @@ function createBasePreemptResponse(): PreemptResponse {
     epoch: "",
     revision: 0n,
     nominationsRevision: 0n,
+    kubernetesVersion: "",
   };
 }
 
@@ -7751,6 +7786,9 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
         throw new globalThis.Error("value provided for field message.nominationsRevision of type uint64 too large");
       }
       writer.uint32(88).uint64(message.nominationsRevision);
+    }
+    if (message.kubernetesVersion !== "") {
+      writer.uint32(98).string(message.kubernetesVersion);
     }
     return writer;
   },
@@ -7856,6 +7894,14 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
             message.nominationsRevision = reader.uint64() as bigint;
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.kubernetesVersion = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7903,6 +7949,11 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
         : isSet(object.nominations_revision)
         ? BigInt(object.nominations_revision)
         : 0n,
+      kubernetesVersion: isSet(object.kubernetesVersion)
+        ? globalThis.String(object.kubernetesVersion)
+        : isSet(object.kubernetes_version)
+        ? globalThis.String(object.kubernetes_version)
+        : "",
     };
   },
 
@@ -7941,6 +7992,9 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
     if (message.nominationsRevision !== 0n) {
       obj.nominationsRevision = message.nominationsRevision.toString();
     }
+    if (message.kubernetesVersion !== "") {
+      obj.kubernetesVersion = message.kubernetesVersion;
+    }
     return obj;
   },
 
@@ -7962,6 +8016,7 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
     message.nominationsRevision = (object.nominationsRevision !== undefined && object.nominationsRevision !== null)
       ? BigInt(object.nominationsRevision)
       : 0n;
+    message.kubernetesVersion = object.kubernetesVersion ?? "";
     return message;
   },
 };
