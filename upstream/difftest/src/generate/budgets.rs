@@ -29,7 +29,7 @@ pub(super) fn budgets(ctx: &mut Ctx, bound: &[Value]) -> Vec<Value> {
     let mut list: Vec<Value> = (0..independent)
         .map(|_| independent_budget(ctx, bound))
         .collect();
-    if ctx.chance(0.4) {
+    if ctx.chance(0.5) {
         list.extend(layered_budgets(ctx, bound));
     }
     let mut names: Vec<usize> = (1..=list.len()).collect();
@@ -140,10 +140,10 @@ fn layered_budgets(ctx: &mut Ctx, bound: &[Value]) -> Vec<Value> {
         .into_iter()
         .take(count)
         .map(|sel| {
-            let allowed = if ctx.chance(0.45) {
-                0
-            } else {
-                ctx.rng.random_range(1..=2)
+            let allowed = match ctx.rng.random_range(0..10) {
+                0..5 => 0,
+                5..9 => 1,
+                _ => 2,
             };
             let mut status = Map::new();
             status.insert("disruptionsAllowed".into(), json!(allowed));
