@@ -1,13 +1,31 @@
 #!/usr/bin/env bash
-# Differential test in CI: a bounded budget of random scenarios (fresh seed, printed) answered
-# by upstream kube-scheduler v1.35.4's DefaultPreemption and by preemptd. Fails on any mismatch.
-# The soak (100,000+ cases) is the same command with a larger --cases; see docs/testing.md.
+# Differential test in CI, for each Kubernetes version preemptd answers as (1.35, 1.36, 1.37): a
+# bounded budget of random scenarios (a fresh seed per version, printed) answered by that
+# upstream kube-scheduler's DefaultPreemption (k8s.io/kubernetes v1.35.4, v1.36.3, v1.37.2) and
+# by preemptd with PREEMPTD_KUBERNETES_VERSION set to it. Fails on any mismatch. First the
+# harness's own checks per version (go vet, go test: it reproduces tests/conformance/ and pins
+# the budget order) and the generator's (fmt, clippy, tests).
+# The soak (100,000+ cases per version) is the same command with a larger --cases; see
+# docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source upstream/kubernetes-versions.sh
 
-cases="${DIFFERENTIAL_CASES:-2000}"
-echo "== differential test against upstream kube-scheduler (${cases} cases)"
+cases="${DIFFERENTIAL_CASES:-1000}"
 go version
+echo "== preemptd-difftest: fmt, clippy, tests"
+(cd upstream/difftest && cargo fmt -- --check \
+  && cargo clippy --release --locked --quiet --all-targets -- -D warnings \
+  && cargo test --release --locked --quiet)
 # The debug binary `cargo test` has just built: no release build of the whole crate in CI.
 cargo build --locked --quiet --bin preemptd
-PREEMPTD_BIN="$PWD/target/debug/preemptd" ./upstream/differential --cases "${cases}"
+for version in "${kubernetes_versions[@]}"; do
+  echo "== upstream harness for Kubernetes ${version}: build, go vet, go test"
+  ./upstream/build-harness --kubernetes-version "${version}" >/dev/null
+  # shellcheck disable=SC2046 # the flags are words
+  (cd upstream/harness && go vet $(go_module_flags "${version}") . \
+    && go test -count=1 $(go_module_flags "${version}") .)
+  echo "== differential test against upstream kube-scheduler ${version} (${cases} cases)"
+  PREEMPTD_BIN="$PWD/target/debug/preemptd" ./upstream/differential \
+    --kubernetes-version "${version}" --cases "${cases}"
+done

@@ -350,16 +350,16 @@ async fn kube_scheduler_places_and_preempts_through_preemptd() {
         "preemptd counted no preempt verb call"
     );
     // The scheduler's own account (-v=2) of the preemption it carried out.
-    let target = format!(
-        "node=\"{}\" pod=\"default/critical-preemptor\"",
-        ON_DEMAND[1]
-    );
-    let victim = format!("victim=\"default/service-b\" node=\"{}\"", ON_DEMAND[1]);
+    // Each field on its own: releases print them in different orders.
+    let node = format!("node=\"{}\"", ON_DEMAND[1]);
+    let target = [node.as_str(), "pod=\"default/critical-preemptor\""];
+    let victim = [node.as_str(), "victim=\"default/service-b\""];
     until("kube-scheduler logs the preemption", || async {
         let log = scheduler.log_text();
-        let logged = |message: &str, fields: &str| {
-            log.lines()
-                .any(|line| line.contains(message) && line.contains(fields))
+        let logged = |message: &str, fields: &[&str]| {
+            log.lines().any(|line| {
+                line.contains(message) && fields.iter().all(|field| line.contains(field))
+            })
         };
         (logged("the target node for the preemption is determined", &target)
             && logged("Preemptor Pod preempted victim Pod", &victim))

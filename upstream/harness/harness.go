@@ -14,10 +14,8 @@ import (
 	"k8s.io/client-go/informers"
 	clientsetfake "k8s.io/client-go/kubernetes/fake"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/latest"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -28,8 +26,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 )
 
 // Answer is upstream's decision in the conformance scenarios' `expect` format, with every node
@@ -47,6 +43,10 @@ type Answer struct {
 type Scenario struct {
 	Cluster   json.RawMessage `json:"cluster"`
 	Preemptor json.RawMessage `json:"preemptor"`
+	// BudgetOrder is the order of the PodDisruptionBudget list preemption sees: "" or "sorted"
+	// for (namespace, name), the order preemptd walks them in; "listed" for the cluster List's
+	// order (a diagnostic: which order would give another answer).
+	BudgetOrder string `json:"budgetOrder,omitempty"`
 }
 
 type cluster struct {
@@ -58,7 +58,18 @@ type cluster struct {
 	pdbs      []*policy.PodDisruptionBudget
 }
 
+// decodeCluster reads the List with its budgets in (namespace, name) order (see sortBudgets).
 func decodeCluster(raw json.RawMessage) (*cluster, error) {
+	c, err := decodeClusterListed(raw)
+	if err != nil {
+		return nil, err
+	}
+	sortBudgets(c.pdbs)
+	return c, nil
+}
+
+// decodeClusterListed reads the List with its budgets in the List's order.
+func decodeClusterListed(raw json.RawMessage) (*cluster, error) {
 	var list struct {
 		Items []json.RawMessage `json:"items"`
 	}
@@ -105,6 +116,20 @@ func decodeCluster(raw json.RawMessage) (*cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// sortBudgets pins the budgets to (namespace, name) order. Upstream lists them from the PDB
+// informer's store, a Go map, so their order varies from call to call; from v1.37 on, the
+// classification of a pod matched by two or more budgets depends on that order (it stops at
+// the first budget that goes negative). preemptd walks them in this order, so the comparison
+// is exact and reproducible.
+func sortBudgets(pdbs []*policy.PodDisruptionBudget) {
+	sort.SliceStable(pdbs, func(i, j int) bool {
+		if pdbs[i].Namespace != pdbs[j].Namespace {
+			return pdbs[i].Namespace < pdbs[j].Namespace
+		}
+		return pdbs[i].Name < pdbs[j].Name
+	})
 }
 
 // harnessPlugins are the default profile's plugins the brief covers: the default filters
@@ -242,11 +267,11 @@ func (w *world) env(ctx context.Context, prof *config.KubeSchedulerProfile, pinn
 		plugin = p.(*defaultpreemption.DefaultPreemption)
 		return p, nil
 	}
-	fw, err := frameworkruntime.NewFramework(ctx, registry, prof,
+	opts := append([]frameworkruntime.Option{
 		frameworkruntime.WithClientSet(w.cs),
 		frameworkruntime.WithInformerFactory(w.informerFactory),
-		frameworkruntime.WithSnapshotSharedLister(w.snapshot),
-	)
+	}, snapshotOptions(w.snapshot)...)
+	fw, err := frameworkruntime.NewFramework(ctx, registry, prof, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -259,17 +284,15 @@ func (w *world) env(ctx context.Context, prof *config.KubeSchedulerProfile, pinn
 	// full spec only while the queue holds it.
 	queue := internalqueue.NewSchedulingQueue(fw.QueueSortFunc(), w.informerFactory,
 		internalqueue.WithPodLister(w.informerFactory.Core().V1().Pods().Lister()))
-	logger := klog.FromContext(ctx)
 	for _, p := range w.nominated {
-		queue.Add(logger, p)
+		enqueue(ctx, queue, p)
 	}
 	fw.SetPodNominator(queue)
-	asyncPreemption := utilfeature.DefaultFeatureGate.Enabled(features.SchedulerAsyncPreemption)
 	var pi preemption.Interface = plugin
 	if pinned {
 		pi = pinnedOffset{plugin}
 	}
-	evaluator := preemption.NewEvaluator(names.DefaultPreemption, fw, pi, asyncPreemption)
+	evaluator := newEvaluator(fw, plugin, pi)
 	return &env{fw: fw, snapshot: w.snapshot, plugin: plugin, evaluator: evaluator, pdbs: w.pdbs}, nil
 }
 
@@ -291,7 +314,16 @@ func decide(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile
 	// The framework starts background work (its metrics recorder) bound to this context.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, err := decodeCluster(sc.Cluster)
+	var c *cluster
+	var err error
+	switch sc.BudgetOrder {
+	case "", "sorted":
+		c, err = decodeCluster(sc.Cluster)
+	case "listed":
+		c, err = decodeClusterListed(sc.Cluster)
+	default:
+		err = fmt.Errorf("budgetOrder %q: want sorted or listed", sc.BudgetOrder)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,6 @@
-// Command harness answers preemption scenarios as kube-scheduler v1.35.4's DefaultPreemption
-// does, through the real scheduler framework, for differential testing of preemptd.
+// Command harness answers preemption scenarios as kube-scheduler's DefaultPreemption does,
+// through the real scheduler framework of the k8s.io/kubernetes release it is built against
+// (v1.35.4, v1.36.3 or v1.37.2: see ../build-harness), for differential testing of preemptd.
 //
 //	harness answer --cluster LIST.json --pod POD.json   one answer as JSON
 //	harness serve                                       JSON lines: {cluster, preemptor} in, answer out
@@ -7,6 +8,7 @@
 //	harness check FILE_OR_DIR...                        compare with the scenarios' `expect`
 //	harness time --cluster LIST.json --preemptors LIST.json[,...] [--runs N] [--max-seconds S]
 //	                                                    time PostFilter, exhaustive and sampled (timing.go)
+//	harness version                                     the k8s.io/kubernetes release, e.g. v1.37.2
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -34,6 +37,10 @@ func main() {
 
 	if len(os.Args) < 2 {
 		usage()
+	}
+	if os.Args[1] == "version" {
+		fmt.Println(kubernetesVersion())
+		return
 	}
 	// The queue and framework record into the scheduler's metrics, which must exist.
 	metrics.Register()
@@ -80,8 +87,20 @@ func main() {
 	}
 }
 
+// kubernetesVersion is the k8s.io/kubernetes module the binary was built with.
+func kubernetesVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "k8s.io/kubernetes" {
+				return dep.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness answer --cluster F --pod F | serve | batch IN OUT | check PATH... | time --cluster F --preemptors F[,F...]")
+	fmt.Fprintln(os.Stderr, "usage: harness answer --cluster F --pod F | serve | batch IN OUT | check PATH... | time --cluster F --preemptors F[,F...] | version")
 	os.Exit(2)
 }
 

@@ -8,6 +8,8 @@ use rand::seq::{IndexedRandom, SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
 
+mod budgets;
+
 /// One generated case, in the inputs `preemptd simulate` reads.
 pub struct Scenario {
     pub cluster: Value,
@@ -69,7 +71,7 @@ pub fn scenario(rng: &mut ChaCha8Rng) -> Scenario {
     for name in ctx.nodes.clone() {
         items.push(node(&mut ctx, &name, &profile));
     }
-    let mut pod_names = Vec::new();
+    let mut bound = Vec::new();
     let mut pod_index = 0;
     let per_node_max = if node_count > 30 { 3 } else { 5 };
     for name in ctx.nodes.clone() {
@@ -77,7 +79,7 @@ pub fn scenario(rng: &mut ChaCha8Rng) -> Scenario {
         for _ in 0..count {
             pod_index += 1;
             let pod = bound_pod(&mut ctx, pod_index, &name, &profile);
-            pod_names.push((pod_namespace(&pod), pod_name(&pod)));
+            bound.push(pod.clone());
             items.push(pod);
         }
     }
@@ -90,30 +92,12 @@ pub fn scenario(rng: &mut ChaCha8Rng) -> Scenario {
         pod_index += 1;
         items.push(nominated_pod(&mut ctx, pod_index, &profile));
     }
-    let pdbs = match ctx.rng.random_range(0..10) {
-        0..5 => 0,
-        5..8 => 1,
-        _ => ctx.rng.random_range(2..=4),
-    };
-    for i in 1..=pdbs {
-        items.push(pdb(&mut ctx, i, &pod_names));
-    }
+    items.extend(budgets::budgets(&mut ctx, &bound));
     let preemptor = preemptor(&mut ctx, &profile);
     Scenario {
         cluster: json!({"apiVersion": "v1", "kind": "List", "items": items}),
         preemptor,
     }
-}
-
-fn pod_namespace(pod: &Value) -> String {
-    pod["metadata"]["namespace"]
-        .as_str()
-        .unwrap_or("default")
-        .to_string()
-}
-
-fn pod_name(pod: &Value) -> String {
-    pod["metadata"]["name"].as_str().unwrap_or("").to_string()
 }
 
 /// Which optional resources this cluster uses, so that requests meet allocatables often.
@@ -638,39 +622,6 @@ fn nominated_pod(ctx: &mut Ctx, index: usize, profile: &NodeProfile) -> Value {
     }
     pod.insert("status".into(), status);
     Value::Object(pod)
-}
-
-fn pdb(ctx: &mut Ctx, index: usize, pods: &[(String, String)]) -> Value {
-    let namespace = random_namespace(ctx);
-    let sel = if ctx.chance(0.05) {
-        json!({})
-    } else {
-        selector(ctx)
-    };
-    let mut status = Map::new();
-    status.insert(
-        "disruptionsAllowed".into(),
-        json!(ctx.rng.random_range(0..=2)),
-    );
-    let in_ns: Vec<&String> = pods
-        .iter()
-        .filter(|(ns, _)| ns == namespace)
-        .map(|(_, n)| n)
-        .collect();
-    if !in_ns.is_empty() && ctx.chance(0.3) {
-        let mut disrupted = Map::new();
-        for _ in 0..ctx.rng.random_range(1..=2) {
-            disrupted.insert((*ctx.pick(&in_ns)).clone(), json!("2026-01-01T12:00:00Z"));
-        }
-        status.insert("disruptedPods".into(), Value::Object(disrupted));
-    }
-    json!({
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"namespace": namespace, "name": format!("pdb{index}")},
-        "spec": {"minAvailable": 1, "selector": sel},
-        "status": status,
-    })
 }
 
 fn preemptor(ctx: &mut Ctx, profile: &NodeProfile) -> Value {

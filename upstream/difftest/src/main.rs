@@ -1,14 +1,16 @@
 //! Differential testing of preemptd against upstream kube-scheduler's DefaultPreemption.
 //!
-//! `preemptd-difftest run --cases N --seed S --harness H --preemptd P --out DIR` generates N
-//! scenarios from the seed, asks the upstream harness (`H serve`, one JSON line per case) and
-//! `P simulate` about each, compares, shrinks every mismatch and saves it to DIR in the
-//! conformance scenario format with upstream's answer as `expect`. The last line printed is
-//! `N cases, M mismatches (seed S)`.
+//! `preemptd-difftest run --cases N --seed S --harness H --preemptd P --out DIR
+//! [--kubernetes-version V]` generates N scenarios from the seed, asks the upstream harness
+//! (`H serve`, one JSON line per case; built for V) and `P simulate` (with
+//! `PREEMPTD_KUBERNETES_VERSION=V`) about each, compares, shrinks every mismatch and saves it to
+//! DIR in the conformance scenario format with upstream's answer as `expect`. The last line
+//! printed is `N cases, M mismatches (seed S)`.
 //!
 //! `preemptd-difftest generate --cases N --seed S --out DIR` writes the scenarios only (for the
 //! harness's batch mode).
 
+mod budgets;
 mod compare;
 mod generate;
 mod peers;
@@ -24,8 +26,12 @@ use serde_json::{Value, json};
 
 use peers::{Harness, Preemptd};
 
+/// The Kubernetes minors the harness is built for, and the default (the newest).
+const KUBERNETES_VERSIONS: [&str; 3] = ["1.35", "1.36", "1.37"];
+
 struct Args {
     command: String,
+    kubernetes_version: String,
     cases: u64,
     seed: Option<u64>,
     only_case: Option<u64>,
@@ -40,6 +46,7 @@ fn parse_args() -> Result<Args, String> {
     let command = raw.next().ok_or("missing command: run or generate")?;
     let mut args = Args {
         command,
+        kubernetes_version: KUBERNETES_VERSIONS[KUBERNETES_VERSIONS.len() - 1].to_string(),
         cases: 100,
         seed: None,
         only_case: None,
@@ -55,6 +62,16 @@ fn parse_args() -> Result<Args, String> {
             "--seed" => args.seed = Some(value()?.parse().map_err(|e| format!("--seed: {e}"))?),
             "--case" => {
                 args.only_case = Some(value()?.parse().map_err(|e| format!("--case: {e}"))?)
+            }
+            "--kubernetes-version" => {
+                let v = value()?;
+                if !KUBERNETES_VERSIONS.contains(&v.as_str()) {
+                    return Err(format!(
+                        "--kubernetes-version {v}: supported are {}",
+                        KUBERNETES_VERSIONS.join(", ")
+                    ));
+                }
+                args.kubernetes_version = v;
             }
             "--harness" => args.harness = value()?.into(),
             "--preemptd" => args.preemptd = value()?.into(),
@@ -148,8 +165,20 @@ fn generate_only(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, Strin
 
 fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
     std::fs::create_dir_all(&args.work).map_err(|e| format!("{}: {e}", args.work.display()))?;
+    let release = Harness::release(&args.harness)?;
+    if !release.starts_with(&format!("v{}.", args.kubernetes_version)) {
+        return Err(format!(
+            "{} is built against k8s.io/kubernetes {release}, not {}",
+            args.harness.display(),
+            args.kubernetes_version
+        ));
+    }
+    println!(
+        "kubernetes {}: upstream kube-scheduler {release}, preemptd with PREEMPTD_KUBERNETES_VERSION={}",
+        args.kubernetes_version, args.kubernetes_version
+    );
     let mut harness = Harness::start(&args.harness)?;
-    let preemptd = Preemptd::new(&args.preemptd, &args.work);
+    let preemptd = Preemptd::new(&args.preemptd, &args.kubernetes_version, &args.work);
     let started = Instant::now();
     let mut last_report = Instant::now();
     let mut mismatches = 0usize;
@@ -159,7 +188,17 @@ fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
         let verdict = shrink::verdict(&mut harness, &preemptd, &s)?;
         if let Some(verdict) = verdict {
             mismatches += 1;
-            println!("case {i}: mismatch: {}", verdict.difference);
+            let most = budgets::most_budgets_on_one_pod(&s.cluster);
+            println!(
+                "case {i}: mismatch: {} (at most {most} budgets match one pod)",
+                verdict.difference
+            );
+            if most >= 2 {
+                println!(
+                    "case {i}: {}",
+                    budgets::other_orders(&mut harness, &s, &verdict.preemptd)?
+                );
+            }
             let small = shrink::shrink(&mut harness, &preemptd, s, verdict)?;
             std::fs::create_dir_all(&args.out)
                 .map_err(|e| format!("{}: {e}", args.out.display()))?;
@@ -167,11 +206,12 @@ fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
             let mut doc = scenario_doc(
                 &name,
                 &format!(
-                    "preemptd-difftest seed {seed} case {i}, shrunk; expect = upstream kube-scheduler v1.35.4 DefaultPreemption, MinCandidateNodesPercentage=100"
+                    "preemptd-difftest seed {seed} case {i}, shrunk; expect = upstream kube-scheduler {release} DefaultPreemption, MinCandidateNodesPercentage=100, budgets in (namespace, name) order"
                 ),
                 &small.scenario,
                 &small.upstream,
             );
+            doc["kubernetesVersion"] = json!(args.kubernetes_version);
             doc["preemptdAnswer"] = small.preemptd.clone();
             doc["difference"] = json!(small.difference);
             let path = args.out.join(format!("{name}.json"));

@@ -14,6 +14,22 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// The k8s.io/kubernetes release the harness binary was built against, e.g. `v1.37.2`.
+    pub fn release(binary: &Path) -> Result<String, String> {
+        let out = Command::new(binary)
+            .arg("version")
+            .output()
+            .map_err(|e| format!("run {} version: {e}", binary.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} version: {}",
+                binary.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
     pub fn start(binary: &Path) -> Result<Self, String> {
         let mut child = Command::new(binary)
             .arg("serve")
@@ -30,10 +46,23 @@ impl Harness {
         })
     }
 
-    /// Upstream's answer, or Err with the harness's reason when it could not decide.
+    /// Upstream's answer, or Err with the harness's reason when it could not decide. The
+    /// budgets reach upstream's preemption in (namespace, name) order, as preemptd walks them.
     pub fn ask(&mut self, cluster: &Value, pod: &Value) -> Result<Result<Value, String>, String> {
-        let line = serde_json::to_string(&json!({"cluster": cluster, "preemptor": pod}))
-            .map_err(|e| e.to_string())?;
+        self.ask_with_budget_order(cluster, pod, "sorted")
+    }
+
+    /// As `ask`, with the budgets in `order`: "sorted" or "listed" (the List's own order).
+    pub fn ask_with_budget_order(
+        &mut self,
+        cluster: &Value,
+        pod: &Value,
+        order: &str,
+    ) -> Result<Result<Value, String>, String> {
+        let line = serde_json::to_string(
+            &json!({"cluster": cluster, "preemptor": pod, "budgetOrder": order}),
+        )
+        .map_err(|e| e.to_string())?;
         writeln!(self.stdin, "{line}").map_err(|e| format!("write to harness: {e}"))?;
         self.stdin
             .flush()
@@ -63,14 +92,18 @@ impl Drop for Harness {
 
 pub struct Preemptd {
     binary: PathBuf,
+    kubernetes_version: String,
     cluster_file: PathBuf,
     pod_file: PathBuf,
 }
 
 impl Preemptd {
-    pub fn new(binary: &Path, work: &Path) -> Self {
+    /// preemptd answering as `kubernetes_version` (e.g. `1.37`). The version goes through the
+    /// environment, which a binary without version support ignores.
+    pub fn new(binary: &Path, kubernetes_version: &str, work: &Path) -> Self {
         Preemptd {
             binary: binary.to_path_buf(),
+            kubernetes_version: kubernetes_version.to_string(),
             cluster_file: work.join("cluster.json"),
             pod_file: work.join("pod.json"),
         }
@@ -85,6 +118,7 @@ impl Preemptd {
         write(&self.cluster_file, cluster)?;
         write(&self.pod_file, pod)?;
         let out = Command::new(&self.binary)
+            .env("PREEMPTD_KUBERNETES_VERSION", &self.kubernetes_version)
             .arg("simulate")
             .arg("--cluster")
             .arg(&self.cluster_file)
