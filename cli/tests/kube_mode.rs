@@ -953,8 +953,8 @@ async fn the_deploy_rbac_lists_and_watches_the_five_kinds_and_nothing_more() {
         .await
         .expect("token request")
         .status
-        .expect("token")
-        .token;
+        .and_then(|status| status.token)
+        .expect("token");
 
     create_cluster(&kube, &priority_class("low", 10)).await;
     create_node(&kube, "n1", "2").await;
