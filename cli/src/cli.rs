@@ -570,7 +570,12 @@ async fn check_health(args: &HealthArgs) -> Result<bool, String> {
 /// came from one) and exits 64.
 pub fn parse() -> Result<Cli, ExitCode> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
-    match Cli::try_parse() {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let parsed = Cli::command()
+        .version(VERSION_LINE.as_str())
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    match parsed {
         Ok(cli) => Ok(cli),
         Err(error) => match error.kind() {
             ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -589,6 +594,17 @@ pub fn parse() -> Result<Cli, ExitCode> {
         },
     }
 }
+
+/// `preemptd --version`: the build, and the Kubernetes releases it answers as.
+static VERSION_LINE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    use preemptd::engine::KubernetesVersion;
+    format!(
+        "{} (answers as Kubernetes {}; default {})",
+        env!("CARGO_PKG_VERSION"),
+        KubernetesVersion::accepted(),
+        KubernetesVersion::default()
+    )
+});
 
 /// sysexits.h EX_SOFTWARE: the decision could not be rendered (a build defect).
 const EXIT_SOFTWARE: u8 = 70;

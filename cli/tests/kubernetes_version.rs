@@ -41,6 +41,19 @@ fn repo(path: &str) -> PathBuf {
 type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
 
 #[test]
+fn version_names_the_kubernetes_releases_and_the_default() {
+    let (code, stdout, _) = run(preemptd().arg("--version"));
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.trim(),
+        format!(
+            "preemptd {} (answers as Kubernetes 1.35, 1.36, 1.37; default 1.37)",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}
+
+#[test]
 fn refused_versions_and_gates_exit_64_naming_them() {
     let offline = ["--cluster", "cluster.json"];
     let serve = [
