@@ -11,14 +11,81 @@ use axum::Router;
 use axum::extract::connect_info::Connected;
 use axum::serve::{IncomingStream, Listener};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt as _;
 
 use super::tls::{PeerInfo, TlsAcceptor, TlsConnection};
 
+/// An HTTP port serving in the background: its address, and how to stop it.
+pub(crate) struct HttpEndpoint {
+    name: &'static str,
+    local_addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl HttpEndpoint {
+    /// Serves `app` on `listener` (over TLS with `tls`) until shut down; `name` names the
+    /// port in logs.
+    pub(crate) fn serve(
+        name: &'static str,
+        listener: TcpListener,
+        tls: Option<TlsAcceptor>,
+        app: Router,
+    ) -> std::io::Result<Self> {
+        let local_addr = listener.local_addr()?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let stopped = async {
+            let _ = rx.await;
+        };
+        let task = spawn(name, listener, tls, app, stopped)?;
+        Ok(HttpEndpoint {
+            name,
+            local_addr,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting; requests in flight finish within `grace`, then are closed.
+    pub(crate) async fn shutdown(mut self, grace: Duration) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let endpoint = self.name;
+        if let Some(mut task) = self.task.take() {
+            match tokio::time::timeout(grace, &mut task).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(error))) => tracing::warn!(endpoint, %error, "http server failed"),
+                Ok(Err(error)) => tracing::warn!(endpoint, %error, "http server task failed"),
+                Err(_) => {
+                    tracing::warn!(
+                        endpoint,
+                        ?grace,
+                        "http requests still open after the grace period; closing them"
+                    );
+                    task.abort();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for HttpEndpoint {
+    fn drop(&mut self) {
+        // Dropping the sender resolves the shutdown signal.
+        self.shutdown.take();
+    }
+}
+
 /// Serves `app` on `listener` (over TLS with `tls`) in the background until `stopped`
 /// resolves, then lets requests in flight finish. `endpoint` names the port in logs.
-pub(crate) fn spawn(
+fn spawn(
     endpoint: &'static str,
     listener: TcpListener,
     tls: Option<TlsAcceptor>,

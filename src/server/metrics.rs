@@ -4,7 +4,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
@@ -14,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, oneshot};
-use tokio::task::JoinHandle;
+use tokio::sync::Semaphore;
 
+use super::http::HttpEndpoint;
 use super::tls::TlsAcceptor;
 use crate::ops::metrics::{Snapshot, set_gauges};
 
@@ -28,13 +27,6 @@ const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// Reads the scrape-time values; runs on the blocking pool.
 pub(crate) type SnapshotFn = Arc<dyn Fn() -> Snapshot + Send + Sync>;
 
-/// The `/metrics` port: HTTP/1.1 and HTTP/2 (over TLS when the gRPC port has it).
-pub(crate) struct MetricsEndpoint {
-    local_addr: SocketAddr,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<std::io::Result<()>>>,
-}
-
 /// What a scrape reads.
 struct Scrape {
     handle: PrometheusHandle,
@@ -44,73 +36,30 @@ struct Scrape {
     renders: Semaphore,
 }
 
-impl MetricsEndpoint {
-    /// Binds `addr` and serves `handle` at `/metrics`, refreshing the scrape-time gauges
-    /// from `snapshot` on every scrape; over TLS with `tls`.
-    pub(crate) async fn start(
-        addr: SocketAddr,
-        handle: PrometheusHandle,
-        snapshot: SnapshotFn,
-        tls: Option<TlsAcceptor>,
-    ) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("bind metrics address {addr}"))?;
-        let local_addr = listener.local_addr().context("metrics local address")?;
-        let scrape = Arc::new(Scrape {
-            handle,
-            snapshot,
-            renders: Semaphore::new(MAX_SCRAPES),
-        });
-        let app = Router::new()
-            .route("/metrics", get(metrics))
-            .fallback(not_found)
-            .with_state(scrape);
-        let (tx, rx) = oneshot::channel::<()>();
-        let stopped = async {
-            let _ = rx.await;
-        };
-        let task = super::http::spawn("metrics", listener, tls, app, stopped)
-            .context("metrics local address")?;
-        tracing::info!(addr = %local_addr, "serving metrics at /metrics");
-        Ok(MetricsEndpoint {
-            local_addr,
-            shutdown: Some(tx),
-            task: Some(task),
-        })
-    }
-
-    pub(crate) fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Stops accepting scrapes; those in flight finish within `grace`.
-    pub(crate) async fn shutdown(mut self, grace: Duration) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(mut task) = self.task.take() {
-            match tokio::time::timeout(grace, &mut task).await {
-                Ok(Ok(Ok(()))) => {}
-                Ok(Ok(Err(error))) => tracing::warn!(%error, "metrics server failed"),
-                Ok(Err(error)) => tracing::warn!(%error, "metrics server task failed"),
-                Err(_) => {
-                    tracing::warn!(
-                        ?grace,
-                        "scrapes still open after the grace period; closing them"
-                    );
-                    task.abort();
-                }
-            }
-        }
-    }
-}
-
-impl Drop for MetricsEndpoint {
-    fn drop(&mut self) {
-        // Dropping the sender resolves the shutdown signal.
-        self.shutdown.take();
-    }
+/// Binds `addr` and serves `handle` at `/metrics`, refreshing the scrape-time gauges
+/// from `snapshot` on every scrape; over TLS with `tls`.
+pub(crate) async fn start(
+    addr: SocketAddr,
+    handle: PrometheusHandle,
+    snapshot: SnapshotFn,
+    tls: Option<TlsAcceptor>,
+) -> anyhow::Result<HttpEndpoint> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("bind metrics address {addr}"))?;
+    let scrape = Arc::new(Scrape {
+        handle,
+        snapshot,
+        renders: Semaphore::new(MAX_SCRAPES),
+    });
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .with_state(scrape);
+    let endpoint =
+        HttpEndpoint::serve("metrics", listener, tls, app).context("metrics local address")?;
+    tracing::info!(addr = %endpoint.local_addr(), "serving metrics at /metrics");
+    Ok(endpoint)
 }
 
 /// `GET /metrics` (axum answers `HEAD` from it, and other methods with 405).

@@ -172,8 +172,8 @@ pub struct RunningServer {
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), tonic::transport::Error>>>,
     grace: Duration,
-    metrics: Option<metrics::MetricsEndpoint>,
-    extender: Option<extender::ExtenderEndpoint>,
+    metrics: Option<http::HttpEndpoint>,
+    extender: Option<http::HttpEndpoint>,
     /// Kubernetes mode's watches, stopped with the server.
     watches: Option<JoinHandle<()>>,
 }
@@ -296,7 +296,7 @@ pub async fn start(config: ServeConfig) -> anyhow::Result<RunningServer> {
     let extender = match config.extender_listen {
         None => None,
         Some(addr) => Some(
-            extender::ExtenderEndpoint::start(
+            extender::start(
                 addr,
                 app.clone(),
                 config.authz.clone(),
@@ -416,7 +416,7 @@ async fn start_metrics(
     addr: SocketAddr,
     app: Arc<App>,
     tls: Option<tls::TlsAcceptor>,
-) -> anyhow::Result<metrics::MetricsEndpoint> {
+) -> anyhow::Result<http::HttpEndpoint> {
     let handle = crate::ops::metrics::install()?;
     crate::ops::metrics::record_build_info(app.kubernetes_version().as_str());
     let snapshot = Arc::new(move || {
@@ -430,7 +430,7 @@ async fn start_metrics(
             watch_subscribers: app.open_watchers(),
         }
     });
-    metrics::MetricsEndpoint::start(addr, handle, snapshot, tls).await
+    metrics::start(addr, handle, snapshot, tls).await
 }
 
 /// Says at startup which placement policy decisions follow.

@@ -16,7 +16,7 @@ pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context as _;
 use axum::Router;
@@ -27,11 +27,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 use super::authz::{self, AuthzPolicy};
 use super::errors::ApiError;
+use super::http::HttpEndpoint;
 use super::tls::{PeerInfo, TlsAcceptor};
 use crate::app::{App, AppError};
 
@@ -44,83 +43,33 @@ struct Extender {
     max_body_bytes: usize,
 }
 
-/// The extender's listener, running in the background.
-pub(crate) struct ExtenderEndpoint {
-    local_addr: SocketAddr,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<std::io::Result<()>>>,
-}
-
-impl ExtenderEndpoint {
-    /// Binds `addr` and serves the verbs (over TLS with `tls`).
-    pub(crate) async fn start(
-        addr: SocketAddr,
-        app: Arc<App>,
-        authz: Option<Arc<AuthzPolicy>>,
-        max_body_bytes: usize,
-        tls: Option<TlsAcceptor>,
-    ) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("bind extender address {addr}"))?;
-        let local_addr = listener.local_addr().context("extender local address")?;
-        let extender = Arc::new(Extender {
-            app,
-            authz,
-            max_body_bytes,
-        });
-        let app = Router::new()
-            .route("/filter", post(filter))
-            .route("/prioritize", post(prioritize))
-            .route("/preempt", post(preempt))
-            // The handlers read the body with the gRPC message limit themselves.
-            .layer(DefaultBodyLimit::disable())
-            .with_state(extender);
-        let (tx, rx) = oneshot::channel::<()>();
-        let stopped = async {
-            let _ = rx.await;
-        };
-        let task = super::http::spawn("extender", listener, tls, app, stopped)
-            .context("extender local address")?;
-        tracing::info!(addr = %local_addr, "serving the kube-scheduler extender at /filter, /prioritize, /preempt");
-        Ok(ExtenderEndpoint {
-            local_addr,
-            shutdown: Some(tx),
-            task: Some(task),
-        })
-    }
-
-    pub(crate) fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Stops accepting, lets requests in flight finish within `grace`.
-    pub(crate) async fn shutdown(mut self, grace: Duration) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(mut task) = self.task.take() {
-            match tokio::time::timeout(grace, &mut task).await {
-                Ok(Ok(Ok(()))) => {}
-                Ok(Ok(Err(error))) => tracing::warn!(%error, "extender server failed"),
-                Ok(Err(error)) => tracing::warn!(%error, "extender server task failed"),
-                Err(_) => {
-                    tracing::warn!(
-                        ?grace,
-                        "extender requests still open after the grace period; closing them"
-                    );
-                    task.abort();
-                }
-            }
-        }
-    }
-}
-
-impl Drop for ExtenderEndpoint {
-    fn drop(&mut self) {
-        // Dropping the sender resolves the shutdown signal.
-        self.shutdown.take();
-    }
+/// Binds `addr` and serves the verbs (over TLS with `tls`).
+pub(crate) async fn start(
+    addr: SocketAddr,
+    app: Arc<App>,
+    authz: Option<Arc<AuthzPolicy>>,
+    max_body_bytes: usize,
+    tls: Option<TlsAcceptor>,
+) -> anyhow::Result<HttpEndpoint> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("bind extender address {addr}"))?;
+    let extender = Arc::new(Extender {
+        app,
+        authz,
+        max_body_bytes,
+    });
+    let app = Router::new()
+        .route("/filter", post(filter))
+        .route("/prioritize", post(prioritize))
+        .route("/preempt", post(preempt))
+        // The handlers read the body with the gRPC message limit themselves.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(extender);
+    let endpoint =
+        HttpEndpoint::serve("extender", listener, tls, app).context("extender local address")?;
+    tracing::info!(addr = %endpoint.local_addr(), "serving the kube-scheduler extender at /filter, /prioritize, /preempt");
+    Ok(endpoint)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
