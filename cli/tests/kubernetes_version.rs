@@ -4,34 +4,18 @@
 //! in `preemptd_build_info`, and in Kubernetes mode it compares the API server's
 //! `/version` with its own and warns when the minors differ or `/version` cannot be read.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+mod support;
+
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn preemptd() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_preemptd"));
-    // Nothing from the test's own environment (PREEMPTD_*) leaks in.
-    command.env_clear().stdin(Stdio::null());
-    command
-}
-
-fn run(command: &mut Command) -> (i32, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = command.output().expect("run preemptd");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
-}
+use support::{free_port, preemptd, run, scrape};
 
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
@@ -272,22 +256,6 @@ fn simulate_answers_as_the_version_of_the_flag_or_the_environment() {
         assert_eq!(out["pdbViolations"], 1);
         assert!(notes(&out, "node-a").is_empty(), "{out}");
     }
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-}
-
-fn scrape(addr: SocketAddr) -> std::io::Result<String> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
-    let mut out = String::new();
-    stream.read_to_string(&mut out)?;
-    Ok(out)
 }
 
 /// The server's stderr, line by line, as it comes.

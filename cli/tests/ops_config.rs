@@ -4,29 +4,13 @@
 //! included) serves gRPC, health and metrics; with TLS, mTLS and `--authz`, `preemptd
 //! health` reaches it with its TLS flags.
 
+mod support;
+
 use std::net::{SocketAddr, TcpListener};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn preemptd() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_preemptd"));
-    // Nothing from the test's own environment (PREEMPTD_*, OTEL_*) leaks in.
-    command.env_clear().stdin(Stdio::null());
-    command
-}
-
-fn run(command: &mut Command) -> (i32, String, String) {
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = command.output().expect("run preemptd");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
-}
+use support::{free_port, preemptd, run, scrape};
 
 #[test]
 fn help_lists_every_flag_with_env_and_default() {
@@ -285,23 +269,6 @@ fn invalid_values_exit_64_naming_the_setting() {
             );
         }
     }
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-}
-
-fn scrape(addr: SocketAddr) -> std::io::Result<String> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
-    let mut out = String::new();
-    stream.read_to_string(&mut out)?;
-    Ok(out)
 }
 
 #[test]
