@@ -24,6 +24,7 @@ mod groups;
 mod interned;
 mod labels;
 mod node_info;
+mod pod_groups;
 mod pod_index;
 mod pods;
 mod shared;
@@ -35,6 +36,7 @@ pub use commit::{Commit, CommitChange, CommitConflict, Nomination};
 pub use groups::{GROUP_NODES, NodeGroup};
 pub use labels::{LabelId, LabelIds};
 pub use node_info::{LabelCount, LabelCounts, NodeInfo, PriorityLevel};
+pub use pod_groups::{BoundMember, NamedKey, PodGroupIndex};
 pub use snapshot::Snapshot;
 pub(crate) use snapshot::prefetch;
 pub use summary::{
@@ -129,6 +131,8 @@ pub struct ClusterCache {
     /// Few and rarely changed: replaced whole on a change, read as a cheap clone.
     priority_classes: parking_lot::RwLock<Arc<PriorityClasses>>,
     namespaces: parking_lot::RwLock<Arc<Namespaces>>,
+    /// PodGroups, Workloads and groups' bound members; persistent maps, cloned per snapshot.
+    pod_groups: parking_lot::RwLock<PodGroupIndex>,
     revision: AtomicU64,
 }
 
@@ -414,6 +418,7 @@ impl ClusterCache {
             groups: table.groups.clone(),
             taint_sets: table.taint_sets.clone(),
             namespaces: self.namespaces.read().clone(),
+            pod_groups: self.pod_groups.read().clone(),
         }
     }
 

@@ -5,6 +5,7 @@ use triomphe::Arc;
 use crate::model::namespace::Namespaces;
 use crate::model::{PodDisruptionBudget, Str};
 
+use super::pod_groups::PodGroupIndex;
 use super::table::NodeIndex;
 use super::{HardTaints, LabelId, LabelIds, NodeGroup, NodeInfo, NodeSummary};
 
@@ -34,6 +35,8 @@ pub struct Snapshot {
     pub taint_sets: imbl::Vector<Arc<HardTaints>>,
     /// Namespace labels, for pod affinity's namespaceSelector.
     pub namespaces: Arc<Namespaces>,
+    /// PodGroups and Workloads, with each group's bound members.
+    pub pod_groups: PodGroupIndex,
 }
 
 /// Asks the CPU to start loading the cache line at `address`.

@@ -17,6 +17,7 @@ mod node;
 mod node_selector;
 mod pdb;
 mod pod;
+mod pod_group;
 mod taint;
 
 use triomphe::Arc;
@@ -32,6 +33,7 @@ pub use pod::{
     KeyHashes, PREEMPTION_BY_SCHEDULER, Pod, PodAffinityTerm, PodCondition, PodDetails, PodPhase,
     PreemptionPolicy, Protocol, StartTime, TopologySpreadConstraint, Unadmitted, WhenUnsatisfiable,
 };
+pub use pod_group::{DisruptionMode, PodGroup, SchedulingPolicy, Workload};
 pub use resources::{ContainerResources, Resources};
 pub use taint::{Taint, TaintEffect, Toleration, TolerationOperator, Tolerations};
 

@@ -305,6 +305,9 @@ pub struct PodDetails {
     pub scheduler_name: Option<Str>,
     /// `spec.priorityClassName`: read only while the pod is [`Unadmitted`].
     pub priority_class_name: Option<Str>,
+    /// `spec.schedulingGroup.podGroupName`: the PodGroup (in the pod's namespace) the pod
+    /// is a member of. Kept here: a gang's members share their template.
+    pub scheduling_group: Option<Str>,
     /// `spec.containers`.
     pub containers: Vec<Container>,
     /// `spec.initContainers`.
