@@ -3,6 +3,8 @@
 //! pending nominated pods and terminating pods. The same seed and sizes give the same
 //! cluster, object for object.
 
+pub mod gangs;
+
 use crate::model::quantity::Quantity;
 use crate::model::{
     Container, ContainerResources, HostPort, LabelSelector, Labels, Node, Pod, PodAffinityTerm,
