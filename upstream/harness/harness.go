@@ -169,6 +169,11 @@ var harnessPlugins = map[string]bool{
 // the default order) with DefaultPreemptionArgs.MinCandidateNodesPercentage as given (the
 // differential tests use 100; the rest of the arguments keep their defaults).
 func profile(minCandidatePercentage int32) (*config.KubeSchedulerProfile, error) {
+	return profileWith(minCandidatePercentage, true)
+}
+
+// profileWith is profile with (tiePinned) or without the tie pin and its weight scaling.
+func profileWith(minCandidatePercentage int32, tiePinned bool) (*config.KubeSchedulerProfile, error) {
 	cfg, err := latest.Default()
 	if err != nil {
 		return nil, err
@@ -189,9 +194,11 @@ func profile(minCandidatePercentage int32) (*config.KubeSchedulerProfile, error)
 	restrict(&prof.Plugins.PostFilter)
 	restrict(&prof.Plugins.Score)
 	restrict(&prof.Plugins.PreScore)
-	scaleWeights(&prof.Plugins.MultiPoint)
-	scaleWeights(&prof.Plugins.Score)
-	prof.Plugins.MultiPoint.Enabled = append(prof.Plugins.MultiPoint.Enabled, config.Plugin{Name: tiePinName, Weight: 1})
+	if tiePinned {
+		scaleWeights(&prof.Plugins.MultiPoint)
+		scaleWeights(&prof.Plugins.Score)
+		prof.Plugins.MultiPoint.Enabled = append(prof.Plugins.MultiPoint.Enabled, config.Plugin{Name: tiePinName, Weight: 1})
+	}
 	for i := range prof.PluginConfig {
 		if args, ok := prof.PluginConfig[i].Args.(*config.DefaultPreemptionArgs); ok {
 			args.MinCandidateNodesPercentage = minCandidatePercentage
