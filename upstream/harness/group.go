@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sort"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
@@ -31,8 +32,13 @@ type GroupAnswer struct {
 	Outcome string `json:"outcome"`
 	// Victims in the order upstream's executor receives them (units in importance order, each
 	// unit's pods in its order).
-	Victims       []PodRef `json:"victims"`
-	PdbViolations int64    `json:"pdbViolations"`
+	Victims []PodRef `json:"victims"`
+	// VictimUnits are the victims grouped in their units, in order. Upstream lists the pods of
+	// a disruption-mode-all unit in Go map order (podGroupStateData.scheduledPods), so within
+	// such a unit any order is upstream's; here they are sorted by namespace and name, and
+	// Victims is this list flattened.
+	VictimUnits   [][]PodRef `json:"victimUnits"`
+	PdbViolations int64      `json:"pdbViolations"`
 	// Nominations: one per placed member, in member order (see orderMembers).
 	Nominations []Nomination `json:"nominations"`
 	// NominatedPodsToClear: the lower-priority pods nominated to the candidate's "node", which
@@ -46,6 +52,7 @@ func newGroupAnswer(outcome string) *GroupAnswer {
 	return &GroupAnswer{
 		Outcome:              outcome,
 		Victims:              []PodRef{},
+		VictimUnits:          [][]PodRef{},
 		Nominations:          []Nomination{},
 		NominatedPodsToClear: []PodRef{},
 		KubernetesVersion:    kubernetesMinor(),
@@ -73,4 +80,39 @@ func kubernetesMinor() string {
 		return v
 	}
 	return fmt.Sprintf("%d.%d", major, minor)
+}
+
+// unitsOf groups victims in the executor's order into their units: consecutive pods of one
+// disruption-mode-all group (allGroup names it, "" for a pod that is a unit of its own) form
+// one unit, sorted by namespace and name.
+func unitsOf(victims []PodRef, allGroup func(PodRef) string) [][]PodRef {
+	units := [][]PodRef{}
+	last := ""
+	for _, v := range victims {
+		g := allGroup(v)
+		if g != "" && g == last {
+			units[len(units)-1] = append(units[len(units)-1], v)
+			continue
+		}
+		units = append(units, []PodRef{v})
+		last = g
+	}
+	for _, u := range units {
+		sort.Slice(u, func(i, j int) bool {
+			if u[i].Namespace != u[j].Namespace {
+				return u[i].Namespace < u[j].Namespace
+			}
+			return u[i].Name < u[j].Name
+		})
+	}
+	return units
+}
+
+// setUnits fills VictimUnits and re-flattens Victims in their order.
+func (a *GroupAnswer) setUnits(allGroup func(PodRef) string) {
+	a.VictimUnits = unitsOf(a.Victims, allGroup)
+	a.Victims = []PodRef{}
+	for _, u := range a.VictimUnits {
+		a.Victims = append(a.Victims, u...)
+	}
 }

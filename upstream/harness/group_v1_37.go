@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
@@ -214,6 +215,10 @@ func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, me
 		}
 		return &fwk.PodGroupAssignments{ProposedAssignments: assignments}, status
 	}
+	// A victim already terminating never reaches the hook; the executor logs it instead (V(2),
+	// with the global logger, in the candidate's order), which is how such victims are seen.
+	terminating := &skippedVictims{}
+	klog.SetLoggerWithOptions(logr.New(terminating), klog.ContextualLogger(true))
 	res, pfStatus := e.fw.RunPodGroupPostFilterPlugins(ctx, podGroupCycleState, qpgi.PodGroupInfo, rerun)
 	// With SchedulerAsyncPreemption (default on) the executor works in a goroutine; it is done
 	// when the group no longer counts as preempting.
@@ -224,6 +229,7 @@ func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, me
 		}
 		time.Sleep(time.Millisecond)
 	}
+	klog.ClearLogger()
 	switch {
 	case pfStatus.IsSuccess():
 	case pfStatus.Code() == fwk.Error:
@@ -251,11 +257,31 @@ func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, me
 				a.NominatedPodsToClear = append(a.NominatedPodsToClear, podRef(pi.GetPod()))
 			}
 		}
-	} else if !strings.Contains(pfStatus.Message(), "ongoing preemption") && !strings.Contains(pfStatus.Message(), "preempting 0 victims") {
-		// Every victim was already terminating: the executor skips them all and its hook never
-		// sees the candidate.
-		return nil, fmt.Errorf("pod group preemption succeeded (%s) but every victim is terminating, which the executor does not pass on", pfStatus.Message())
+	} else if !strings.Contains(pfStatus.Message(), "ongoing preemption") {
+		// Every victim was already terminating: the executor skipped them all (and, in its
+		// asynchronous form, cleared no nomination).
+		byKey := map[string]*v1.Pod{}
+		nodes, err := e.snapshot.NodeInfos().List()
+		if err != nil {
+			return nil, err
+		}
+		for _, ni := range nodes {
+			for _, pi := range ni.GetPods() {
+				byKey[podKey(pi.GetPod())] = pi.GetPod()
+			}
+		}
+		for _, k := range terminating.keys() {
+			p, ok := byKey[k]
+			if !ok {
+				return nil, fmt.Errorf("executor skipped victim %s, which the cluster does not hold", k)
+			}
+			a.Victims = append(a.Victims, podRef(p))
+		}
+		if want := fmt.Sprintf("preempting %d victims", len(a.Victims)); !strings.Contains(pfStatus.Message(), want) {
+			return nil, fmt.Errorf("pod group preemption: %s, but the executor skipped %d terminating victims", pfStatus.Message(), len(a.Victims))
+		}
 	}
+	a.setUnits(e.allModeGroupOf)
 	if res != nil {
 		for _, q := range queued {
 			info, ok := res.NominatingInfos[keyOf(q.Pod)]
@@ -427,4 +453,64 @@ func podRef(p *v1.Pod) PodRef {
 
 func keyOf(p *v1.Pod) types.NamespacedName {
 	return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+}
+
+// skippedVictims is a logr sink that keeps, in order, the victims the executor logs as
+// "already being deleted" and drops everything else.
+type skippedVictims struct {
+	mu      sync.Mutex
+	victims []string
+}
+
+func (s *skippedVictims) Init(logr.RuntimeInfo)          {}
+func (s *skippedVictims) Enabled(level int) bool         { return level <= 2 }
+func (s *skippedVictims) Error(error, string, ...any)    {}
+func (s *skippedVictims) WithValues(...any) logr.LogSink { return s }
+func (s *skippedVictims) WithName(string) logr.LogSink   { return s }
+
+func (s *skippedVictims) Info(_ int, msg string, kv ...any) {
+	if msg != "Victim Pod is already being deleted, skipping the API call for it" {
+		return
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] == "victim" {
+			if ref, ok := kv[i+1].(klog.ObjectRef); ok {
+				s.mu.Lock()
+				s.victims = append(s.victims, ref.Namespace+"/"+ref.Name)
+				s.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (s *skippedVictims) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.victims...)
+}
+
+// allModeGroupOf is "namespace/group" when the victim belongs to a PodGroup in disruption
+// mode all (one unit across nodes), else "".
+func (e *env) allModeGroupOf(v PodRef) string {
+	nodes, err := e.snapshot.NodeInfos().List()
+	if err != nil {
+		return ""
+	}
+	for _, ni := range nodes {
+		for _, pi := range ni.GetPods() {
+			p := pi.GetPod()
+			if p.Namespace != v.Namespace || p.Name != v.Name {
+				continue
+			}
+			if p.Spec.SchedulingGroup == nil || p.Spec.SchedulingGroup.PodGroupName == nil {
+				return ""
+			}
+			pg, err := e.snapshot.PodGroups().Get(p.Namespace, *p.Spec.SchedulingGroup.PodGroupName)
+			if err != nil || pg == nil || pg.Spec.DisruptionMode == nil || pg.Spec.DisruptionMode.All == nil {
+				return ""
+			}
+			return p.Namespace + "/" + pg.Name
+		}
+	}
+	return ""
 }

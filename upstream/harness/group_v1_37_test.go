@@ -24,8 +24,8 @@ func gNode(name string, cpu int) obj {
 func gPod(name, node string, cpu, prio int, group, created string) obj {
 	p := obj{"apiVersion": "v1", "kind": "Pod",
 		"metadata": obj{"name": name, "namespace": "default", "uid": "uid-" + name, "creationTimestamp": created},
-		"spec": obj{"priority": prio, "containers": []obj{{"name": "c", "resources": obj{"requests": obj{"cpu": fmt.Sprint(cpu), "memory": "1Gi"}}}}},
-		"status": obj{"phase": "Pending"}}
+		"spec":     obj{"priority": prio, "containers": []obj{{"name": "c", "resources": obj{"requests": obj{"cpu": fmt.Sprint(cpu), "memory": "1Gi"}}}}},
+		"status":   obj{"phase": "Pending"}}
 	if node != "" {
 		p["spec"].(obj)["nodeName"] = node
 		p["status"] = obj{"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
@@ -43,7 +43,7 @@ func gGroup(name string, prio, minCount int, mode string) obj {
 	}
 	return obj{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
 		"metadata": obj{"name": name, "namespace": "default", "uid": "uid-pg-" + name, "creationTimestamp": "2026-01-01T00:00:00Z"},
-		"spec": obj{"schedulingPolicy": policy, "priority": prio, "disruptionMode": obj{mode: obj{}}}}
+		"spec":     obj{"schedulingPolicy": policy, "priority": prio, "disruptionMode": obj{mode: obj{}}}}
 }
 
 func groupScenario(t *testing.T, items []obj, preemptor obj) *Scenario {
@@ -123,6 +123,9 @@ func TestGroupPreemptsAnAllModeUnit(t *testing.T) {
 	}
 	if len(a.NominatedPodsToClear) != 0 || a.KubernetesVersion != "1.37" {
 		t.Fatalf("got %+v", a)
+	}
+	if len(a.VictimUnits) != 1 || !eq(refNames(a.VictimUnits[0]), []string{"inf-0", "inf-1"}) {
+		t.Fatalf("units %+v", a.VictimUnits)
 	}
 }
 
@@ -204,5 +207,18 @@ func TestPodPreemptionTakesAWholeAllModeUnit(t *testing.T) {
 		if len(a.VictimsByNode[n]) != 2 {
 			t.Fatalf("node %s: victims %v, want the whole unit", n, a.VictimsByNode[n])
 		}
+	}
+}
+
+// A victim that is already terminating never reaches the executor's deletion hook; the
+// answer still names it (from the executor's own account of the pods it skips).
+func TestGroupVictimsThatAreAllTerminating(t *testing.T) {
+	withGenericWorkload(t)
+	old := gPod("old", "n1", 3, 1, "", "2026-01-01T00:00:00Z")
+	old["metadata"].(obj)["deletionTimestamp"] = "2026-01-02T00:00:00Z"
+	items := []obj{gNode("n1", 4), old, gPod("train-0", "", 3, 1000, "train", "2026-01-01T00:00:00Z")}
+	a := answerGroup(t, groupScenario(t, items, gGroup("train", 1000, 1, "single")))
+	if a.Outcome != "PREEMPT" || !eq(refNames(a.Victims), []string{"old"}) || !eq(nominations(a.Nominations), []string{"train-0@n1"}) {
+		t.Fatalf("got %+v", a)
 	}
 }

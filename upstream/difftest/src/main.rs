@@ -1,11 +1,13 @@
 //! Differential testing of preemptd against upstream kube-scheduler's DefaultPreemption.
 //!
 //! `preemptd-difftest run --cases N --seed S --harness H --preemptd P --out DIR
-//! [--kubernetes-version V]` generates N scenarios from the seed, asks the upstream harness
-//! (`H serve`, one JSON line per case; built for V) and `P simulate` (with
-//! `PREEMPTD_KUBERNETES_VERSION=V`) about each, compares, shrinks every mismatch and saves it to
-//! DIR in the conformance scenario format with upstream's answer as `expect`. The last line
-//! printed is `N cases, M mismatches (seed S)`.
+//! [--kubernetes-version V] [--feature-gates G=B,...]` generates N scenarios from the seed,
+//! asks the upstream harness (`H [--feature-gates ...] serve`, one JSON line per case; built for
+//! V) and `P simulate` (with `PREEMPTD_KUBERNETES_VERSION=V` and `PREEMPTD_FEATURE_GATES`) about
+//! each, compares, shrinks every mismatch and saves it to DIR in the conformance scenario format
+//! with upstream's answer as `expect`. The last line printed is `N cases, M mismatches (seed S)`.
+//! With `GenericWorkload=true` (v1.37 only) most cases hold PodGroups and many preemptors are
+//! PodGroups (generate/gangs.rs).
 //!
 //! `preemptd-difftest generate --cases N --seed S --out DIR` writes the scenarios only (for the
 //! harness's batch mode).
@@ -32,6 +34,9 @@ const KUBERNETES_VERSIONS: [&str; 3] = ["1.35", "1.36", "1.37"];
 struct Args {
     command: String,
     kubernetes_version: String,
+    /// `--feature-gates` as given, passed to both sides.
+    feature_gates: Option<String>,
+    gates: generate::Gates,
     cases: u64,
     seed: Option<u64>,
     only_case: Option<u64>,
@@ -47,6 +52,8 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         command,
         kubernetes_version: KUBERNETES_VERSIONS[KUBERNETES_VERSIONS.len() - 1].to_string(),
+        feature_gates: None,
+        gates: generate::Gates::default(),
         cases: 100,
         seed: None,
         only_case: None,
@@ -73,6 +80,11 @@ fn parse_args() -> Result<Args, String> {
                 }
                 args.kubernetes_version = v;
             }
+            "--feature-gates" => {
+                let spec = value()?;
+                args.gates = parse_gates(&spec)?;
+                args.feature_gates = Some(spec);
+            }
             "--harness" => args.harness = value()?.into(),
             "--preemptd" => args.preemptd = value()?.into(),
             "--out" => args.out = value()?.into(),
@@ -80,7 +92,31 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other}")),
         }
     }
+    if args.gates.generic_workload && args.kubernetes_version != "1.37" {
+        return Err(format!(
+            "--feature-gates GenericWorkload=true needs --kubernetes-version 1.37, not {}",
+            args.kubernetes_version
+        ));
+    }
     Ok(args)
+}
+
+/// The gates the generator follows, from `NAME=BOOL[,...]` (others pass through unread).
+fn parse_gates(spec: &str) -> Result<generate::Gates, String> {
+    let mut gates = generate::Gates::default();
+    for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or(format!("--feature-gates {pair}: want NAME=true|false"))?;
+        let on: bool = value
+            .trim()
+            .parse()
+            .map_err(|_| format!("--feature-gates {pair}: want NAME=true|false"))?;
+        if name.trim() == "GenericWorkload" {
+            gates.generic_workload = on;
+        }
+    }
+    Ok(gates)
 }
 
 /// The generator of case `index` of a run: independent of every other case, so one case can be
@@ -150,7 +186,7 @@ fn write_json(path: &std::path::Path, value: &Value) -> Result<(), String> {
 fn generate_only(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     for &i in indices {
-        let s = generate::scenario(&mut case_rng(seed, i));
+        let s = generate::scenario_for(&mut case_rng(seed, i), args.gates);
         let name = format!("seed-{seed}-case-{i}");
         let doc = scenario_doc(&name, "preemptd-difftest generate", &s, &Value::Null);
         write_json(&args.out.join(format!("{name}.json")), &doc)?;
@@ -177,14 +213,18 @@ fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
         "kubernetes {}: upstream kube-scheduler {release}, preemptd with PREEMPTD_KUBERNETES_VERSION={}",
         args.kubernetes_version, args.kubernetes_version
     );
-    let mut harness = Harness::start(&args.harness)?;
-    let preemptd = Preemptd::new(&args.preemptd, &args.kubernetes_version, &args.work);
+    let gates = args.feature_gates.as_deref();
+    if let Some(g) = gates {
+        println!("feature gates {g} (harness --feature-gates, PREEMPTD_FEATURE_GATES)");
+    }
+    let mut harness = Harness::start(&args.harness, gates)?;
+    let preemptd = Preemptd::new(&args.preemptd, &args.kubernetes_version, gates, &args.work);
     let started = Instant::now();
     let mut last_report = Instant::now();
     let mut mismatches = 0usize;
     let total = indices.len();
     for (done, &i) in indices.iter().enumerate() {
-        let s = generate::scenario(&mut case_rng(seed, i));
+        let s = generate::scenario_for(&mut case_rng(seed, i), args.gates);
         let verdict = shrink::verdict(&mut harness, &preemptd, &s)?;
         if let Some(verdict) = verdict {
             mismatches += 1;
@@ -193,7 +233,7 @@ fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
                 "case {i}: mismatch: {} (at most {most} budgets match one pod)",
                 verdict.difference
             );
-            if most >= 2 {
+            if most >= 2 && s.preemptor["kind"] != "PodGroup" {
                 println!(
                     "case {i}: {}",
                     budgets::other_orders(&mut harness, &s, &verdict.preemptd)?
