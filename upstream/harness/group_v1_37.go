@@ -219,6 +219,7 @@ func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, me
 	// with the global logger, in the candidate's order), which is how such victims are seen.
 	terminating := &skippedVictims{}
 	klog.SetLoggerWithOptions(logr.New(terminating), klog.ContextualLogger(true))
+	defer klog.ClearLogger()
 	res, pfStatus := e.fw.RunPodGroupPostFilterPlugins(ctx, podGroupCycleState, qpgi.PodGroupInfo, rerun)
 	// With SchedulerAsyncPreemption (default on) the executor works in a goroutine; it is done
 	// when the group no longer counts as preempting.
@@ -229,7 +230,6 @@ func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, me
 		}
 		time.Sleep(time.Millisecond)
 	}
-	klog.ClearLogger()
 	switch {
 	case pfStatus.IsSuccess():
 	case pfStatus.Code() == fwk.Error:

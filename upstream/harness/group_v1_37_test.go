@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -220,5 +221,23 @@ func TestGroupVictimsThatAreAllTerminating(t *testing.T) {
 	a := answerGroup(t, groupScenario(t, items, gGroup("train", 1000, 1, "single")))
 	if a.Outcome != "PREEMPT" || !eq(refNames(a.Victims), []string{"old"}) || !eq(nominations(a.Nominations), []string{"train-0@n1"}) {
 		t.Fatalf("got %+v", a)
+	}
+}
+
+// A pod naming no PodGroup in spec.schedulingGroup is refused with its field path (upstream's
+// snapshot would dereference the missing name).
+func TestSchedulingGroupWithoutAName(t *testing.T) {
+	withGenericWorkload(t)
+	bad := gPod("bad", "n1", 1, 1, "", "2026-01-01T00:00:00Z")
+	bad["spec"].(obj)["schedulingGroup"] = obj{}
+	items := []obj{gNode("n1", 4), bad, gPod("train-0", "", 3, 1000, "train", "2026-01-01T00:00:00Z")}
+	metrics.Register()
+	prof, err := profile(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = decideAny(context.Background(), groupScenario(t, items, gGroup("train", 1000, 1, "single")), prof)
+	if err == nil || !strings.Contains(err.Error(), "spec.schedulingGroup.podGroupName: required") {
+		t.Fatalf("got %v", err)
 	}
 }

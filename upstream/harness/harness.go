@@ -107,6 +107,9 @@ func decodeClusterListed(raw json.RawMessage) (*cluster, error) {
 			if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 				continue
 			}
+			if g := p.Spec.SchedulingGroup; g != nil && (g.PodGroupName == nil || *g.PodGroupName == "") {
+				return nil, fmt.Errorf("item %d: pod %s: spec.schedulingGroup.podGroupName: required", i, podKey(p))
+			}
 			if p.Spec.NodeName != "" {
 				c.bound = append(c.bound, p)
 				continue
@@ -353,7 +356,14 @@ func emptyAnswer(outcome string) *Answer {
 
 // decideAny answers a scenario whose preemptor is a Pod (decide) or, with GenericWorkload on,
 // a PodGroup (decideGroup).
-func decideAny(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile) (any, error) {
+func decideAny(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile) (answer any, err error) {
+	// Upstream's code trusts objects the API server validated; a scenario that is not one must
+	// not take the serving harness down.
+	defer func() {
+		if r := recover(); r != nil {
+			answer, err = nil, fmt.Errorf("upstream panicked on this scenario: %v", r)
+		}
+	}()
 	var head struct {
 		Kind string `json:"kind"`
 	}
