@@ -30,3 +30,7 @@ func podGroupOptions(*internalcache.Snapshot) []frameworkruntime.Option { return
 func decideGroup(context.Context, *Scenario, *config.KubeSchedulerProfile) (*GroupAnswer, error) {
 	return nil, fmt.Errorf("preemptor: a PodGroup needs the v1.37 harness with GenericWorkload=true")
 }
+
+func timeGroups(context.Context, *cluster, []string, int, float64, *timeReport) error {
+	return fmt.Errorf("--groups needs the v1.37 harness with GenericWorkload=true")
+}

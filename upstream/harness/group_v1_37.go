@@ -198,38 +198,11 @@ func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, me
 		return a, nil
 	}
 
-	// The executor's hook receives the candidate (all victims, in order) once per victim it
-	// deletes; recording it instead of deleting keeps the fake API untouched.
-	rec := &victimRecorder{}
-	e.plugin.Executor.PreemptPod = func(_ context.Context, c preemption.Candidate, _ preemption.ExecutorPreemptor, _ *v1.Pod, _ string) (bool, error) {
-		rec.record(c)
-		return false, nil
+	pf, err := e.podGroupPostFilter(ctx, pg, qpgi.PodGroupInfo, queued, podGroupCycleState)
+	if err != nil {
+		return nil, err
 	}
-	rerun := func(ctx context.Context) (*fwk.PodGroupAssignments, *fwk.Status) {
-		results, status := e.runGroupCycle(ctx, framework.NewCycleState(), qpgi.PodGroupInfo, queued)
-		assignments := make([]fwk.ProposedAssignment, 0, len(results))
-		for i := range results {
-			if results[i].status.IsSuccess() && results[i].host != "" {
-				assignments = append(assignments, &results[i])
-			}
-		}
-		return &fwk.PodGroupAssignments{ProposedAssignments: assignments}, status
-	}
-	// A victim already terminating never reaches the hook; the executor logs it instead (V(2),
-	// with the global logger, in the candidate's order), which is how such victims are seen.
-	terminating := &skippedVictims{}
-	klog.SetLoggerWithOptions(logr.New(terminating), klog.ContextualLogger(true))
-	defer klog.ClearLogger()
-	res, pfStatus := e.fw.RunPodGroupPostFilterPlugins(ctx, podGroupCycleState, qpgi.PodGroupInfo, rerun)
-	// With SchedulerAsyncPreemption (default on) the executor works in a goroutine; it is done
-	// when the group no longer counts as preempting.
-	deadline := time.Now().Add(30 * time.Second)
-	for e.plugin.Executor.IsPodGroupRunningPreemption(pg.UID) {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("pod group preemption of %s/%s still running after 30s", pg.Namespace, pg.Name)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	res, pfStatus, rec, terminating := pf.result, pf.status, pf.recorded, pf.terminating
 	switch {
 	case pfStatus.IsSuccess():
 	case pfStatus.Code() == fwk.Error:
@@ -291,6 +264,55 @@ func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, me
 		}
 	}
 	return a, nil
+}
+
+// postFiltered is one PodGroupPostFilter run: its result, what the executor was handed, and
+// how long the framework call took.
+type postFiltered struct {
+	result      *fwk.PodGroupPostFilterResult
+	status      *fwk.Status
+	recorded    *victimRecorder
+	terminating *skippedVictims
+	elapsed     time.Duration
+}
+
+// podGroupPostFilter is podGroupCycle's PodGroupPostFilter step: the framework's
+// RunPodGroupPostFilterPlugins with a rerun of the group cycle as the PodGroupSchedulingFunc,
+// then the wait for the executor's goroutine (SchedulerAsyncPreemption, default on).
+func (e *env) podGroupPostFilter(ctx context.Context, pg *schedulingv1beta1.PodGroup, pgi *framework.PodGroupInfo, queued []*framework.QueuedPodInfo, podGroupCycleState *framework.CycleState) (*postFiltered, error) {
+	// The executor's hook receives the candidate (all victims, in order) once per victim it
+	// deletes; recording it instead of deleting keeps the fake API untouched.
+	rec := &victimRecorder{}
+	e.plugin.Executor.PreemptPod = func(_ context.Context, c preemption.Candidate, _ preemption.ExecutorPreemptor, _ *v1.Pod, _ string) (bool, error) {
+		rec.record(c)
+		return false, nil
+	}
+	rerun := func(ctx context.Context) (*fwk.PodGroupAssignments, *fwk.Status) {
+		results, status := e.runGroupCycle(ctx, framework.NewCycleState(), pgi, queued)
+		assignments := make([]fwk.ProposedAssignment, 0, len(results))
+		for i := range results {
+			if results[i].status.IsSuccess() && results[i].host != "" {
+				assignments = append(assignments, &results[i])
+			}
+		}
+		return &fwk.PodGroupAssignments{ProposedAssignments: assignments}, status
+	}
+	// A victim already terminating never reaches the hook; the executor logs it instead (V(2),
+	// with the global logger, in the candidate's order), which is how such victims are seen.
+	terminating := &skippedVictims{}
+	klog.SetLoggerWithOptions(logr.New(terminating), klog.ContextualLogger(true))
+	defer klog.ClearLogger()
+	t := time.Now()
+	res, status := e.fw.RunPodGroupPostFilterPlugins(ctx, podGroupCycleState, pgi, rerun)
+	elapsed := time.Since(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for e.plugin.Executor.IsPodGroupRunningPreemption(pg.UID) {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("pod group preemption of %s/%s still running after 30s", pg.Namespace, pg.Name)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return &postFiltered{result: res, status: status, recorded: rec, terminating: terminating, elapsed: elapsed}, nil
 }
 
 // memberResult is one member's outcome in a group cycle; it is the fwk.ProposedAssignment the
@@ -389,7 +411,7 @@ func (e *env) scheduleMember(ctx context.Context, placementCycleState *framework
 		r.status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no nodes available to schedule pods")
 		return r, nil
 	}
-	feasible, _, err := e.fitNodes(ctx, state, pod, allNodes)
+	feasible, _, err := e.fitNodes(ctx, state, pod, allNodes, numFeasibleNodesToFind(len(allNodes)))
 	if err != nil {
 		r.status = fwk.AsStatus(err)
 		return r, nil

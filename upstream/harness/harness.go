@@ -424,7 +424,7 @@ func (e *env) filter(ctx context.Context, pod *v1.Pod) (fwk.CycleState, *framewo
 		a.Message = "no nodes available"
 		return nil, nil, a, nil
 	}
-	feasible, statuses, err := e.fitNodes(ctx, state, pod, allNodes)
+	feasible, statuses, err := e.fitNodes(ctx, state, pod, allNodes, len(allNodes))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -447,8 +447,9 @@ func (e *env) filter(ctx context.Context, pod *v1.Pod) (fwk.CycleState, *framewo
 }
 
 // fitNodes is findNodesThatFitPod: PreFilter, then the nominated node alone if it passes
-// Filter, else Filter on every node PreFilter leaves. The statuses are the failed nodes'.
-func (e *env) fitNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, allNodes []fwk.NodeInfo) ([]fwk.NodeInfo, *framework.NodeToStatus, error) {
+// Filter, else Filter on the nodes PreFilter leaves until `enough` pass. The statuses are the
+// failed nodes'.
+func (e *env) fitNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, allNodes []fwk.NodeInfo, enough int) ([]fwk.NodeInfo, *framework.NodeToStatus, error) {
 	statuses := framework.NewDefaultNodeToStatus()
 	preRes, s, unschedulablePlugins := e.fw.RunPreFilterPlugins(ctx, state, pod)
 	if !s.IsSuccess() {
@@ -481,10 +482,13 @@ func (e *env) fitNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, a
 		}
 		statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sortedSet(unschedulablePlugins))))
 	}
-	// Every node is filtered: the scheduler stops at numFeasibleNodesToFind, which only trims
-	// the feasible set (all of it below 100 nodes), never turns a FITS into a preemption.
+	// The scheduler stops at numFeasibleNodesToFind (every node below 100), which only trims
+	// the feasible set, never turns a FITS into a preemption.
 	var feasible []fwk.NodeInfo
 	for _, ni := range nodes {
+		if len(feasible) >= enough {
+			break
+		}
 		st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 		if st.Code() == fwk.Error {
 			return nil, nil, st.AsError()
@@ -541,6 +545,17 @@ func (e *env) scoreNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 		return nil, st.AsError()
 	}
 	return scores, nil
+}
+
+// numFeasibleNodesToFind is the scheduler's (schedule_one.go) with the default
+// percentageOfNodesToScore: every node below 100, else 50% less 1% per 125 nodes (at least 5%),
+// at least 100.
+func numFeasibleNodesToFind(nodes int) int {
+	if nodes < 100 {
+		return nodes
+	}
+	pct := max(50-nodes/125, 5)
+	return max(nodes*pct/100, 100)
 }
 
 func sortedSet(s interface{ UnsortedList() []string }) []string {

@@ -11,9 +11,14 @@
 //!
 //! `preemptd-difftest generate --cases N --seed S --out DIR` writes the scenarios only (for the
 //! harness's batch mode).
+//!
+//! `preemptd-difftest gang-bench --out DIR [--seed S] [--nodes N] [--victims N] [--gangs
+//! 8,32,64] [--per-size N]` writes one gang-preemption timing case (gang_bench.rs) for
+//! `harness time --groups` and `bench-vs-upstream --gang`.
 
 mod budgets;
 mod compare;
+mod gang_bench;
 mod generate;
 mod peers;
 mod shrink;
@@ -44,6 +49,7 @@ struct Args {
     preemptd: PathBuf,
     out: PathBuf,
     work: PathBuf,
+    gang_shape: gang_bench::Shape,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -61,6 +67,12 @@ fn parse_args() -> Result<Args, String> {
         preemptd: PathBuf::from("target/release/preemptd"),
         out: PathBuf::from("upstream/mismatches"),
         work: std::env::temp_dir().join(format!("preemptd-difftest-{}", std::process::id())),
+        gang_shape: gang_bench::Shape {
+            nodes: 1000,
+            victims: 10_000,
+            gang_sizes: vec![8, 32, 64],
+            per_size: 5,
+        },
     };
     while let Some(flag) = raw.next() {
         let mut value = || raw.next().ok_or(format!("{flag} needs a value"));
@@ -89,6 +101,22 @@ fn parse_args() -> Result<Args, String> {
             "--preemptd" => args.preemptd = value()?.into(),
             "--out" => args.out = value()?.into(),
             "--work" => args.work = value()?.into(),
+            "--nodes" => {
+                args.gang_shape.nodes = value()?.parse().map_err(|e| format!("--nodes: {e}"))?
+            }
+            "--victims" => {
+                args.gang_shape.victims = value()?.parse().map_err(|e| format!("--victims: {e}"))?
+            }
+            "--per-size" => {
+                args.gang_shape.per_size =
+                    value()?.parse().map_err(|e| format!("--per-size: {e}"))?
+            }
+            "--gangs" => {
+                args.gang_shape.gang_sizes = value()?
+                    .split(',')
+                    .map(|n| n.trim().parse().map_err(|e| format!("--gangs: {e}")))
+                    .collect::<Result<_, _>>()?
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -155,6 +183,16 @@ fn main() -> ExitCode {
     };
     let result = match args.command.as_str() {
         "generate" => generate_only(&args, seed, &indices),
+        "gang-bench" => {
+            if args.gang_shape.nodes == 0 || args.gang_shape.per_size == 0 {
+                Err("--nodes and --per-size must be at least 1".to_string())
+            } else {
+                gang_bench::write(&mut case_rng(seed, 0), &args.gang_shape, &args.out).map(|()| {
+                    println!("gang timing case written to {}", args.out.display());
+                    0
+                })
+            }
+        }
         "run" => run(&args, seed, &indices),
         other => Err(format!("unknown command {other}")),
     };
