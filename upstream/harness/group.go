@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -115,4 +116,56 @@ func (a *GroupAnswer) setUnits(allGroup func(PodRef) string) {
 	for _, u := range a.VictimUnits {
 		a.Victims = append(a.Victims, u...)
 	}
+}
+
+// isGroupScenario: the preemptor is a PodGroup.
+func isGroupScenario(sc *Scenario) bool {
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(sc.Preemptor, &head) == nil && head.Kind == "PodGroup"
+}
+
+func refKeys(refs []PodRef) []string {
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, r.Namespace+"/"+r.Name)
+	}
+	return out
+}
+
+// compareGroupAnswers is the differential's group rule: outcome, the victims unit by unit in
+// order (any order inside a unit), budget violations, every member's node, nominations to
+// clear. "" when they agree.
+func compareGroupAnswers(expect, got *GroupAnswer) string {
+	if expect.Outcome != got.Outcome {
+		return fmt.Sprintf("outcome %s, recorded %s (%s)", got.Outcome, expect.Outcome, got.Message)
+	}
+	units := func(a *GroupAnswer) []string {
+		var out []string
+		for _, u := range a.VictimUnits {
+			out = append(out, setOf(refKeys(u)))
+		}
+		return out
+	}
+	if fmt.Sprint(units(expect)) != fmt.Sprint(units(got)) {
+		return fmt.Sprintf("victim units %v, recorded %v", units(got), units(expect))
+	}
+	if expect.PdbViolations != got.PdbViolations {
+		return fmt.Sprintf("pdbViolations %d, recorded %d", got.PdbViolations, expect.PdbViolations)
+	}
+	noms := func(a *GroupAnswer) []string {
+		var out []string
+		for _, n := range a.Nominations {
+			out = append(out, n.Pod.Namespace+"/"+n.Pod.Name+"@"+n.NodeName)
+		}
+		return out
+	}
+	if setOf(noms(expect)) != setOf(noms(got)) {
+		return fmt.Sprintf("nominations [%s], recorded [%s]", setOf(noms(got)), setOf(noms(expect)))
+	}
+	if setOf(refKeys(expect.NominatedPodsToClear)) != setOf(refKeys(got.NominatedPodsToClear)) {
+		return fmt.Sprintf("nominations to clear [%s], recorded [%s]", setOf(refKeys(got.NominatedPodsToClear)), setOf(refKeys(expect.NominatedPodsToClear)))
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -24,6 +25,9 @@ func checkFeatureGates() error {
 func newSnapshot(c *cluster) (*internalcache.Snapshot, error) {
 	return internalcache.NewSnapshot(c.bound, c.nodes), nil
 }
+
+// checkSchedulingGroup: these releases read no pod groups.
+func checkSchedulingGroup(*v1.Pod) error { return nil }
 
 func podGroupOptions(*internalcache.Snapshot) []frameworkruntime.Option { return nil }
 

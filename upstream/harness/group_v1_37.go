@@ -39,6 +39,15 @@ import (
 
 func checkFeatureGates() error { return nil }
 
+// checkSchedulingGroup refuses a spec.schedulingGroup without a PodGroup name, which the API
+// server refuses (upstream's snapshot would dereference it).
+func checkSchedulingGroup(p *v1.Pod) error {
+	if g := p.Spec.SchedulingGroup; g != nil && (g.PodGroupName == nil || *g.PodGroupName == "") {
+		return fmt.Errorf("spec.schedulingGroup.podGroupName: required")
+	}
+	return nil
+}
+
 // newSnapshot holds the List's PodGroups when GenericWorkload is on (the snapshot is then the
 // framework's PodGroup lister and pod group states, as the scheduler cache fills it).
 func newSnapshot(c *cluster) (*internalcache.Snapshot, error) {

@@ -241,3 +241,34 @@ func TestSchedulingGroupWithoutAName(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// check's group rule: a recorded answer with an all-mode unit's pods in another order still
+// agrees; other victims, another member's node or another budget count do not.
+func TestCompareGroupAnswers(t *testing.T) {
+	withGenericWorkload(t)
+	items := []obj{gNode("n1", 4), gNode("n2", 4), gNode("n3", 4),
+		gGroup("inf", 100, 2, "all"), gPod("inf-0", "n1", 3, 100, "inf", "2026-01-01T00:00:00Z"), gPod("inf-1", "n2", 3, 100, "inf", "2026-01-01T00:00:00Z"),
+		gPod("batch-a", "n3", 3, 10, "", "2026-01-01T00:00:00Z"),
+		gPod("train-0", "", 3, 1000, "train", "2026-01-01T00:01:00Z"), gPod("train-1", "", 3, 1000, "train", "2026-01-01T00:00:30Z")}
+	got := answerGroup(t, groupScenario(t, items, gGroup("train", 1000, 2, "single")))
+	recorded := *got
+	recorded.VictimUnits = [][]PodRef{{got.VictimUnits[0][1], got.VictimUnits[0][0]}}
+	if d := compareGroupAnswers(&recorded, got); d != "" {
+		t.Fatal(d)
+	}
+	other := *got
+	other.VictimUnits = [][]PodRef{{got.VictimUnits[0][0]}}
+	if compareGroupAnswers(&other, got) == "" {
+		t.Fatal("other victims agree")
+	}
+	moved := *got
+	moved.Nominations = []Nomination{got.Nominations[0], {Pod: got.Nominations[1].Pod, NodeName: "n3"}}
+	if compareGroupAnswers(&moved, got) == "" {
+		t.Fatal("another node agrees")
+	}
+	budgets := *got
+	budgets.PdbViolations = 1
+	if compareGroupAnswers(&budgets, got) == "" {
+		t.Fatal("another budget count agrees")
+	}
+}

@@ -107,8 +107,8 @@ func decodeClusterListed(raw json.RawMessage) (*cluster, error) {
 			if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 				continue
 			}
-			if g := p.Spec.SchedulingGroup; g != nil && (g.PodGroupName == nil || *g.PodGroupName == "") {
-				return nil, fmt.Errorf("item %d: pod %s: spec.schedulingGroup.podGroupName: required", i, podKey(p))
+			if err := checkSchedulingGroup(p); err != nil {
+				return nil, fmt.Errorf("item %d: pod %s: %w", i, podKey(p), err)
 			}
 			if p.Spec.NodeName != "" {
 				c.bound = append(c.bound, p)

@@ -227,6 +227,23 @@ func check(ctx context.Context, prof *config.KubeSchedulerProfile, paths []strin
 	failed := 0
 	for _, path := range files {
 		sc, whole := readScenario(path)
+		if isGroupScenario(sc) {
+			var expect GroupAnswer
+			if err := json.Unmarshal(whole["expect"], &expect); err != nil {
+				fatal(fmt.Errorf("%s: expect: %w", path, err))
+			}
+			got, err := decideGroup(ctx, sc, prof)
+			if err == nil {
+				if diff := compareGroupAnswers(&expect, got); diff != "" {
+					err = fmt.Errorf("%s", diff)
+				}
+			}
+			if err != nil {
+				fmt.Printf("FAIL %s: %v\n", path, err)
+				failed++
+			}
+			continue
+		}
 		var expect Answer
 		if err := json.Unmarshal(whole["expect"], &expect); err != nil {
 			fatal(fmt.Errorf("%s: expect: %w", path, err))

@@ -290,6 +290,9 @@ fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
                 &small.upstream,
             );
             doc["kubernetesVersion"] = json!(args.kubernetes_version);
+            if let Some(gates) = &args.feature_gates {
+                doc["featureGates"] = json!(gates);
+            }
             doc["preemptdAnswer"] = small.preemptd.clone();
             doc["difference"] = json!(small.difference);
             let path = args.out.join(format!("{name}.json"));
