@@ -183,7 +183,10 @@ fn member(g: &Group, index: usize) -> Map<String, Value> {
 /// A running gang: members bound to random nodes, each with its own start time.
 fn running_group(ctx: &mut Ctx, index: usize, profile: &NodeProfile) -> (Vec<Value>, Value) {
     let name = format!("run{index}");
-    let g = new_group(ctx, &name, profile, false, false);
+    // Running members may carry constraints among themselves too (existing pods' required
+    // anti-affinity binds newcomers); they are placed at random, as a past cluster state.
+    let constrained = ctx.chance(0.2);
+    let g = new_group(ctx, &name, profile, false, constrained);
     let size = member_count(ctx, 4 * ctx.nodes.len());
     let gang = ctx.chance(0.7);
     let min_count = if gang {
