@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -270,5 +272,44 @@ func TestCompareGroupAnswers(t *testing.T) {
 	budgets.PdbViolations = 1
 	if compareGroupAnswers(&budgets, got) == "" {
 		t.Fatal("another budget count agrees")
+	}
+}
+
+// The time mode's --groups times PodGroupPostFilter on every kind's PodGroup preemptors, their
+// pending members in the cluster List, and reports the outcome and every run.
+func TestTimeModeTimesGroups(t *testing.T) {
+	withGenericWorkload(t)
+	metrics.Register()
+	items := []obj{gNode("n1", 4), gNode("n2", 4), gNode("n3", 4),
+		gGroup("inf", 100, 2, "all"), gPod("inf-0", "n1", 3, 100, "inf", "2026-01-01T00:00:00Z"), gPod("inf-1", "n2", 3, 100, "inf", "2026-01-01T00:00:00Z"),
+		gPod("batch-a", "n3", 3, 10, "", "2026-01-01T00:00:00Z"),
+		gPod("train-0", "", 3, 1000, "train", "2026-01-01T00:00:00Z"), gPod("train-1", "", 3, 1000, "train", "2026-01-01T00:00:00Z")}
+	sc := groupScenario(t, items, gGroup("train", 1000, 2, "single"))
+	dir := t.TempDir()
+	cluster := filepath.Join(dir, "cluster.json")
+	groups := filepath.Join(dir, "groups-2.json")
+	if err := os.WriteFile(cluster, sc.Cluster, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := `{"apiVersion":"v1","kind":"List","items":[` + string(sc.Preemptor) + `]}`
+	if err := os.WriteFile(groups, []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := captureStdout(t, func() {
+		if code := timeMode(context.Background(), []string{"--cluster", cluster, "--groups", groups, "--runs", "3"}); code != 0 {
+			t.Fatalf("exit code %d", code)
+		}
+	})
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var report timeReport
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &report); err != nil {
+		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+	}
+	if len(report.Kinds) != 1 || report.Kinds[0].Kind != "2" || report.Kinds[0].Outcome != "PREEMPT" {
+		t.Fatalf("report %+v", report)
+	}
+	l := report.Kinds[0].Configs["podgroup"]
+	if l.Runs != 3 || l.Candidates != 2 || l.P50ms <= 0 || l.P99ms < l.P50ms || report.Kinds[0].Filter.Runs != 3 {
+		t.Fatalf("%+v", report.Kinds[0])
 	}
 }
