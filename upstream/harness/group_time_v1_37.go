@@ -93,7 +93,7 @@ func timeGroups(ctx context.Context, c *cluster, paths []string, runs int, maxSe
 		// One untimed run first, so no run pays first-use costs.
 		for i := -1; i < runs && (i <= 0 || time.Since(started).Seconds() < maxSeconds); i++ {
 			pg := groups[max(i, 0)%len(groups)]
-			qpgi, queued, err := queuedGroup(pg, membersOf[pg.Namespace+"/"+pg.Name])
+			qpgi, queued, err := e.queuedGroup(ctx, pg, membersOf[pg.Namespace+"/"+pg.Name])
 			if err != nil {
 				return err
 			}

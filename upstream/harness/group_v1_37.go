@@ -26,6 +26,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -38,6 +40,14 @@ import (
 )
 
 func checkFeatureGates() error { return nil }
+
+// groupCycleCount is the scheduling cycle every group cycle of one answer runs in.
+const groupCycleCount = 1
+
+// batching: kube-scheduler's OpportunisticBatching gate (KEP-5598; beta, on by default).
+func batching() bool {
+	return utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature("OpportunisticBatching"))
+}
 
 // checkSchedulingGroup refuses a spec.schedulingGroup without a PodGroup name, which the API
 // server refuses (upstream's snapshot would dereference it).
@@ -129,7 +139,7 @@ func decideGroup(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerPr
 // (priority, highest first; then attempts, none here; then the time the queue took the pod,
 // here its metadata.creationTimestamp; then name). Members being deleted are skipped, as
 // skipPodGroupPodSchedule does.
-func queuedGroup(pg *schedulingv1beta1.PodGroup, members []*v1.Pod) (*framework.QueuedPodGroupInfo, []*framework.QueuedPodInfo, error) {
+func (e *env) queuedGroup(ctx context.Context, pg *schedulingv1beta1.PodGroup, members []*v1.Pod) (*framework.QueuedPodGroupInfo, []*framework.QueuedPodInfo, error) {
 	pgi := &framework.PodGroupInfo{Namespace: pg.Namespace, Name: pg.Name, Type: fwk.PodGroupKeyType, PodGroup: pg}
 	qpgi := &framework.QueuedPodGroupInfo{PodGroupInfo: pgi}
 	for _, m := range members {
@@ -140,7 +150,8 @@ func queuedGroup(pg *schedulingv1beta1.PodGroup, members []*v1.Pod) (*framework.
 		if err != nil {
 			return nil, nil, err
 		}
-		qpgi.AddPod(&framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: m.CreationTimestamp.Time}})
+		// The queue signs a pod when it takes it (newQueuedPodInfo).
+		qpgi.AddPod(&framework.QueuedPodInfo{PodInfo: pi, QueueingParams: framework.QueueingParams{Timestamp: m.CreationTimestamp.Time}, PodSignature: e.fw.SignPod(ctx, m)})
 	}
 	return qpgi, qpgi.QueuedPodInfos[fwk.PodGroupKey(pg.Namespace, pg.Name)], nil
 }
@@ -175,7 +186,7 @@ func (e *env) validateGroup(pg *schedulingv1beta1.PodGroup, queued []*framework.
 // groupCycle is podGroupCycle for a single (non-composite) PodGroup without topology-aware
 // placement: the cycle, then PodGroupPostFilter when it ends Unschedulable.
 func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, members []*v1.Pod) (*GroupAnswer, error) {
-	qpgi, queued, err := queuedGroup(pg, members)
+	qpgi, queued, err := e.queuedGroup(ctx, pg, members)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +198,7 @@ func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, me
 	if err := e.validateGroup(pg, queued); err != nil {
 		return nil, err
 	}
+
 	podGroupCycleState := framework.NewCycleState()
 	results, status := e.runGroupCycle(ctx, podGroupCycleState, qpgi.PodGroupInfo, queued)
 	if status.IsSuccess() {
@@ -420,7 +432,18 @@ func (e *env) scheduleMember(ctx context.Context, placementCycleState *framework
 		r.status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no nodes available to schedule pods")
 		return r, nil
 	}
-	feasible, _, err := e.fitNodes(ctx, state, pod, allNodes, numFeasibleNodesToFind(len(allNodes)))
+	// OpportunisticBatching (beta, on by default): a member with the signature of the member
+	// placed before it in this cycle is offered that member's next-best node first (the
+	// framework's GetNodeHint), and every placement is stored for the next
+	// (StoreScheduleResults). Every cycle of one answer shares one cycle count, as the first
+	// group cycle and PodGroupPostFilter's reruns of it share the scheduler's.
+	var hinter func(fwk.CycleState) string
+	if batching() {
+		hinter = func(state fwk.CycleState) string {
+			return e.fw.GetNodeHint(ctx, pod, q.PodSignature, state, groupCycleCount)
+		}
+	}
+	feasible, _, hint, err := e.fitNodes(ctx, state, pod, allNodes, numFeasibleNodesToFind(len(allNodes)), hinter)
 	if err != nil {
 		r.status = fwk.AsStatus(err)
 		return r, nil
@@ -429,10 +452,25 @@ func (e *env) scheduleMember(ctx context.Context, placementCycleState *framework
 		r.status = fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("0/%d nodes are available", len(allNodes)))
 		return r, nil
 	}
-	host, err := e.selectHost(ctx, state, pod, feasible)
-	if err != nil {
-		r.status = fwk.AsStatus(err)
-		return r, nil
+	var host string
+	if len(feasible) == 1 {
+		host = feasible[0].Node().Name
+		if batching() {
+			e.fw.StoreScheduleResults(ctx, q.PodSignature, hint, host, nil, groupCycleCount)
+		}
+	} else {
+		scores, err := e.scoreNodes(ctx, state, pod, feasible)
+		if err != nil {
+			r.status = fwk.AsStatus(err)
+			return r, nil
+		}
+		// schedulePod's pick: the top of the framework's score heap (with the tie pin, the
+		// highest total; among equal totals, the lowest name).
+		sorted := framework.NewSortedScoredNodes(scores)
+		host = sorted.Pop().Name
+		if batching() {
+			e.fw.StoreScheduleResults(ctx, q.PodSignature, hint, host, sorted, groupCycleCount)
+		}
 	}
 
 	logger := klog.FromContext(ctx)

@@ -424,7 +424,7 @@ func (e *env) filter(ctx context.Context, pod *v1.Pod) (fwk.CycleState, *framewo
 		a.Message = "no nodes available"
 		return nil, nil, a, nil
 	}
-	feasible, statuses, err := e.fitNodes(ctx, state, pod, allNodes, len(allNodes))
+	feasible, statuses, _, err := e.fitNodes(ctx, state, pod, allNodes, len(allNodes), nil)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -447,29 +447,38 @@ func (e *env) filter(ctx context.Context, pod *v1.Pod) (fwk.CycleState, *framewo
 }
 
 // fitNodes is findNodesThatFitPod: PreFilter, then the nominated node alone if it passes
-// Filter, else Filter on the nodes PreFilter leaves until `enough` pass. The statuses are the
-// failed nodes'.
-func (e *env) fitNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, allNodes []fwk.NodeInfo, enough int) ([]fwk.NodeInfo, *framework.NodeToStatus, error) {
+// Filter (else, without one, the batch's hint: hinter, when given, is the framework's
+// GetNodeHint), else Filter on the nodes PreFilter leaves until `enough` pass. The statuses are
+// the failed nodes'; the hint is returned for StoreScheduleResults.
+func (e *env) fitNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, allNodes []fwk.NodeInfo, enough int, hinter func(fwk.CycleState) string) ([]fwk.NodeInfo, *framework.NodeToStatus, string, error) {
 	statuses := framework.NewDefaultNodeToStatus()
 	preRes, s, unschedulablePlugins := e.fw.RunPreFilterPlugins(ctx, state, pod)
 	if !s.IsSuccess() {
 		if !s.IsRejected() {
-			return nil, nil, s.AsError()
+			return nil, nil, "", s.AsError()
 		}
 		statuses.SetAbsentNodesStatus(s)
-		return nil, statuses, nil
+		return nil, statuses, "", nil
 	}
-	// The nominated node is tried first, even outside the PreFilter result.
-	if nnn := pod.Status.NominatedNodeName; nnn != "" {
-		if ni, err := e.snapshot.Get(nnn); err == nil {
+	hint := ""
+	if hinter != nil {
+		hint = hinter(state)
+	}
+	// The nominated node (or the hint) is tried first, even outside the PreFilter result.
+	first := pod.Status.NominatedNodeName
+	if first == "" {
+		first = hint
+	}
+	if first != "" {
+		if ni, err := e.snapshot.Get(first); err == nil {
 			st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			if st.Code() == fwk.Error {
-				return nil, nil, st.AsError()
+				return nil, nil, "", st.AsError()
 			}
 			if st.IsSuccess() {
-				return []fwk.NodeInfo{ni}, statuses, nil
+				return []fwk.NodeInfo{ni}, statuses, hint, nil
 			}
-			statuses.Set(nnn, st)
+			statuses.Set(first, st)
 		}
 	}
 	nodes := allNodes
@@ -491,7 +500,7 @@ func (e *env) fitNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, a
 		}
 		st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 		if st.Code() == fwk.Error {
-			return nil, nil, st.AsError()
+			return nil, nil, "", st.AsError()
 		}
 		if st.IsSuccess() {
 			feasible = append(feasible, ni)
@@ -499,7 +508,7 @@ func (e *env) fitNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, a
 			statuses.Set(ni.Node().Name, st)
 		}
 	}
-	return feasible, statuses, nil
+	return feasible, statuses, hint, nil
 }
 
 // selectHost is schedulePod's choice among the feasible nodes: the only one, or the highest

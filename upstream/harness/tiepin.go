@@ -27,6 +27,7 @@ type nodeNameTieBreak struct{}
 var (
 	_ fwk.ScorePlugin     = nodeNameTieBreak{}
 	_ fwk.ScoreExtensions = nodeNameTieBreak{}
+	_ fwk.SignPlugin      = nodeNameTieBreak{}
 )
 
 func newNodeNameTieBreak(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
@@ -42,6 +43,13 @@ func (nodeNameTieBreak) Score(context.Context, fwk.CycleState, *v1.Pod, fwk.Node
 }
 
 func (p nodeNameTieBreak) ScoreExtensions() fwk.ScoreExtensions { return p }
+
+// SignPod: the pin depends on no pod field, so every pod it scores may share a signature. A
+// plugin that cannot sign turns pod signatures off for the whole profile, and with them
+// upstream's opportunistic batching (KEP-5598), which the pin must not change.
+func (nodeNameTieBreak) SignPod(context.Context, *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return nil, nil
+}
 
 // NormalizeScore gives the lowest name MaxNodeScore, the next one less, and so on.
 func (nodeNameTieBreak) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {

@@ -57,7 +57,7 @@ func scoresFor(t *testing.T, c *cluster, pod *v1.Pod, pinned bool) (map[string]i
 		t.Fatal(err)
 	}
 	state := framework.NewCycleState()
-	feasible, _, err := e.fitNodes(ctx, state, pod, all, len(all))
+	feasible, _, _, err := e.fitNodes(ctx, state, pod, all, len(all), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
