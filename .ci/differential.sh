@@ -5,6 +5,8 @@
 # by preemptd with PREEMPTD_KUBERNETES_VERSION set to it. Fails on any mismatch. First the
 # harness's own checks per version (go vet, go test: it reproduces tests/conformance/ and pins
 # the budget order) and the generator's (fmt, clippy, tests).
+# Then gang preemption: 1.37 with GenericWorkload=true (PodGroups in most cases, PodGroup
+# preemptors answered by upstream's PodGroupPostFilter), DIFFERENTIAL_GANG_CASES cases.
 # The soak (100,000+ cases per version) is the same command with a larger --cases; see
 # docs/testing.md.
 set -euo pipefail
@@ -12,6 +14,7 @@ cd "$(dirname "$0")/.."
 source upstream/kubernetes-versions.sh
 
 cases="${DIFFERENTIAL_CASES:-1000}"
+gang_cases="${DIFFERENTIAL_GANG_CASES:-1000}"
 go version
 echo "== preemptd-difftest: fmt, clippy, tests"
 (cd upstream/difftest && cargo fmt -- --check \
@@ -29,3 +32,6 @@ for version in "${kubernetes_versions[@]}"; do
   PREEMPTD_BIN="$PWD/target/debug/preemptd" ./upstream/differential \
     --kubernetes-version "${version}" --cases "${cases}"
 done
+echo "== differential test against upstream kube-scheduler 1.37 with GenericWorkload=true (${gang_cases} cases)"
+PREEMPTD_BIN="$PWD/target/debug/preemptd" ./upstream/differential \
+  --kubernetes-version 1.37 --feature-gates GenericWorkload=true --cases "${gang_cases}"

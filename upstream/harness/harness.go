@@ -36,7 +36,10 @@ type Answer struct {
 	VictimsByNode              map[string][]string `json:"victimsByNode"`
 	NominatedPodsToClearByNode map[string][]string `json:"nominatedPodsToClearByNode"`
 	FeasibleNodes              []string            `json:"feasibleNodes"`
-	Message                    string              `json:"message,omitempty"`
+	// PlacementNode is, for FITS, the node upstream's schedulePod selects (Filter, then Score
+	// with the harness's tie pin, tiepin.go).
+	PlacementNode string `json:"placementNode,omitempty"`
+	Message       string `json:"message,omitempty"`
 }
 
 // Scenario is one input: the same List and Pod that `preemptd simulate` reads.
@@ -55,7 +58,11 @@ type cluster struct {
 	bound []*v1.Pod
 	// nominated: pending pods with status.nominatedNodeName, i.e. what the queue's nominator holds.
 	nominated []*v1.Pod
-	pdbs      []*policy.PodDisruptionBudget
+	// pending: every non-terminal pod without spec.nodeName (a group preemptor's members).
+	pending []*v1.Pod
+	pdbs    []*policy.PodDisruptionBudget
+	// podGroups: the List's PodGroup items, decoded by the build that knows the type.
+	podGroups []json.RawMessage
 }
 
 // decodeCluster reads the List with its budgets in (namespace, name) order (see sortBudgets).
@@ -100,9 +107,15 @@ func decodeClusterListed(raw json.RawMessage) (*cluster, error) {
 			if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 				continue
 			}
+			if err := checkSchedulingGroup(p); err != nil {
+				return nil, fmt.Errorf("item %d: pod %s: %w", i, podKey(p), err)
+			}
 			if p.Spec.NodeName != "" {
 				c.bound = append(c.bound, p)
-			} else if p.Status.NominatedNodeName != "" {
+				continue
+			}
+			c.pending = append(c.pending, p)
+			if p.Status.NominatedNodeName != "" {
 				c.nominated = append(c.nominated, p)
 			}
 		case "PodDisruptionBudget":
@@ -111,6 +124,8 @@ func decodeClusterListed(raw json.RawMessage) (*cluster, error) {
 				return nil, fmt.Errorf("item %d: %w", i, err)
 			}
 			c.pdbs = append(c.pdbs, pdb)
+		case "PodGroup":
+			c.podGroups = append(c.podGroups, item)
 		default:
 			// Namespaces and other kinds play no part in a preemption decision here.
 		}
@@ -133,25 +148,35 @@ func sortBudgets(pdbs []*policy.PodDisruptionBudget) {
 }
 
 // harnessPlugins are the default profile's plugins the brief covers: the default filters
-// without the volume and DRA ones, DefaultPreemption as PostFilter, and what a profile needs.
+// without the volume and DRA ones, the default scorers, DefaultPreemption as PostFilter (and
+// PodGroupPostFilter), GangScheduling (present when GenericWorkload is on), and what a profile
+// needs.
 var harnessPlugins = map[string]bool{
-	names.PrioritySort:      true,
-	names.NodeUnschedulable: true,
-	names.NodeName:          true,
-	names.TaintToleration:   true,
-	names.NodeAffinity:      true,
-	names.NodePorts:         true,
-	names.NodeResourcesFit:  true,
-	names.PodTopologySpread: true,
-	names.InterPodAffinity:  true,
-	names.DefaultPreemption: true,
-	names.DefaultBinder:     true,
+	names.NodeResourcesBalancedAllocation: true,
+	names.ImageLocality:                   true,
+	names.GangScheduling:                  true,
+	names.PrioritySort:                    true,
+	names.NodeUnschedulable:               true,
+	names.NodeName:                        true,
+	names.TaintToleration:                 true,
+	names.NodeAffinity:                    true,
+	names.NodePorts:                       true,
+	names.NodeResourcesFit:                true,
+	names.PodTopologySpread:               true,
+	names.InterPodAffinity:                true,
+	names.DefaultPreemption:               true,
+	names.DefaultBinder:                   true,
 }
 
 // profile returns kube-scheduler's defaulted profile restricted to harnessPlugins (keeping
 // the default order) with DefaultPreemptionArgs.MinCandidateNodesPercentage as given (the
 // differential tests use 100; the rest of the arguments keep their defaults).
 func profile(minCandidatePercentage int32) (*config.KubeSchedulerProfile, error) {
+	return profileWith(minCandidatePercentage, true)
+}
+
+// profileWith is profile with (tiePinned) or without the tie pin and its weight scaling.
+func profileWith(minCandidatePercentage int32, tiePinned bool) (*config.KubeSchedulerProfile, error) {
 	cfg, err := latest.Default()
 	if err != nil {
 		return nil, err
@@ -170,12 +195,26 @@ func profile(minCandidatePercentage int32) (*config.KubeSchedulerProfile, error)
 	restrict(&prof.Plugins.PreFilter)
 	restrict(&prof.Plugins.Filter)
 	restrict(&prof.Plugins.PostFilter)
+	restrict(&prof.Plugins.Score)
+	restrict(&prof.Plugins.PreScore)
+	if tiePinned {
+		scaleWeights(&prof.Plugins.MultiPoint)
+		scaleWeights(&prof.Plugins.Score)
+		prof.Plugins.MultiPoint.Enabled = append(prof.Plugins.MultiPoint.Enabled, config.Plugin{Name: tiePinName, Weight: 1})
+	}
 	for i := range prof.PluginConfig {
 		if args, ok := prof.PluginConfig[i].Args.(*config.DefaultPreemptionArgs); ok {
 			args.MinCandidateNodesPercentage = minCandidatePercentage
 		}
 	}
 	return prof, nil
+}
+
+// scaleWeights multiplies every weighted plugin's weight by tieScale (see tiepin.go).
+func scaleWeights(set *config.PluginSet) {
+	for i := range set.Enabled {
+		set.Enabled[i].Weight *= tieScale
+	}
 }
 
 // pinnedOffset is DefaultPreemption with its random candidate offset pinned to 0. The
@@ -197,6 +236,8 @@ type env struct {
 	plugin    *defaultpreemption.DefaultPreemption
 	evaluator *preemption.Evaluator
 	pdbs      []*policy.PodDisruptionBudget
+	// queue is the framework's nominator (the scheduling queue, as scheduler.New makes it).
+	queue internalqueue.SchedulingQueue
 }
 
 // world is what every profile's framework shares: the informers' stores and the snapshot.
@@ -249,7 +290,10 @@ func newWorld(c *cluster, preemptors []*v1.Pod) (*world, error) {
 			return nil, err
 		}
 	}
-	snapshot := internalcache.NewSnapshot(c.bound, c.nodes)
+	snapshot, err := newSnapshot(c)
+	if err != nil {
+		return nil, err
+	}
 	return &world{cs: cs, informerFactory: informerFactory, snapshot: snapshot, nominated: c.nominated, pdbs: c.pdbs}, nil
 }
 
@@ -258,6 +302,7 @@ func newWorld(c *cluster, preemptors []*v1.Pod) (*world, error) {
 func (w *world) env(ctx context.Context, prof *config.KubeSchedulerProfile, pinned bool) (*env, error) {
 	var plugin *defaultpreemption.DefaultPreemption
 	registry := frameworkplugins.NewInTreeRegistry()
+	registry[tiePinName] = newNodeNameTieBreak
 	inTree := registry[names.DefaultPreemption]
 	registry[names.DefaultPreemption] = func(ctx context.Context, args runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
 		p, err := inTree(ctx, args, fh)
@@ -271,6 +316,7 @@ func (w *world) env(ctx context.Context, prof *config.KubeSchedulerProfile, pinn
 		frameworkruntime.WithClientSet(w.cs),
 		frameworkruntime.WithInformerFactory(w.informerFactory),
 	}, snapshotOptions(w.snapshot)...)
+	opts = append(opts, podGroupOptions(w.snapshot)...)
 	fw, err := frameworkruntime.NewFramework(ctx, registry, prof, opts...)
 	if err != nil {
 		return nil, err
@@ -293,7 +339,7 @@ func (w *world) env(ctx context.Context, prof *config.KubeSchedulerProfile, pinn
 		pi = pinnedOffset{plugin}
 	}
 	evaluator := newEvaluator(fw, plugin, pi)
-	return &env{fw: fw, snapshot: w.snapshot, plugin: plugin, evaluator: evaluator, pdbs: w.pdbs}, nil
+	return &env{fw: fw, snapshot: w.snapshot, plugin: plugin, evaluator: evaluator, pdbs: w.pdbs, queue: queue}, nil
 }
 
 func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -306,6 +352,28 @@ func emptyAnswer(outcome string) *Answer {
 		NominatedPodsToClearByNode: map[string][]string{},
 		FeasibleNodes:              []string{},
 	}
+}
+
+// decideAny answers a scenario whose preemptor is a Pod (decide) or, with GenericWorkload on,
+// a PodGroup (decideGroup).
+func decideAny(ctx context.Context, sc *Scenario, prof *config.KubeSchedulerProfile) (answer any, err error) {
+	// Upstream's code trusts objects the API server validated; a scenario that is not one must
+	// not take the serving harness down.
+	defer func() {
+		if r := recover(); r != nil {
+			answer, err = nil, fmt.Errorf("upstream panicked on this scenario: %v", r)
+		}
+	}()
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(sc.Preemptor, &head); err != nil {
+		return nil, fmt.Errorf("preemptor: %w", err)
+	}
+	if head.Kind == "PodGroup" {
+		return decideGroup(ctx, sc, prof)
+	}
+	return decide(ctx, sc, prof)
 }
 
 // decide runs one scheduling cycle's filtering for pod, then DefaultPreemption as PostFilter,
@@ -356,61 +424,147 @@ func (e *env) filter(ctx context.Context, pod *v1.Pod) (fwk.CycleState, *framewo
 		a.Message = "no nodes available"
 		return nil, nil, a, nil
 	}
+	feasible, statuses, _, err := e.fitNodes(ctx, state, pod, allNodes, len(allNodes), nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(feasible) > 0 {
+		host, err := e.selectHost(ctx, state, pod, feasible)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		names := make([]string, 0, len(feasible))
+		for _, ni := range feasible {
+			names = append(names, ni.Node().Name)
+		}
+		sort.Strings(names)
+		a := emptyAnswer("FITS")
+		a.FeasibleNodes = names
+		a.PlacementNode = host
+		return nil, nil, a, nil
+	}
+	return state, statuses, nil, nil
+}
+
+// fitNodes is findNodesThatFitPod: PreFilter, then the nominated node alone if it passes
+// Filter (else, without one, the batch's hint: hinter, when given, is the framework's
+// GetNodeHint), else Filter on the nodes PreFilter leaves until `enough` pass. The statuses are
+// the failed nodes'; the hint is returned for StoreScheduleResults.
+func (e *env) fitNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, allNodes []fwk.NodeInfo, enough int, hinter func(fwk.CycleState) string) ([]fwk.NodeInfo, *framework.NodeToStatus, string, error) {
 	statuses := framework.NewDefaultNodeToStatus()
 	preRes, s, unschedulablePlugins := e.fw.RunPreFilterPlugins(ctx, state, pod)
 	if !s.IsSuccess() {
 		if !s.IsRejected() {
-			return nil, nil, nil, s.AsError()
+			return nil, nil, "", s.AsError()
 		}
 		statuses.SetAbsentNodesStatus(s)
-	} else {
-		// The nominated node is tried first, even outside the PreFilter result.
-		if nnn := pod.Status.NominatedNodeName; nnn != "" {
-			if ni, err := e.snapshot.Get(nnn); err == nil {
-				st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
-				if st.Code() == fwk.Error {
-					return nil, nil, nil, st.AsError()
-				}
-				if st.IsSuccess() {
-					a := emptyAnswer("FITS")
-					a.FeasibleNodes = []string{nnn}
-					return nil, nil, a, nil
-				}
-				statuses.Set(nnn, st)
-			}
-		}
-		nodes := allNodes
-		if !preRes.AllNodes() {
-			nodes = nil
-			for _, ni := range allNodes {
-				if preRes.NodeNames.Has(ni.Node().Name) {
-					nodes = append(nodes, ni)
-				}
-			}
-			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sortedSet(unschedulablePlugins))))
-		}
-		// Every node is filtered: the scheduler stops at numFeasibleNodesToFind, which only
-		// trims the feasible set, never turns a FITS into a preemption.
-		var feasible []string
-		for _, ni := range nodes {
+		return nil, statuses, "", nil
+	}
+	hint := ""
+	if hinter != nil {
+		hint = hinter(state)
+	}
+	// The nominated node (or the hint) is tried first, even outside the PreFilter result.
+	first := pod.Status.NominatedNodeName
+	if first == "" {
+		first = hint
+	}
+	if first != "" {
+		if ni, err := e.snapshot.Get(first); err == nil {
 			st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
 			if st.Code() == fwk.Error {
-				return nil, nil, nil, st.AsError()
+				return nil, nil, "", st.AsError()
 			}
 			if st.IsSuccess() {
-				feasible = append(feasible, ni.Node().Name)
-			} else {
-				statuses.Set(ni.Node().Name, st)
+				return []fwk.NodeInfo{ni}, statuses, hint, nil
 			}
-		}
-		if len(feasible) > 0 {
-			sort.Strings(feasible)
-			a := emptyAnswer("FITS")
-			a.FeasibleNodes = feasible
-			return nil, nil, a, nil
+			statuses.Set(first, st)
 		}
 	}
-	return state, statuses, nil, nil
+	nodes := allNodes
+	if !preRes.AllNodes() {
+		nodes = nil
+		for _, ni := range allNodes {
+			if preRes.NodeNames.Has(ni.Node().Name) {
+				nodes = append(nodes, ni)
+			}
+		}
+		statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sortedSet(unschedulablePlugins))))
+	}
+	// The scheduler stops at numFeasibleNodesToFind (every node below 100), which only trims
+	// the feasible set, never turns a FITS into a preemption.
+	var feasible []fwk.NodeInfo
+	for _, ni := range nodes {
+		if len(feasible) >= enough {
+			break
+		}
+		st := e.fw.RunFilterPluginsWithNominatedPods(ctx, state, pod, ni)
+		if st.Code() == fwk.Error {
+			return nil, nil, "", st.AsError()
+		}
+		if st.IsSuccess() {
+			feasible = append(feasible, ni)
+		} else {
+			statuses.Set(ni.Node().Name, st)
+		}
+	}
+	return feasible, statuses, hint, nil
+}
+
+// selectHost is schedulePod's choice among the feasible nodes: the only one, or the highest
+// total of PreScore and Score (prioritizeNodes without extenders). With the harness's tie pin
+// no two of up to 101 nodes share a total; beyond that (timing clusters only) equal totals go
+// to the lowest name where upstream would pick at random.
+func (e *env) selectHost(ctx context.Context, state fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo) (string, error) {
+	if len(feasible) == 1 {
+		return feasible[0].Node().Name, nil
+	}
+	scores, err := e.scoreNodes(ctx, state, pod, feasible)
+	if err != nil {
+		return "", err
+	}
+	return highestScore(scores).Name, nil
+}
+
+// highestScore is the highest total, the lowest name among equal totals.
+func highestScore(scores []fwk.NodePluginScores) fwk.NodePluginScores {
+	best := scores[0]
+	for _, s := range scores[1:] {
+		if s.TotalScore > best.TotalScore || (s.TotalScore == best.TotalScore && s.Name < best.Name) {
+			best = s
+		}
+	}
+	return best
+}
+
+// scoreNodes is prioritizeNodes (pkg/scheduler/schedule_one.go) without extenders.
+func (e *env) scoreNodes(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]fwk.NodePluginScores, error) {
+	if !e.fw.HasScorePlugins() {
+		out := make([]fwk.NodePluginScores, 0, len(nodes))
+		for _, n := range nodes {
+			out = append(out, fwk.NodePluginScores{Name: n.Node().Name, TotalScore: 1})
+		}
+		return out, nil
+	}
+	if st := e.fw.RunPreScorePlugins(ctx, state, pod, nodes); !st.IsSuccess() {
+		return nil, st.AsError()
+	}
+	scores, st := e.fw.RunScorePlugins(ctx, state, pod, nodes)
+	if !st.IsSuccess() {
+		return nil, st.AsError()
+	}
+	return scores, nil
+}
+
+// numFeasibleNodesToFind is the scheduler's (schedule_one.go) with the default
+// percentageOfNodesToScore: every node below 100, else 50% less 1% per 125 nodes (at least 5%),
+// at least 100.
+func numFeasibleNodesToFind(nodes int) int {
+	if nodes < 100 {
+		return nodes
+	}
+	pct := max(50-nodes/125, 5)
+	return max(nodes*pct/100, 100)
 }
 
 func sortedSet(s interface{ UnsortedList() []string }) []string {

@@ -9,6 +9,11 @@
 //	harness time --cluster LIST.json --preemptors LIST.json[,...] [--runs N] [--max-seconds S]
 //	                                                    time PostFilter, exhaustive and sampled (timing.go)
 //	harness version                                     the k8s.io/kubernetes release, e.g. v1.37.2
+//
+// Before the command, `--feature-gates NAME=BOOL[,...]` sets kube-scheduler's feature gates (as
+// its own flag does) before any profile or framework is built; GenericWorkload=true needs the
+// v1.37 build and makes the harness answer PodGroup preemptors through PodGroupPostFilter
+// (group_v1_37.go).
 package main
 
 import (
@@ -35,6 +40,12 @@ func main() {
 	_ = fs.Set("v", "0")
 	_ = fs.Set("stderrthreshold", "FATAL")
 
+	if len(os.Args) >= 3 && os.Args[1] == "--feature-gates" {
+		if err := setFeatureGates(os.Args[2]); err != nil {
+			fatal(err)
+		}
+		os.Args = append(os.Args[:1], os.Args[3:]...)
+	}
 	if len(os.Args) < 2 {
 		usage()
 	}
@@ -53,7 +64,7 @@ func main() {
 	case "answer":
 		cmd := flag.NewFlagSet("answer", flag.ExitOnError)
 		clusterPath := cmd.String("cluster", "", "v1 List of Nodes, Pods and PodDisruptionBudgets")
-		podPath := cmd.String("pod", "", "the preemptor Pod")
+		podPath := cmd.String("pod", "", "the preemptor Pod, or PodGroup (with --feature-gates GenericWorkload=true)")
 		_ = cmd.Parse(os.Args[2:])
 		cluster, err := os.ReadFile(*clusterPath)
 		if err != nil {
@@ -63,7 +74,7 @@ func main() {
 		if err != nil {
 			fatal(err)
 		}
-		a, err := decide(ctx, &Scenario{Cluster: cluster, Preemptor: pod}, prof)
+		a, err := decideAny(ctx, &Scenario{Cluster: cluster, Preemptor: pod}, prof)
 		if err != nil {
 			fatal(err)
 		}
@@ -100,7 +111,7 @@ func kubernetesVersion() string {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness answer --cluster F --pod F | serve | batch IN OUT | check PATH... | time --cluster F --preemptors F[,F...] | version")
+	fmt.Fprintln(os.Stderr, "usage: harness [--feature-gates G=B,...] answer --cluster F --pod F | serve | batch IN OUT | check PATH... | time --cluster F --preemptors F[,F...] | version")
 	os.Exit(2)
 }
 
@@ -130,7 +141,7 @@ func serve(ctx context.Context, prof *config.KubeSchedulerProfile) {
 			var reply any
 			if jerr := json.Unmarshal(line, &sc); jerr != nil {
 				reply = map[string]string{"error": jerr.Error()}
-			} else if a, derr := decide(ctx, &sc, prof); derr != nil {
+			} else if a, derr := decideAny(ctx, &sc, prof); derr != nil {
 				reply = map[string]string{"error": derr.Error()}
 			} else {
 				reply = a
@@ -192,7 +203,7 @@ func batch(ctx context.Context, prof *config.KubeSchedulerProfile, inDir, outDir
 	for _, path := range scenarioFiles([]string{inDir}) {
 		sc, _ := readScenario(path)
 		var reply any
-		if a, err := decide(ctx, sc, prof); err != nil {
+		if a, err := decideAny(ctx, sc, prof); err != nil {
 			reply = map[string]string{"error": err.Error()}
 		} else {
 			reply = a
@@ -216,6 +227,23 @@ func check(ctx context.Context, prof *config.KubeSchedulerProfile, paths []strin
 	failed := 0
 	for _, path := range files {
 		sc, whole := readScenario(path)
+		if isGroupScenario(sc) {
+			var expect GroupAnswer
+			if err := json.Unmarshal(whole["expect"], &expect); err != nil {
+				fatal(fmt.Errorf("%s: expect: %w", path, err))
+			}
+			got, err := decideGroup(ctx, sc, prof)
+			if err == nil {
+				if diff := compareGroupAnswers(&expect, got); diff != "" {
+					err = fmt.Errorf("%s", diff)
+				}
+			}
+			if err != nil {
+				fmt.Printf("FAIL %s: %v\n", path, err)
+				failed++
+			}
+			continue
+		}
 		var expect Answer
 		if err := json.Unmarshal(whole["expect"], &expect); err != nil {
 			fatal(fmt.Errorf("%s: expect: %w", path, err))

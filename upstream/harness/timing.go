@@ -73,11 +73,12 @@ func timeMode(ctx context.Context, args []string) int {
 	cmd := flag.NewFlagSet("time", flag.ExitOnError)
 	clusterPath := cmd.String("cluster", "", "v1 List of Nodes, Pods and PodDisruptionBudgets")
 	preemptorPaths := cmd.String("preemptors", "", "comma-separated v1 Lists of preemptor Pods, one per kind (kind: the file name without preemptors- and .json)")
+	groupPaths := cmd.String("groups", "", "comma-separated v1 Lists of PodGroup preemptors, one per kind (kind: the file name without groups- and .json); their pending members are in the cluster List; needs --feature-gates GenericWorkload=true")
 	runs := cmd.Int("runs", 10, "timed PostFilter runs per kind and configuration (preemptors taken in turn)")
 	maxSeconds := cmd.Float64("max-seconds", 60, "stop a kind's configuration after this long (at least one run), and stop a run there (counted in cut_off)")
 	_ = cmd.Parse(args)
-	if *clusterPath == "" || *preemptorPaths == "" || *runs < 1 {
-		fmt.Fprintln(os.Stderr, "usage: harness time --cluster F --preemptors F[,F...] [--runs N] [--max-seconds S]")
+	if *clusterPath == "" || (*preemptorPaths == "" && *groupPaths == "") || *runs < 1 {
+		fmt.Fprintln(os.Stderr, "usage: harness time --cluster F (--preemptors F[,F...] | --groups F[,F...]) [--runs N] [--max-seconds S]")
 		return 2
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -97,6 +98,9 @@ func timeMode(ctx context.Context, args []string) int {
 	var order []string
 	var all []*v1.Pod
 	for _, path := range strings.Split(*preemptorPaths, ",") {
+		if path == "" {
+			continue
+		}
 		pods, err := readPods(path)
 		if err != nil {
 			fatal(err)
@@ -108,6 +112,19 @@ func timeMode(ctx context.Context, args []string) int {
 	}
 	report := timeReport{Nodes: len(c.nodes), Pods: len(c.bound) + len(c.nominated), DecodeSeconds: time.Since(t).Seconds()}
 	progress("decoded %d nodes, %d pods in %.1f s", report.Nodes, report.Pods, report.DecodeSeconds)
+	if *groupPaths != "" {
+		if err := timeGroups(ctx, c, strings.Split(*groupPaths, ","), *runs, *maxSeconds, &report); err != nil {
+			fatal(err)
+		}
+		if len(order) == 0 {
+			out, err := json.Marshal(report)
+			if err != nil {
+				fatal(err)
+			}
+			fmt.Println(string(out))
+			return 0
+		}
+	}
 
 	t = time.Now()
 	w, err := newWorld(c, all)

@@ -1,6 +1,11 @@
 //! One comparison rule: same outcome; for PREEMPT preemptd's node is one upstream may pick and
 //! its victims and nominations to clear are upstream's for that node; for FITS the same
-//! feasible nodes.
+//! feasible nodes and, when both sides name one, the same placement node (the node the
+//! kube-scheduler binds the pod to; upstream's tie-break pinned to the lowest name).
+//!
+//! For a PodGroup preemptor (upstream's answer has `victims`, not `victimsByNode`): same
+//! outcome, the same victims in the same order, the same budget violations, the same node for
+//! every member, the same nominations to clear.
 
 use std::collections::BTreeSet;
 
@@ -38,6 +43,124 @@ fn outcome(v: &Value) -> &str {
     s.strip_prefix("OUTCOME_").unwrap_or(s)
 }
 
+/// Pod references in order, as `namespace/name`.
+fn pod_list(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|p| {
+                    format!(
+                        "{}/{}",
+                        p["namespace"].as_str().unwrap_or(""),
+                        p["name"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `member -> node` of a group answer's nominations.
+fn nominations(v: &Value) -> std::collections::BTreeMap<String, String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|n| {
+                    let pod = &n["pod"];
+                    (
+                        format!(
+                            "{}/{}",
+                            pod["namespace"].as_str().unwrap_or(""),
+                            pod["name"].as_str().unwrap_or("")
+                        ),
+                        n["nodeName"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A proto3 JSON int64: a string, a number, or absent for zero.
+fn int64(v: &Value) -> i64 {
+    match v {
+        Value::String(s) => s.parse().unwrap_or(-1),
+        Value::Number(n) => n.as_i64().unwrap_or(-1),
+        _ => 0,
+    }
+}
+
+/// Whether `upstream` is the harness's answer for a PodGroup preemptor.
+pub fn is_group_answer(upstream: &Value) -> bool {
+    upstream.get("victimsByNode").is_none() && upstream.get("nominations").is_some()
+}
+
+/// Both victim lists with every unit of several pods (a disruption-mode-all group, whose pods
+/// upstream lists in Go map order) sorted, cut where upstream's `victimUnits` cut.
+fn canonical_victims(upstream: &Value, preemptd: &Value) -> (Vec<String>, Vec<String>) {
+    let (mut ours, mut theirs) = (
+        pod_list(&preemptd["victims"]),
+        pod_list(&upstream["victims"]),
+    );
+    let mut start = 0;
+    for unit in upstream["victimUnits"].as_array().into_iter().flatten() {
+        let end = start + unit.as_array().map_or(0, Vec::len);
+        for list in [&mut ours, &mut theirs] {
+            if end <= list.len() {
+                list[start..end].sort();
+            }
+        }
+        start = end;
+    }
+    (ours, theirs)
+}
+
+fn group_difference(upstream: &Value, preemptd: &Value) -> Option<String> {
+    let (victims, expected) = canonical_victims(upstream, preemptd);
+    if victims != expected {
+        let (a, b): (BTreeSet<_>, BTreeSet<_>) =
+            (victims.iter().collect(), expected.iter().collect());
+        let what = if a == b { "order" } else { "set" };
+        return Some(format!(
+            "victims ({what}) {victims:?}, upstream {expected:?}"
+        ));
+    }
+    let (ours, theirs) = (
+        int64(&preemptd["pdbViolations"]),
+        int64(&upstream["pdbViolations"]),
+    );
+    if ours != theirs {
+        return Some(format!("pdbViolations {ours}, upstream {theirs}"));
+    }
+    let (ours, theirs) = (
+        nominations(&preemptd["nominations"]),
+        nominations(&upstream["nominations"]),
+    );
+    if ours != theirs {
+        let members: BTreeSet<&String> = ours.keys().chain(theirs.keys()).collect();
+        let differing: Vec<String> = members
+            .into_iter()
+            .filter(|m| ours.get(*m) != theirs.get(*m))
+            .map(|m| {
+                format!(
+                    "{m}: {:?}, upstream {:?}",
+                    ours.get(m).map_or("-", String::as_str),
+                    theirs.get(m).map_or("-", String::as_str)
+                )
+            })
+            .collect();
+        return Some(format!("nominations differ: {}", differing.join("; ")));
+    }
+    let cleared = pod_refs(&preemptd["nominatedPodsToClear"]);
+    let expected = pod_refs(&upstream["nominatedPodsToClear"]);
+    if cleared != expected {
+        return Some(format!(
+            "nominations to clear {cleared:?}, upstream {expected:?}"
+        ));
+    }
+    None
+}
+
 /// None when preemptd agrees with upstream, else what differs.
 pub fn difference(upstream: &Value, preemptd: &Value) -> Option<String> {
     let (up, ours) = (outcome(upstream), outcome(preemptd));
@@ -47,6 +170,9 @@ pub fn difference(upstream: &Value, preemptd: &Value) -> Option<String> {
             "outcome {ours}, upstream {up} ({why}); preemptd: {}",
             preemptd["message"].as_str().unwrap_or("")
         ));
+    }
+    if is_group_answer(upstream) {
+        return group_difference(upstream, preemptd);
     }
     match up {
         "PREEMPT" => {
@@ -75,6 +201,13 @@ pub fn difference(upstream: &Value, preemptd: &Value) -> Option<String> {
             let theirs = strings(&upstream["feasibleNodes"]);
             if ours != theirs {
                 return Some(format!("feasible nodes {ours:?}, upstream {theirs:?}"));
+            }
+            if let (Some(ours), Some(theirs)) = (
+                preemptd["placement"]["nodeName"].as_str(),
+                upstream["placementNode"].as_str(),
+            ) && ours != theirs
+            {
+                return Some(format!("placement {ours}, upstream {theirs}"));
             }
         }
         _ => {}
@@ -135,6 +268,84 @@ mod tests {
             difference(&up, &ours("n2", "b", &[]))
                 .unwrap()
                 .starts_with("nominations")
+        );
+    }
+
+    fn group(victims: &[&str], noms: &[(&str, &str)], pdb: i64) -> serde_json::Value {
+        let refs = |names: &[&str]| -> Vec<serde_json::Value> {
+            names
+                .iter()
+                .map(|n| json!({"namespace": "default", "name": n, "uid": n}))
+                .collect()
+        };
+        let noms: Vec<_> = noms
+            .iter()
+            .map(|(m, n)| json!({"pod": {"namespace": "default", "name": m, "uid": m}, "nodeName": n}))
+            .collect();
+        json!({"outcome": "PREEMPT", "victims": refs(victims), "pdbViolations": pdb,
+               "nominations": noms, "nominatedPodsToClear": []})
+    }
+
+    #[test]
+    fn group_answers_compare_victim_order_budgets_and_every_members_node() {
+        let up = group(&["a", "b"], &[("m0", "n1"), ("m1", "n2")], 1);
+        // preemptd's proto3 JSON: OUTCOME_ prefix, int64 as a string, empty lists omitted.
+        let same = json!({"outcome": "OUTCOME_PREEMPT",
+            "victims": up["victims"], "pdbViolations": "1",
+            "nominations": [up["nominations"][1], up["nominations"][0]]});
+        assert_eq!(difference(&up, &same), None);
+        let reordered = group(&["b", "a"], &[("m0", "n1"), ("m1", "n2")], 1);
+        assert!(
+            difference(&up, &reordered)
+                .unwrap()
+                .starts_with("victims (order)")
+        );
+        let other = group(&["a"], &[("m0", "n1"), ("m1", "n2")], 1);
+        assert!(
+            difference(&up, &other)
+                .unwrap()
+                .starts_with("victims (set)")
+        );
+        let budgets = group(&["a", "b"], &[("m0", "n1"), ("m1", "n2")], 0);
+        assert!(
+            difference(&up, &budgets)
+                .unwrap()
+                .starts_with("pdbViolations")
+        );
+        let moved = group(&["a", "b"], &[("m0", "n1"), ("m1", "n3")], 1);
+        assert_eq!(
+            difference(&up, &moved).unwrap(),
+            r#"nominations differ: default/m1: "n3", upstream "n2""#
+        );
+        let unplaced = group(&["a", "b"], &[("m0", "n1")], 1);
+        assert!(
+            difference(&up, &unplaced)
+                .unwrap()
+                .starts_with("nominations differ")
+        );
+    }
+
+    #[test]
+    fn pods_of_one_all_mode_unit_may_come_in_any_order() {
+        let mut up = group(&["x", "a", "b"], &[], 0);
+        up["victimUnits"] = json!([[up["victims"][0]], [up["victims"][1], up["victims"][2]]]);
+        assert_eq!(difference(&up, &group(&["x", "b", "a"], &[], 0)), None);
+        assert!(
+            difference(&up, &group(&["a", "x", "b"], &[], 0))
+                .unwrap()
+                .starts_with("victims (order)")
+        );
+    }
+
+    #[test]
+    fn a_fits_placement_is_compared_when_both_name_one() {
+        let up = json!({"outcome": "FITS", "feasibleNodes": ["n1", "n2"], "placementNode": "n2"});
+        let ours = |placement: serde_json::Value| json!({"outcome": "OUTCOME_FITS", "feasibleNodes": ["n1", "n2"], "placement": placement});
+        assert_eq!(difference(&up, &ours(json!({"nodeName": "n2"}))), None);
+        assert_eq!(difference(&up, &ours(serde_json::Value::Null)), None);
+        assert_eq!(
+            difference(&up, &ours(json!({"nodeName": "n1"}))).unwrap(),
+            "placement n1, upstream n2"
         );
     }
 

@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value, json};
 
 mod budgets;
+mod gangs;
 
 /// One generated case, in the inputs `preemptd simulate` reads.
 pub struct Scenario {
@@ -48,6 +49,37 @@ impl Ctx<'_> {
         let (h, m, s) = (slot / 3600, (slot / 60) % 60, slot % 60);
         format!("2026-01-01T{h:02}:{m:02}:{s:02}Z")
     }
+}
+
+/// The feature gates that change what the generator makes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Gates {
+    /// GenericWorkload=true: most cases hold PodGroups (see gangs.rs), the rest are the
+    /// gate-off cases.
+    pub generic_workload: bool,
+}
+
+/// Generates one case for `gates`; with every gate off exactly `scenario`'s case.
+pub fn scenario_for(rng: &mut ChaCha8Rng, gates: Gates) -> Scenario {
+    if !gates.generic_workload || rng.random_range(0..10) < 2 {
+        return scenario(rng);
+    }
+    // Under 100 nodes: upstream then scores every feasible node.
+    let node_count = match rng.random_range(0..100) {
+        0..60 => rng.random_range(1..=6),
+        60..90 => rng.random_range(7..=30),
+        _ => rng.random_range(31..=99),
+    };
+    let nodes: Vec<String> = (1..=node_count).map(|i| format!("n{i}")).collect();
+    let mut slots: Vec<u32> = (0..28_000).map(|i| i * 3).collect();
+    slots.shuffle(rng);
+    let mut ctx = Ctx {
+        rng,
+        nodes,
+        start_slots: slots,
+    };
+    let profile = NodeProfile::random(&mut ctx);
+    gangs::scenario(&mut ctx, &profile)
 }
 
 /// Generates case `index` of a run seeded with `seed`.

@@ -1,17 +1,24 @@
 //! Differential testing of preemptd against upstream kube-scheduler's DefaultPreemption.
 //!
 //! `preemptd-difftest run --cases N --seed S --harness H --preemptd P --out DIR
-//! [--kubernetes-version V]` generates N scenarios from the seed, asks the upstream harness
-//! (`H serve`, one JSON line per case; built for V) and `P simulate` (with
-//! `PREEMPTD_KUBERNETES_VERSION=V`) about each, compares, shrinks every mismatch and saves it to
-//! DIR in the conformance scenario format with upstream's answer as `expect`. The last line
-//! printed is `N cases, M mismatches (seed S)`.
+//! [--kubernetes-version V] [--feature-gates G=B,...]` generates N scenarios from the seed,
+//! asks the upstream harness (`H [--feature-gates ...] serve`, one JSON line per case; built for
+//! V) and `P simulate` (with `PREEMPTD_KUBERNETES_VERSION=V` and `PREEMPTD_FEATURE_GATES`) about
+//! each, compares, shrinks every mismatch and saves it to DIR in the conformance scenario format
+//! with upstream's answer as `expect`. The last line printed is `N cases, M mismatches (seed S)`.
+//! With `GenericWorkload=true` (v1.37 only) most cases hold PodGroups and many preemptors are
+//! PodGroups (generate/gangs.rs).
 //!
 //! `preemptd-difftest generate --cases N --seed S --out DIR` writes the scenarios only (for the
 //! harness's batch mode).
+//!
+//! `preemptd-difftest gang-bench --out DIR [--seed S] [--nodes N] [--victims N] [--gangs
+//! 8,32,64] [--per-size N]` writes one gang-preemption timing case (gang_bench.rs) for
+//! `harness time --groups` and `bench-vs-upstream --gang`.
 
 mod budgets;
 mod compare;
+mod gang_bench;
 mod generate;
 mod peers;
 mod shrink;
@@ -32,6 +39,9 @@ const KUBERNETES_VERSIONS: [&str; 3] = ["1.35", "1.36", "1.37"];
 struct Args {
     command: String,
     kubernetes_version: String,
+    /// `--feature-gates` as given, passed to both sides.
+    feature_gates: Option<String>,
+    gates: generate::Gates,
     cases: u64,
     seed: Option<u64>,
     only_case: Option<u64>,
@@ -39,6 +49,7 @@ struct Args {
     preemptd: PathBuf,
     out: PathBuf,
     work: PathBuf,
+    gang_shape: gang_bench::Shape,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -47,6 +58,8 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         command,
         kubernetes_version: KUBERNETES_VERSIONS[KUBERNETES_VERSIONS.len() - 1].to_string(),
+        feature_gates: None,
+        gates: generate::Gates::default(),
         cases: 100,
         seed: None,
         only_case: None,
@@ -54,6 +67,12 @@ fn parse_args() -> Result<Args, String> {
         preemptd: PathBuf::from("target/release/preemptd"),
         out: PathBuf::from("upstream/mismatches"),
         work: std::env::temp_dir().join(format!("preemptd-difftest-{}", std::process::id())),
+        gang_shape: gang_bench::Shape {
+            nodes: 1000,
+            victims: 10_000,
+            gang_sizes: vec![8, 32, 64],
+            per_size: 5,
+        },
     };
     while let Some(flag) = raw.next() {
         let mut value = || raw.next().ok_or(format!("{flag} needs a value"));
@@ -73,14 +92,59 @@ fn parse_args() -> Result<Args, String> {
                 }
                 args.kubernetes_version = v;
             }
+            "--feature-gates" => {
+                let spec = value()?;
+                args.gates = parse_gates(&spec)?;
+                args.feature_gates = Some(spec);
+            }
             "--harness" => args.harness = value()?.into(),
             "--preemptd" => args.preemptd = value()?.into(),
             "--out" => args.out = value()?.into(),
             "--work" => args.work = value()?.into(),
+            "--nodes" => {
+                args.gang_shape.nodes = value()?.parse().map_err(|e| format!("--nodes: {e}"))?
+            }
+            "--victims" => {
+                args.gang_shape.victims = value()?.parse().map_err(|e| format!("--victims: {e}"))?
+            }
+            "--per-size" => {
+                args.gang_shape.per_size =
+                    value()?.parse().map_err(|e| format!("--per-size: {e}"))?
+            }
+            "--gangs" => {
+                args.gang_shape.gang_sizes = value()?
+                    .split(',')
+                    .map(|n| n.trim().parse().map_err(|e| format!("--gangs: {e}")))
+                    .collect::<Result<_, _>>()?
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
+    if args.gates.generic_workload && args.kubernetes_version != "1.37" {
+        return Err(format!(
+            "--feature-gates GenericWorkload=true needs --kubernetes-version 1.37, not {}",
+            args.kubernetes_version
+        ));
+    }
     Ok(args)
+}
+
+/// The gates the generator follows, from `NAME=BOOL[,...]` (others pass through unread).
+fn parse_gates(spec: &str) -> Result<generate::Gates, String> {
+    let mut gates = generate::Gates::default();
+    for pair in spec.split(',').filter(|p| !p.trim().is_empty()) {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or(format!("--feature-gates {pair}: want NAME=true|false"))?;
+        let on: bool = value
+            .trim()
+            .parse()
+            .map_err(|_| format!("--feature-gates {pair}: want NAME=true|false"))?;
+        if name.trim() == "GenericWorkload" {
+            gates.generic_workload = on;
+        }
+    }
+    Ok(gates)
 }
 
 /// The generator of case `index` of a run: independent of every other case, so one case can be
@@ -119,6 +183,16 @@ fn main() -> ExitCode {
     };
     let result = match args.command.as_str() {
         "generate" => generate_only(&args, seed, &indices),
+        "gang-bench" => {
+            if args.gang_shape.nodes == 0 || args.gang_shape.per_size == 0 {
+                Err("--nodes and --per-size must be at least 1".to_string())
+            } else {
+                gang_bench::write(&mut case_rng(seed, 0), &args.gang_shape, &args.out).map(|()| {
+                    println!("gang timing case written to {}", args.out.display());
+                    0
+                })
+            }
+        }
         "run" => run(&args, seed, &indices),
         other => Err(format!("unknown command {other}")),
     };
@@ -150,7 +224,7 @@ fn write_json(path: &std::path::Path, value: &Value) -> Result<(), String> {
 fn generate_only(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     for &i in indices {
-        let s = generate::scenario(&mut case_rng(seed, i));
+        let s = generate::scenario_for(&mut case_rng(seed, i), args.gates);
         let name = format!("seed-{seed}-case-{i}");
         let doc = scenario_doc(&name, "preemptd-difftest generate", &s, &Value::Null);
         write_json(&args.out.join(format!("{name}.json")), &doc)?;
@@ -177,14 +251,18 @@ fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
         "kubernetes {}: upstream kube-scheduler {release}, preemptd with PREEMPTD_KUBERNETES_VERSION={}",
         args.kubernetes_version, args.kubernetes_version
     );
-    let mut harness = Harness::start(&args.harness)?;
-    let preemptd = Preemptd::new(&args.preemptd, &args.kubernetes_version, &args.work);
+    let gates = args.feature_gates.as_deref();
+    if let Some(g) = gates {
+        println!("feature gates {g} (harness --feature-gates, PREEMPTD_FEATURE_GATES)");
+    }
+    let mut harness = Harness::start(&args.harness, gates)?;
+    let preemptd = Preemptd::new(&args.preemptd, &args.kubernetes_version, gates, &args.work);
     let started = Instant::now();
     let mut last_report = Instant::now();
     let mut mismatches = 0usize;
     let total = indices.len();
     for (done, &i) in indices.iter().enumerate() {
-        let s = generate::scenario(&mut case_rng(seed, i));
+        let s = generate::scenario_for(&mut case_rng(seed, i), args.gates);
         let verdict = shrink::verdict(&mut harness, &preemptd, &s)?;
         if let Some(verdict) = verdict {
             mismatches += 1;
@@ -193,7 +271,7 @@ fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
                 "case {i}: mismatch: {} (at most {most} budgets match one pod)",
                 verdict.difference
             );
-            if most >= 2 {
+            if most >= 2 && s.preemptor["kind"] != "PodGroup" {
                 println!(
                     "case {i}: {}",
                     budgets::other_orders(&mut harness, &s, &verdict.preemptd)?
@@ -212,6 +290,9 @@ fn run(args: &Args, seed: u64, indices: &[u64]) -> Result<usize, String> {
                 &small.upstream,
             );
             doc["kubernetesVersion"] = json!(args.kubernetes_version);
+            if let Some(gates) = &args.feature_gates {
+                doc["featureGates"] = json!(gates);
+            }
             doc["preemptdAnswer"] = small.preemptd.clone();
             doc["difference"] = json!(small.difference);
             let path = args.out.join(format!("{name}.json"));

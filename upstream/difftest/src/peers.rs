@@ -30,8 +30,13 @@ impl Harness {
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
 
-    pub fn start(binary: &Path) -> Result<Self, String> {
-        let mut child = Command::new(binary)
+    /// `binary [--feature-gates GATES] serve`.
+    pub fn start(binary: &Path, feature_gates: Option<&str>) -> Result<Self, String> {
+        let mut command = Command::new(binary);
+        if let Some(gates) = feature_gates {
+            command.arg("--feature-gates").arg(gates);
+        }
+        let mut child = command
             .arg("serve")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -93,23 +98,31 @@ impl Drop for Harness {
 pub struct Preemptd {
     binary: PathBuf,
     kubernetes_version: String,
+    feature_gates: Option<String>,
     cluster_file: PathBuf,
     pod_file: PathBuf,
 }
 
 impl Preemptd {
-    /// preemptd answering as `kubernetes_version` (e.g. `1.37`). The version goes through the
-    /// environment, which a binary without version support ignores.
-    pub fn new(binary: &Path, kubernetes_version: &str, work: &Path) -> Self {
+    /// preemptd answering as `kubernetes_version` (e.g. `1.37`) with `feature_gates`. Both go
+    /// through the environment, which a binary without version support ignores.
+    pub fn new(
+        binary: &Path,
+        kubernetes_version: &str,
+        feature_gates: Option<&str>,
+        work: &Path,
+    ) -> Self {
         Preemptd {
             binary: binary.to_path_buf(),
             kubernetes_version: kubernetes_version.to_string(),
+            feature_gates: feature_gates.map(String::from),
             cluster_file: work.join("cluster.json"),
             pod_file: work.join("pod.json"),
         }
     }
 
-    /// preemptd's decision as proto3 JSON, or Err with its error output when it refused.
+    /// preemptd's decision as proto3 JSON, or Err with its error output when it refused. A
+    /// PodGroup preemptor goes in the same `--pod` file (its members are in the cluster).
     pub fn ask(&self, cluster: &Value, pod: &Value) -> Result<Result<Value, String>, String> {
         let write = |path: &Path, v: &Value| {
             std::fs::write(path, serde_json::to_vec(v).map_err(|e| e.to_string())?)
@@ -117,7 +130,11 @@ impl Preemptd {
         };
         write(&self.cluster_file, cluster)?;
         write(&self.pod_file, pod)?;
-        let out = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some(gates) = &self.feature_gates {
+            command.env("PREEMPTD_FEATURE_GATES", gates);
+        }
+        let out = command
             .env("PREEMPTD_KUBERNETES_VERSION", &self.kubernetes_version)
             .arg("simulate")
             .arg("--cluster")
