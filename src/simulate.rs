@@ -192,7 +192,8 @@ fn yaml_error(error: &serde_yaml_ng::Error) -> DecodeError {
 }
 
 use crate::model::decode::{
-    KIND_NAMESPACE, KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS, KINDS,
+    KIND_NAMESPACE, KIND_NODE, KIND_PDB, KIND_POD, KIND_POD_GROUP, KIND_PRIORITY_CLASS,
+    KIND_WORKLOAD, KINDS,
 };
 
 /// A document's objects: a list's items (`kind: List`, `NodeList`, ..., or any object with
@@ -247,6 +248,8 @@ fn object(
         Some(KIND_PDB) => Object::Pdb(decode::decode_pdb(value)?),
         Some(KIND_PRIORITY_CLASS) => Object::PriorityClass(decode::decode_priority_class(value)?),
         Some(KIND_NAMESPACE) => Object::Namespace(decode::decode_namespace(value)?),
+        Some(KIND_POD_GROUP) => Object::PodGroup(decode::decode_pod_group(value)?),
+        Some(KIND_WORKLOAD) => Object::Workload(decode::decode_workload(value)?),
         Some(other) if !strict => {
             skipped.add(other);
             return Ok(());
@@ -335,6 +338,8 @@ fn single_pod(path: &Path, objects: Vec<Object>) -> Result<Pod, SimulateError> {
                     Object::Pdb(_) => KIND_PDB,
                     Object::PriorityClass(_) => KIND_PRIORITY_CLASS,
                     Object::Namespace(_) => KIND_NAMESPACE,
+                    Object::PodGroup(_) => KIND_POD_GROUP,
+                    Object::Workload(_) => KIND_WORKLOAD,
                 });
             }
             let found = kinds

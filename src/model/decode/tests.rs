@@ -51,7 +51,10 @@ fn decodes_every_conformance_scenario() {
                     pdbs += 1;
                     assert!(p.selector.as_ref().is_some_and(LabelSelector::is_valid));
                 }
-                Object::PriorityClass(_) | Object::Namespace(_) => {}
+                Object::PriorityClass(_)
+                | Object::Namespace(_)
+                | Object::PodGroup(_)
+                | Object::Workload(_) => {}
             }
         }
     }
@@ -116,7 +119,10 @@ fn spot_checks_taints_ports_pdbs_and_terminating() {
                     conditions += usize::from(p.terminating_by_preemption());
                 }
                 Object::Pdb(p) => disrupted += p.disrupted_pods.len(),
-                Object::PriorityClass(_) | Object::Namespace(_) => {}
+                Object::PriorityClass(_)
+                | Object::Namespace(_)
+                | Object::PodGroup(_)
+                | Object::Workload(_) => {}
             }
         }
     }
@@ -546,7 +552,7 @@ fn metadata_and_status_errors() {
         err_of(decode_object(
             &json!({"kind": "Service", "metadata": {"name": "s"}})
         )),
-        r#"kind: unsupported kind "Service": supported kinds are "Node", "Pod", "PodDisruptionBudget", "PriorityClass", "Namespace""#
+        r#"kind: unsupported kind "Service": supported kinds are "Node", "Pod", "PodDisruptionBudget", "PriorityClass", "Namespace", "PodGroup", "Workload""#
     );
     assert_eq!(
         err_of(decode_object(&json!({"metadata": {"name": "s"}}))),
