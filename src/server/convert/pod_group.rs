@@ -48,3 +48,48 @@ pub fn workload(field: &str, w: &pb::Workload) -> Result<Workload> {
     };
     build::workload(&input).map_err(|e| ApiError::from_build(field, e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::messages::{pod_group_message, workload_message};
+    use super::*;
+    use crate::model::decode;
+
+    #[test]
+    fn typed_groups_and_workloads_mean_what_their_json_means_and_round_trip() {
+        let json = serde_json::json!({
+            "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "ml", "uid": "g-1",
+                         "resourceVersion": "9", "creationTimestamp": "2026-03-01T10:00:00Z"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 8}},
+                     "disruptionMode": {"all": {}}, "priorityClassName": "training",
+                     "preemptionPolicy": "Never",
+                     "workloadRef": {"workloadName": "job", "templateName": "workers"}}
+        });
+        let from_json = decode::decode_pod_group(&json).expect("json");
+        let typed = pod_group_message(&from_json);
+        assert_eq!(pod_group("upsert", &typed).expect("typed"), from_json);
+        let mut admitted = from_json.clone();
+        (admitted.priority, admitted.priority_unset) = (100, false);
+        assert_eq!(
+            pod_group("upsert", &pod_group_message(&admitted)).expect("typed"),
+            admitted
+        );
+        let workload = decode::decode_workload(&serde_json::json!({
+            "kind": "Workload", "metadata": {"name": "job", "namespace": "ml"},
+            "spec": {"podGroupTemplates": [{"name": "leader"}, {"name": "workers"}]}
+        }))
+        .expect("json");
+        assert_eq!(
+            super::workload("upsert", &workload_message(&workload)).expect("typed"),
+            workload
+        );
+        let mut unset = typed.clone();
+        unset.scheduling_policy = None;
+        let error = pod_group("upsert", &unset).expect_err("no policy");
+        assert!(
+            error.to_string().contains("upsert.spec.schedulingPolicy"),
+            "{error}"
+        );
+    }
+}
