@@ -38,7 +38,9 @@ fn workload(name: &str, resource_version: u64, templates: &[&str]) -> pb::Worklo
         resource_version,
         pod_group_templates: templates
             .iter()
-            .map(|t| pb::PodGroupTemplate { name: t.to_string() })
+            .map(|t| pb::PodGroupTemplate {
+                name: t.to_string(),
+            })
             .collect(),
         ..Default::default()
     }
@@ -273,7 +275,11 @@ async fn sync_carries_groups_workloads_and_members_with_their_counts() {
         assert_eq!(
             rejections,
             [
-                (4, "INVALID_ARGUMENT", "pod_group.upsert.spec.schedulingPolicy.gang.minCount"),
+                (
+                    4,
+                    "INVALID_ARGUMENT",
+                    "pod_group.upsert.spec.schedulingPolicy.gang.minCount"
+                ),
                 (5, "NOT_FOUND", "pod_group"),
             ]
         );

@@ -112,7 +112,11 @@ impl ClusterCache {
     }
 
     /// Deletes a Workload by namespace/name.
-    pub fn delete_workload(&self, namespace: &str, name: &str) -> Result<UpdateOutcome, CacheError> {
+    pub fn delete_workload(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<UpdateOutcome, CacheError> {
         let table = self.table.lock();
         self.pod_groups
             .write()
@@ -213,8 +217,13 @@ mod tests {
     fn bound_members_follow_binds_moves_group_changes_and_deletes() {
         let cache = ClusterCache::new();
         cache.upsert_pod(member("a", Some("g"), None)).unwrap();
-        assert!(members(&cache, "g").is_empty(), "pending pods are not bound members");
-        cache.upsert_pod(member("a", Some("g"), Some("n1"))).unwrap();
+        assert!(
+            members(&cache, "g").is_empty(),
+            "pending pods are not bound members"
+        );
+        cache
+            .upsert_pod(member("a", Some("g"), Some("n1")))
+            .unwrap();
         // One batch, as Sync and the watches write.
         let results = cache.upsert_pods([
             member("b", Some("g"), Some("n2")),
@@ -224,10 +233,14 @@ mod tests {
         assert!(results.iter().all(Result::is_ok));
         assert_eq!(members(&cache, "g"), ["n1/uid-a", "n2/uid-b"]);
         // A move.
-        cache.upsert_pod(member("a", Some("g"), Some("n3"))).unwrap();
+        cache
+            .upsert_pod(member("a", Some("g"), Some("n3")))
+            .unwrap();
         assert_eq!(members(&cache, "g"), ["n2/uid-b", "n3/uid-a"]);
         // A change of group.
-        cache.upsert_pod(member("b", Some("other"), Some("n2"))).unwrap();
+        cache
+            .upsert_pod(member("b", Some("other"), Some("n2")))
+            .unwrap();
         assert_eq!(members(&cache, "g"), ["n3/uid-a"]);
         assert_eq!(members(&cache, "other"), ["n1/uid-d", "n2/uid-b"]);
         // Leaving a group, finishing and being deleted.
@@ -283,11 +296,17 @@ mod tests {
         assert_eq!(cache.delete_workload("ml", "w").unwrap().revision, 4);
         assert!(matches!(
             cache.delete_pod_group("ml", "g"),
-            Err(CacheError::NotFound { kind: "podgroup", .. })
+            Err(CacheError::NotFound {
+                kind: "podgroup",
+                ..
+            })
         ));
         assert!(matches!(
             cache.delete_workload("ml", "w"),
-            Err(CacheError::NotFound { kind: "workload", .. })
+            Err(CacheError::NotFound {
+                kind: "workload",
+                ..
+            })
         ));
         assert_eq!(cache.counts().pod_groups, 0);
     }

@@ -70,7 +70,10 @@ mod tests {
 
     #[test]
     fn workload_kinds_are_watched_only_where_served() {
-        let all = kinds_served(SCHEDULING_V1BETA1, &["podgroups", "podgroups/status", "workloads"]);
+        let all = kinds_served(
+            SCHEDULING_V1BETA1,
+            &["podgroups", "podgroups/status", "workloads"],
+        );
         assert_eq!(all, Kind::ALL);
         assert_eq!(kinds_served(SCHEDULING_V1BETA1, &[]), Kind::CORE);
         let groups_only = kinds_served(SCHEDULING_V1BETA1, &["podgroups"]);

@@ -93,8 +93,8 @@ impl Kind {
     }
 
     pub(super) fn api_resource(self) -> ApiResource {
-        use k8s_openapi::api::{core::v1, policy::v1 as policy, scheduling::v1 as scheduling};
         use k8s_openapi::api::scheduling::v1beta1 as workloads;
+        use k8s_openapi::api::{core::v1, policy::v1 as policy, scheduling::v1 as scheduling};
         match self {
             Kind::Node => ApiResource::erase::<v1::Node>(&()),
             Kind::Pod => ApiResource::erase::<v1::Pod>(&()),

@@ -605,10 +605,7 @@ fn pod_at(cur: &Cur<'_, '_>, memo: &mut Memo) -> Result<Pod> {
         containers: containers(&spec.get("containers")?)?,
         tolerations: tolerations(&spec.get("tolerations")?)?,
         node_selector: string_map(&spec.get("nodeSelector")?)?,
-        scheduling_group: spec
-            .get("schedulingGroup")?
-            .get("podGroupName")?
-            .string()?,
+        scheduling_group: spec.get("schedulingGroup")?.get("podGroupName")?.string()?,
         start_time: status.get("startTime")?.string()?,
         nominated_node_name: status.get("nominatedNodeName")?.string()?,
         phase: status.get("phase")?.string()?,

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use crate::model::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::model::{
     Container, ContainerResources, DisruptionMode, InclusionPolicy, LabelSelector, Labels, Node,
-    NodeSelectorRequirement, Pod, PodAffinityTerm, PodDisruptionBudget, PodGroup,
-    PreemptionPolicy, Resources, SchedulingPolicy, Str, TaintEffect, TolerationOperator,
-    TopologySpreadConstraint, WhenUnsatisfiable, Workload,
+    NodeSelectorRequirement, Pod, PodAffinityTerm, PodDisruptionBudget, PodGroup, PreemptionPolicy,
+    Resources, SchedulingPolicy, Str, TaintEffect, TolerationOperator, TopologySpreadConstraint,
+    WhenUnsatisfiable, Workload,
 };
 
 use super::pb;
@@ -318,7 +318,9 @@ pub fn pod_message(p: &Pod) -> pb::Pod {
 pub fn pod_group_message(g: &PodGroup) -> pb::PodGroup {
     let (basic, gang) = match g.policy {
         SchedulingPolicy::Basic => (Some(pb::BasicSchedulingPolicy {}), None),
-        SchedulingPolicy::Gang { min_count } => (None, Some(pb::GangSchedulingPolicy { min_count })),
+        SchedulingPolicy::Gang { min_count } => {
+            (None, Some(pb::GangSchedulingPolicy { min_count }))
+        }
     };
     let (single, all) = match g.disruption_mode {
         DisruptionMode::Single => (Some(pb::SingleDisruptionMode {}), None),
@@ -332,7 +334,11 @@ pub fn pod_group_message(g: &PodGroup) -> pb::PodGroup {
         creation_timestamp: g.creation_time.map(rfc3339).unwrap_or_default(),
         scheduling_policy: Some(pb::PodGroupSchedulingPolicy { basic, gang }),
         disruption_mode: Some(pb::DisruptionMode { single, all }),
-        priority_class_name: g.priority_class_name.as_deref().unwrap_or_default().to_string(),
+        priority_class_name: g
+            .priority_class_name
+            .as_deref()
+            .unwrap_or_default()
+            .to_string(),
         priority: (!g.priority_unset).then_some(g.priority),
         preemption_policy: match g.preemption_policy {
             None => "",

@@ -335,7 +335,10 @@ mod tests {
             ..WorkloadInput::default()
         };
         let built = workload(&valid).expect("valid");
-        assert_eq!(built.pod_group_templates, ["leader".into(), "workers".into()]);
+        assert_eq!(
+            built.pod_group_templates,
+            ["leader".into(), "workers".into()]
+        );
         assert_eq!(&*built.uid, "team/job");
         let unnamed = WorkloadInput {
             name: "",

@@ -494,7 +494,11 @@ fn a_pods_scheduling_group_is_read_from_its_encoding_and_keeps_details_apart() {
         pod
     };
     let mut read = Vec::new();
-    for pod in [member("a", "left"), member("b", "right"), member("c", "left")] {
+    for pod in [
+        member("a", "left"),
+        member("b", "right"),
+        member("c", "left"),
+    ] {
         let request = sync_request(&upsert(pod));
         let (outcome, was_read) = with_wire(&request, &mut memo);
         assert!(was_read, "read from the encoding");
