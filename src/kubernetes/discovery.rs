@@ -18,14 +18,8 @@ const FAILING_LOG_EVERY: u32 = 30;
 pub(super) async fn served_kinds(client: &kube::Client) -> Vec<Kind> {
     let mut failures = 0u32;
     loop {
-        match client.list_api_group_resources(SCHEDULING_V1BETA1).await {
-            Ok(list) => {
-                let served: Vec<&str> = list.resources.iter().map(|r| r.name.as_str()).collect();
-                return kinds_served(SCHEDULING_V1BETA1, &served);
-            }
-            Err(kube::Error::Api(status)) if status.is_not_found() => {
-                return kinds_served(SCHEDULING_V1BETA1, &[]);
-            }
+        match discover(client).await {
+            Ok(kinds) => return kinds,
             Err(error) => {
                 if failures.is_multiple_of(FAILING_LOG_EVERY) {
                     tracing::warn!(
@@ -38,6 +32,20 @@ pub(super) async fn served_kinds(client: &kube::Client) -> Vec<Kind> {
                 tokio::time::sleep(RETRY_DELAY).await;
             }
         }
+    }
+}
+
+/// [`served_kinds`], asked once: an API server that does not answer is an error.
+pub(super) async fn discover(client: &kube::Client) -> Result<Vec<Kind>, kube::Error> {
+    match client.list_api_group_resources(SCHEDULING_V1BETA1).await {
+        Ok(list) => {
+            let served: Vec<&str> = list.resources.iter().map(|r| r.name.as_str()).collect();
+            Ok(kinds_served(SCHEDULING_V1BETA1, &served))
+        }
+        Err(kube::Error::Api(status)) if status.is_not_found() => {
+            Ok(kinds_served(SCHEDULING_V1BETA1, &[]))
+        }
+        Err(error) => Err(error),
     }
 }
 

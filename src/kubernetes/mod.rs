@@ -259,7 +259,10 @@ pub async fn list_once(client: kube::Client) -> anyhow::Result<Vec<Object>> {
     use anyhow::Context as _;
     let mut objects = Vec::new();
     let mut memo = Some(Box::new(Memo::for_stream()));
-    for kind in discovery::served_kinds(&client).await {
+    let kinds = discovery::discover(&client)
+        .await
+        .context("cannot discover the served resources")?;
+    for kind in kinds {
         with_kind_type!(kind, K => with_memo_until_done(list_kind::<K>(client.clone(), &mut objects), &mut memo)
             .await
             .with_context(|| format!("cannot list {}s", kind.name()))?);
