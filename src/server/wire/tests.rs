@@ -532,3 +532,46 @@ fn a_pods_scheduling_group_is_read_from_its_encoding_and_keeps_details_apart() {
     };
     assert_eq!(pod.details.scheduling_group.as_deref(), Some("first"));
 }
+
+#[test]
+fn pod_group_and_workload_items_are_decoded_and_merged_as_prost_does() {
+    use pb::sync_request::Item;
+    let group = |name: &str, min_count: i32| pb::SyncRequest {
+        item: Some(Item::PodGroup(pb::UpdatePodGroupRequest {
+            change: Some(pb::update_pod_group_request::Change::Upsert(pb::PodGroup {
+                name: name.into(),
+                scheduling_policy: Some(pb::PodGroupSchedulingPolicy {
+                    gang: Some(pb::GangSchedulingPolicy { min_count }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })),
+        })),
+    };
+    let workload = pb::SyncRequest {
+        item: Some(Item::Workload(pb::UpdateWorkloadRequest {
+            change: Some(pb::update_workload_request::Change::Delete(pb::ObjectRef {
+                name: "job".into(),
+                ..Default::default()
+            })),
+        })),
+    };
+    let (first, second) = (group("a", 2).encode_to_vec(), group("b", 3).encode_to_vec());
+    for encoding in [
+        first.clone(),
+        workload.encode_to_vec(),
+        [first.clone(), second].concat(),
+        [workload.encode_to_vec(), first].concat(),
+    ] {
+        let typed = pb::SyncRequest::decode(&encoding[..]).expect("prost decodes it");
+        let wire = SyncRequestWire::decode(&encoding[..]).expect("the server decodes it");
+        assert!(matches!(
+            wire.item,
+            Some(WireItem::PodGroup(_) | WireItem::Workload(_))
+        ));
+        assert_eq!(
+            pb::SyncRequest::decode(&wire.encode_to_vec()[..]).expect("re-encoded"),
+            typed
+        );
+    }
+}
