@@ -192,7 +192,8 @@ fn yaml_error(error: &serde_yaml_ng::Error) -> DecodeError {
 }
 
 use crate::model::decode::{
-    KIND_NAMESPACE, KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS, KINDS,
+    KIND_NAMESPACE, KIND_NODE, KIND_PDB, KIND_POD, KIND_POD_GROUP, KIND_PRIORITY_CLASS,
+    KIND_WORKLOAD, KINDS,
 };
 
 /// A document's objects: a list's items (`kind: List`, `NodeList`, ..., or any object with
@@ -247,6 +248,8 @@ fn object(
         Some(KIND_PDB) => Object::Pdb(decode::decode_pdb(value)?),
         Some(KIND_PRIORITY_CLASS) => Object::PriorityClass(decode::decode_priority_class(value)?),
         Some(KIND_NAMESPACE) => Object::Namespace(decode::decode_namespace(value)?),
+        Some(KIND_POD_GROUP) => Object::PodGroup(decode::decode_pod_group(value)?),
+        Some(KIND_WORKLOAD) => Object::Workload(decode::decode_workload(value)?),
         Some(other) if !strict => {
             skipped.add(other);
             return Ok(());
@@ -335,6 +338,8 @@ fn single_pod(path: &Path, objects: Vec<Object>) -> Result<Pod, SimulateError> {
                     Object::Pdb(_) => KIND_PDB,
                     Object::PriorityClass(_) => KIND_PRIORITY_CLASS,
                     Object::Namespace(_) => KIND_NAMESPACE,
+                    Object::PodGroup(_) => KIND_POD_GROUP,
+                    Object::Workload(_) => KIND_WORKLOAD,
                 });
             }
             let found = kinds
@@ -413,4 +418,55 @@ fn decide_for(
         decision,
         notes: cluster_note.into_iter().chain(pod_note).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GANG_CLUSTER: &str = r#"
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: train, namespace: ml}
+spec:
+  schedulingPolicy: {gang: {minCount: 2}}
+  priorityClassName: training
+---
+apiVersion: scheduling.k8s.io/v1beta1
+kind: Workload
+metadata: {name: job, namespace: ml}
+spec:
+  podGroupTemplates: [{name: workers}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: training}
+value: 1000
+"#;
+
+    #[test]
+    fn files_take_pod_groups_and_workloads_and_skip_only_unused_kinds() {
+        let (objects, skipped) = read_objects(GANG_CLUSTER, false).expect("read");
+        assert_eq!(
+            skipped.summary(),
+            "skipped 1 object of kinds preemptd does not use: Service (1)"
+        );
+        assert!(matches!(objects[0], Object::PodGroup(_)));
+        assert!(matches!(objects[1], Object::Workload(_)));
+        let without_service = GANG_CLUSTER.replace(
+            "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n---\n",
+            "",
+        );
+        let (strictly, _) = read_objects(&without_service, true).expect("strict takes both kinds");
+        assert_eq!(strictly.len(), 3);
+        let app = load_cluster(objects, &AppConfig::default()).expect("loads");
+        let index = app.cache.pod_groups();
+        // The class came after the group in the file: the group takes its value all the same.
+        assert_eq!(index.group("ml", "train").expect("held").priority, 1000);
+        assert!(index.workload("ml", "job").is_some());
+    }
 }

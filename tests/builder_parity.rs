@@ -494,12 +494,17 @@ fn pod() -> impl Strategy<Value = Value> {
             maybe(string_map()),
             maybe(affinity()),
             maybe(proptest::collection::vec(spread_constraint(), 0..2).prop_map(Value::from)),
+            maybe(prop_oneof![
+                Just(json!({})),
+                Just(json!({"podGroupName": ""})),
+                Just(json!({"podGroupName": "gang-1"})),
+            ]),
         ),
     )
         .prop_map(
             |(
                 (node, scheduler, priority, policy, containers, init),
-                (overhead, resources, tolerations, node_selector, affinity, spread),
+                (overhead, resources, tolerations, node_selector, affinity, spread, group),
             )| {
                 object(vec![
                     ("nodeName", node),
@@ -514,6 +519,7 @@ fn pod() -> impl Strategy<Value = Value> {
                     ("nodeSelector", node_selector),
                     ("affinity", affinity),
                     ("topologySpreadConstraints", spread),
+                    ("schedulingGroup", group),
                 ])
             },
         );

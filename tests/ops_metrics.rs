@@ -78,6 +78,14 @@ async fn metrics_endpoint_counts_real_traffic() {
         })
         .await
         .expect("pdb");
+    client
+        .update_pod_group(pb::UpdatePodGroupRequest {
+            change: Some(pb::update_pod_group_request::Change::UpsertJson(
+                r#"{"apiVersion":"scheduling.k8s.io/v1beta1","kind":"PodGroup","metadata":{"name":"gang"},"spec":{"schedulingPolicy":{"gang":{"minCount":2}}}}"#.into(),
+            )),
+        })
+        .await
+        .expect("pod group");
     // Fits on n2 (1 CPU free): no preemption attempt.
     let fits = preempt(&mut client, pod("small", 100, "1", ""), true).await;
     assert_eq!(outcome(&fits), pb::Outcome::Fits);
@@ -183,6 +191,8 @@ async fn metrics_endpoint_counts_real_traffic() {
     assert_eq!(count(&body, "preemptd_cache_pods", &[]), 3.0);
     assert_eq!(count(&body, "preemptd_cache_nominated_pods", &[]), 1.0);
     assert_eq!(count(&body, "preemptd_cache_pdbs", &[]), 1.0);
+    assert_eq!(count(&body, "preemptd_cache_pod_groups", &[]), 1.0);
+    assert_eq!(count(&body, "preemptd_cache_workloads", &[]), 0.0);
     assert!(count(&body, "preemptd_nominations_revision", &[]) >= 2.0);
     assert_eq!(count(&body, "preemptd_watch_subscribers", &[]), 1.0);
     assert!(body.contains("# HELP preemptd_decisions_total"), "{body}");

@@ -1,7 +1,8 @@
 //! `Sync` streams of arbitrary items: each item, read as the server reads it (the wire
 //! readers, with one memo for the whole stream as `Sync` keeps it), is refused exactly
 //! when prost refuses it, and gives the node or pod (or the error) the typed reader gives
-//! for prost's decoding. Items are a generated cluster's nodes and pods as a client
+//! for prost's decoding. Items are a generated cluster's nodes and pods (some of them
+//! members of gangs, whose PodGroups and Workload are items too) as a client
 //! encodes them, corrupted, cut short, merged, or any bytes: the memo then sees many
 //! near-identical templates, which is where reading from the encoding can go wrong.
 #![no_main]
@@ -33,15 +34,43 @@ static BASE: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
             )),
         })
     });
-    let pods = cluster.pods.iter().map(|p| {
+    // Every other pod a member of one of two gangs, whose groups and workload are items too.
+    let pods = cluster.pods.iter().enumerate().map(|(i, p)| {
+        let mut pod = messages::pod_message(p);
+        if i % 2 == 1 {
+            pod.scheduling_group = Some(pb::PodSchedulingGroup {
+                pod_group_name: format!("gang-{}", i % 4),
+            });
+        }
         Item::Pod(pb::UpdatePodRequest {
-            change: Some(pb::update_pod_request::Change::Upsert(
-                messages::pod_message(p),
-            )),
+            change: Some(pb::update_pod_request::Change::Upsert(pod)),
         })
+    });
+    let groups = (0..2).map(|i| {
+        Item::PodGroup(pb::UpdatePodGroupRequest {
+            change: Some(pb::update_pod_group_request::Change::Upsert(pb::PodGroup {
+                name: format!("gang-{}", 2 * i + 1),
+                scheduling_policy: Some(pb::PodGroupSchedulingPolicy {
+                    gang: Some(pb::GangSchedulingPolicy { min_count: 2 }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })),
+        })
+    });
+    let workload = Item::Workload(pb::UpdateWorkloadRequest {
+        change: Some(pb::update_workload_request::Change::Upsert(pb::Workload {
+            name: "job".into(),
+            pod_group_templates: vec![pb::PodGroupTemplate {
+                name: "workers".into(),
+            }],
+            ..Default::default()
+        })),
     });
     nodes
         .chain(pods)
+        .chain(groups)
+        .chain([workload])
         .map(|item| pb::SyncRequest { item: Some(item) }.encode_to_vec())
         .collect()
 });
@@ -57,7 +86,7 @@ fn held(mut pod: Pod) -> Pod {
 
 #[derive(Arbitrary, Debug)]
 enum Item {
-    /// A node or pod of the base cluster, as a client encodes it.
+    /// A node, pod, PodGroup or Workload of the base cluster, as a client encodes it.
     Base { index: u8 },
     /// A base item with one byte replaced.
     Corrupted { index: u8, at: u16, byte: u8 },
@@ -156,6 +185,12 @@ fuzz_target!(|items: Vec<Item>| {
                 assert_eq!(typed, *read)
             }
             (Ok(Some(Typed::Namespace(typed))), Ok(Some(WireItem::Namespace(read)))) => {
+                assert_eq!(typed, *read)
+            }
+            (Ok(Some(Typed::PodGroup(typed))), Ok(Some(WireItem::PodGroup(read)))) => {
+                assert_eq!(typed, *read)
+            }
+            (Ok(Some(Typed::Workload(typed))), Ok(Some(WireItem::Workload(read)))) => {
                 assert_eq!(typed, *read)
             }
             (Ok(None), Ok(None)) => {}

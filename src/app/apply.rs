@@ -8,7 +8,7 @@ use crate::cache::{CommitChange, Nomination, PodUpsert, UpdateOutcome};
 use crate::model::decode::Object;
 use crate::model::namespace::Namespace;
 use crate::model::priority::{PriorityClass, PriorityClasses};
-use crate::model::{Node, Pod, PodDisruptionBudget};
+use crate::model::{Node, Pod, PodDisruptionBudget, PodGroup, Workload};
 use crate::nominations::{Event, EventKind};
 
 use super::{App, AppError};
@@ -84,6 +84,10 @@ pub enum AnyChange {
     PriorityClass(Change<PriorityClass>),
     /// A Namespace.
     Namespace(Change<Namespace>),
+    /// A PodGroup.
+    PodGroup(Change<PodGroup>),
+    /// A Workload.
+    Workload(Change<Workload>),
 }
 
 /// A decoded object (a watch event's, a file's) as an upsert.
@@ -95,6 +99,8 @@ impl From<Object> for AnyChange {
             Object::Pdb(pdb) => AnyChange::Pdb(Change::Upsert(pdb)),
             Object::PriorityClass(class) => AnyChange::PriorityClass(Change::Upsert(class)),
             Object::Namespace(ns) => AnyChange::Namespace(Change::Upsert(ns)),
+            Object::PodGroup(group) => AnyChange::PodGroup(Change::Upsert(group)),
+            Object::Workload(workload) => AnyChange::Workload(Change::Upsert(workload)),
         }
     }
 }
@@ -186,6 +192,52 @@ impl App {
             AnyChange::Namespace(change) => {
                 let sent = change.sent_version(|n| n.resource_version);
                 self.apply_namespace(change).map(|o| Applied::of(o, sent))
+            }
+            AnyChange::PodGroup(change) => {
+                let sent = change.sent_version(|g| g.resource_version);
+                self.apply_pod_group(change).map(|o| Applied::of(o, sent))
+            }
+            AnyChange::Workload(change) => {
+                let sent = change.sent_version(|w| w.resource_version);
+                self.apply_workload(change).map(|o| Applied::of(o, sent))
+            }
+        }
+    }
+
+    /// Groups are kept whatever the feature gates say: the engine decides whether to
+    /// read them.
+    fn apply_pod_group(&self, change: Change<PodGroup>) -> Result<UpdateOutcome, AppError> {
+        match change {
+            Change::Upsert(group) => {
+                let (namespace, name) = (group.namespace.clone(), group.name.clone());
+                let (outcome, unknown) = self.cache.upsert_pod_group(group);
+                if let Some(unknown) = unknown {
+                    tracing::warn!(
+                        namespace = %namespace,
+                        pod_group = %name,
+                        error = %unknown,
+                        "pod group names a priority class that does not exist, kept with priority 0"
+                    );
+                }
+                Ok(outcome)
+            }
+            Change::Delete(key) => {
+                key.check_name("delete")?;
+                Ok(self
+                    .cache
+                    .delete_pod_group(key.namespace_or_default(), &key.name)?)
+            }
+        }
+    }
+
+    fn apply_workload(&self, change: Change<Workload>) -> Result<UpdateOutcome, AppError> {
+        match change {
+            Change::Upsert(workload) => Ok(self.cache.upsert_workload(workload)),
+            Change::Delete(key) => {
+                key.check_name("delete")?;
+                Ok(self
+                    .cache
+                    .delete_workload(key.namespace_or_default(), &key.name)?)
             }
         }
     }

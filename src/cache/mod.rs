@@ -1,5 +1,5 @@
 //! The cluster cache: a sharded concurrent store of nodes with their pods, pending
-//! nominated pods and PodDisruptionBudgets.
+//! nominated pods and PodDisruptionBudgets, and the PodGroups and Workloads.
 //!
 //! Readers never block writers for long: every node's state is an immutable
 //! `Arc<NodeInfo>` replaced copy-on-write (the kube-rs reflector pattern), held in a
@@ -24,6 +24,7 @@ mod groups;
 mod interned;
 mod labels;
 mod node_info;
+mod pod_group_writes;
 mod pod_groups;
 mod pod_index;
 mod pods;
@@ -117,6 +118,10 @@ pub struct CacheCounts {
     pub priority_classes: usize,
     /// Namespaces.
     pub namespaces: usize,
+    /// PodGroups.
+    pub pod_groups: usize,
+    /// Workloads.
+    pub workloads: usize,
 }
 
 /// The in-memory cluster: nodes with their pods, PDBs, PriorityClasses and Namespaces.
@@ -261,17 +266,27 @@ impl ClusterCache {
     }
 
     /// Adds or replaces a PriorityClass.
+    /// Groups that take their priority from their class follow it.
     pub fn upsert_priority_class(&self, class: PriorityClass) -> UpdateOutcome {
-        self.upsert_named(&self.priority_classes, class)
+        self.upsert_named(&self.priority_classes, class, |table, classes| {
+            self.readmit_groups(table, classes)
+        })
     }
 
-    /// Deletes a PriorityClass by name (and uid when given, which must then match).
+    /// Deletes a PriorityClass by name (and uid when given, which must then match);
+    /// groups that take their priority from their class follow it.
     pub fn delete_priority_class(
         &self,
         name: &str,
         uid: Option<&str>,
     ) -> Result<UpdateOutcome, CacheError> {
-        self.delete_named(&self.priority_classes, "priorityclass", name, uid)
+        self.delete_named(
+            &self.priority_classes,
+            "priorityclass",
+            name,
+            uid,
+            |table, classes| self.readmit_groups(table, classes),
+        )
     }
 
     /// Every PriorityClass held.
@@ -281,7 +296,7 @@ impl ClusterCache {
 
     /// Adds or replaces a Namespace.
     pub fn upsert_namespace(&self, namespace: Namespace) -> UpdateOutcome {
-        self.upsert_named(&self.namespaces, namespace)
+        self.upsert_named(&self.namespaces, namespace, |_, _| {})
     }
 
     /// Deletes a Namespace by name (and uid when given, which must then match); its pods
@@ -291,14 +306,16 @@ impl ClusterCache {
         name: &str,
         uid: Option<&str>,
     ) -> Result<UpdateOutcome, CacheError> {
-        self.delete_named(&self.namespaces, "namespace", name, uid)
+        self.delete_named(&self.namespaces, "namespace", name, uid, |_, _| {})
     }
 
-    /// Adds or replaces an object of a by-name kind (unless the one held is newer).
+    /// Adds or replaces an object of a by-name kind (unless the one held is newer), then
+    /// hands the objects held to `changed` under the table lock.
     fn upsert_named<T: Named + Clone>(
         &self,
         store: &parking_lot::RwLock<Arc<ByName<T>>>,
         object: T,
+        changed: impl FnOnce(&Table<'_>, &ByName<T>),
     ) -> UpdateOutcome {
         let table = self.table.lock();
         let mut held = store.write();
@@ -313,6 +330,7 @@ impl ClusterCache {
         }
         let resource_version = object.resource_version();
         Arc::make_mut(&mut held).insert(object);
+        changed(&table, &held);
         UpdateOutcome {
             applied: true,
             resource_version,
@@ -321,13 +339,14 @@ impl ClusterCache {
     }
 
     /// Deletes an object of a by-name kind by name (and uid when given, which must then
-    /// match).
+    /// match), then hands the objects held to `changed` under the table lock.
     fn delete_named<T: Named + Clone>(
         &self,
         store: &parking_lot::RwLock<Arc<ByName<T>>>,
         kind: &'static str,
         name: &str,
         uid: Option<&str>,
+        changed: impl FnOnce(&Table<'_>, &ByName<T>),
     ) -> Result<UpdateOutcome, CacheError> {
         let table = self.table.lock();
         let mut held = store.write();
@@ -335,6 +354,7 @@ impl ClusterCache {
         match held_uid {
             Some(current) if uid.is_none_or(|u| u.is_empty() || *u == *current) => {
                 Arc::make_mut(&mut held).remove(name);
+                changed(&table, &held);
                 Ok(UpdateOutcome {
                     applied: true,
                     resource_version: 0,
@@ -443,7 +463,10 @@ impl ClusterCache {
     /// How many objects of each kind are held.
     pub fn counts(&self) -> CacheCounts {
         let table = self.table.lock();
+        let (pod_groups, workloads) = self.pod_groups.read().counts();
         CacheCounts {
+            pod_groups,
+            workloads,
             nodes: table.nodes.len(),
             pods: self.pods.len(),
             nominated_pods: table.all().map(|n| n.nominated.len()).sum(),

@@ -125,6 +125,7 @@ impl ClusterCache {
         let nominated_after = if pod.phase.is_terminal() {
             if let Some(old) = &old {
                 Self::unplace(table, old);
+                self.follow_membership(table, Some(old), None);
             }
             slots.empty();
             None
@@ -139,6 +140,7 @@ impl ClusterCache {
                 }
                 None => Self::place(table, &pod, place),
             }
+            self.follow_membership(table, old.as_deref(), Some(&pod));
             let nominated = pod.nomination().is_some().then(|| pod.clone());
             slots.fill(pod);
             nominated
@@ -252,6 +254,7 @@ impl ClusterCache {
         }
         self.pods.remove(&held);
         Self::unplace(&mut table, &held);
+        self.follow_membership(&table, Some(&held), None);
         Ok(UpdateOutcome {
             applied: true,
             resource_version: 0,

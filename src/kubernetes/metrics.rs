@@ -86,20 +86,21 @@ pub(super) fn refusal_log_due(kind: Kind) -> Option<u64> {
     }
 }
 
-/// Every kind's watch is taken as answered until it fails.
-pub(super) fn watches_started() {
-    for kind in Kind::ALL {
+/// Every watched kind's watch is taken as answered until it fails.
+pub(super) fn watches_started(kinds: &[Kind]) {
+    for &kind in kinds {
         watch_healthy(kind, true);
     }
 }
 
-/// Keeps the seconds-since gauges current, once a second, until aborted.
-pub(super) async fn report_event_ages() {
+/// Keeps the seconds-since gauges of the watched `kinds` current, once a second, until
+/// aborted.
+pub(super) async fn report_event_ages(kinds: Vec<Kind>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
         let now = now_millis();
-        for kind in Kind::ALL {
+        for &kind in &kinds {
             let since = |times: &PerKind| {
                 let last = times[index(kind)].load(Ordering::Relaxed);
                 (last != 0).then(|| now.saturating_sub(last) as f64 / 1000.0)

@@ -94,6 +94,8 @@ impl Mirror for AppMirror {
             Kind::PodDisruptionBudget => AnyChange::Pdb(Change::Delete(key_of)),
             Kind::PriorityClass => AnyChange::PriorityClass(Change::Delete(key_of)),
             Kind::Namespace => AnyChange::Namespace(Change::Delete(key_of)),
+            Kind::PodGroup => AnyChange::PodGroup(Change::Delete(key_of)),
+            Kind::Workload => AnyChange::Workload(Change::Delete(key_of)),
         };
         self.app.apply_in_order([change], |result| match result {
             // Gone already (deleted and relisted in between) is what a delete wants.
@@ -122,6 +124,14 @@ impl Mirror for AppMirror {
                 .for_each(|(namespace, name)| each(namespace, name)),
             Kind::PriorityClass => cache.priority_classes().names().for_each(|n| each("", n)),
             Kind::Namespace => cache.namespaces().names().for_each(|n| each("", n)),
+            Kind::PodGroup => cache
+                .pod_groups()
+                .groups()
+                .for_each(|g| each(&g.namespace, &g.name)),
+            Kind::Workload => cache
+                .pod_groups()
+                .workloads()
+                .for_each(|w| each(&w.namespace, &w.name)),
         }
     }
 

@@ -17,6 +17,7 @@
 //! answer as.
 
 mod applier;
+mod discovery;
 mod listed;
 mod metrics;
 mod mirror;
@@ -51,11 +52,26 @@ pub enum Kind {
     PriorityClass,
     /// `v1` Namespace.
     Namespace,
+    /// `scheduling.k8s.io/v1beta1` PodGroup, watched when the API server serves it.
+    PodGroup,
+    /// `scheduling.k8s.io/v1beta1` Workload, watched when the API server serves it.
+    Workload,
 }
 
 impl Kind {
-    /// Every watched kind, each once.
-    pub const ALL: [Kind; 5] = [
+    /// Every kind, each once.
+    pub const ALL: [Kind; 7] = [
+        Kind::Node,
+        Kind::Pod,
+        Kind::PodDisruptionBudget,
+        Kind::PriorityClass,
+        Kind::Namespace,
+        Kind::PodGroup,
+        Kind::Workload,
+    ];
+
+    /// The kinds every API server serves, watched always.
+    pub const CORE: [Kind; 5] = [
         Kind::Node,
         Kind::Pod,
         Kind::PodDisruptionBudget,
@@ -71,10 +87,13 @@ impl Kind {
             Kind::PodDisruptionBudget => "poddisruptionbudget",
             Kind::PriorityClass => "priorityclass",
             Kind::Namespace => "namespace",
+            Kind::PodGroup => "podgroup",
+            Kind::Workload => "workload",
         }
     }
 
     pub(super) fn api_resource(self) -> ApiResource {
+        use k8s_openapi::api::scheduling::v1beta1 as workloads;
         use k8s_openapi::api::{core::v1, policy::v1 as policy, scheduling::v1 as scheduling};
         match self {
             Kind::Node => ApiResource::erase::<v1::Node>(&()),
@@ -82,6 +101,8 @@ impl Kind {
             Kind::PodDisruptionBudget => ApiResource::erase::<policy::PodDisruptionBudget>(&()),
             Kind::PriorityClass => ApiResource::erase::<scheduling::PriorityClass>(&()),
             Kind::Namespace => ApiResource::erase::<v1::Namespace>(&()),
+            Kind::PodGroup => ApiResource::erase::<workloads::PodGroup>(&()),
+            Kind::Workload => ApiResource::erase::<workloads::Workload>(&()),
         }
     }
 }
@@ -108,6 +129,14 @@ macro_rules! with_kind_type {
             }
             Kind::Namespace => {
                 type $type = watched::NamespaceType;
+                $body
+            }
+            Kind::PodGroup => {
+                type $type = watched::PodGroupType;
+                $body
+            }
+            Kind::Workload => {
+                type $type = watched::WorkloadType;
                 $body
             }
         }
@@ -138,6 +167,8 @@ pub(super) fn key_of(object: &Object) -> (Kind, &str, &str) {
         ),
         Object::PriorityClass(c) => (Kind::PriorityClass, "", c.name.as_ref()),
         Object::Namespace(n) => (Kind::Namespace, "", n.name.as_ref()),
+        Object::PodGroup(g) => (Kind::PodGroup, g.namespace.as_ref(), g.name.as_ref()),
+        Object::Workload(w) => (Kind::Workload, w.namespace.as_ref(), w.name.as_ref()),
     }
 }
 
@@ -153,26 +184,29 @@ pub trait Mirror: Send + Sync + 'static {
     fn ready(&self);
 }
 
-/// Watches every kind through `client` and applies what arrives to `mirror`, until the
-/// returned task is aborted. Watch errors (410 Gone included) restart the watch with
-/// backoff; each restart relists.
+/// Watches every kind the API server serves through `client` (see
+/// [`discovery::served_kinds`]) and applies what arrives to `mirror`, until the returned
+/// task is aborted. Watch errors (410 Gone included) restart the watch with backoff;
+/// each restart relists.
 pub fn start(client: kube::Client, mirror: Arc<dyn Mirror>) -> tokio::task::JoinHandle<()> {
-    let (changes, received) = mpsc::channel(QUEUED_CHANGES);
-    let applier = std::thread::Builder::new()
-        .name("kube-applier".into())
-        .spawn(move || apply_changes(received, mirror.as_ref()));
-    if let Err(error) = applier {
-        tracing::error!(%error, "cannot start the kubernetes applier thread");
-    }
-    metrics::watches_started();
-    let mut watches: Vec<_> = Kind::ALL
-        .into_iter()
-        .map(|kind| {
-            with_kind_type!(kind, K => tokio::spawn(watch::<K>(client.clone(), changes.clone())))
-        })
-        .collect();
-    watches.push(tokio::spawn(metrics::report_event_ages()));
     tokio::spawn(async move {
+        let kinds = discovery::served_kinds(&client).await;
+        let (changes, received) = mpsc::channel(QUEUED_CHANGES);
+        let watched = kinds.len();
+        let applier = std::thread::Builder::new()
+            .name("kube-applier".into())
+            .spawn(move || apply_changes(received, mirror.as_ref(), watched));
+        if let Err(error) = applier {
+            tracing::error!(%error, "cannot start the kubernetes applier thread");
+        }
+        metrics::watches_started(&kinds);
+        let mut watches: Vec<_> = kinds
+            .iter()
+            .map(|&kind| {
+                with_kind_type!(kind, K => tokio::spawn(watch::<K>(client.clone(), changes.clone())))
+            })
+            .collect();
+        watches.push(tokio::spawn(metrics::report_event_ages(kinds)));
         let _abort_on_drop = AbortOnDrop(watches);
         std::future::pending::<()>().await;
     })
@@ -218,13 +252,17 @@ pub async fn client(source: &Source) -> anyhow::Result<kube::Client> {
     kube::Client::try_from(config).context("cannot create a kubernetes client")
 }
 
-/// Every object of every kind, listed once (pages of [`LIST_PAGE`]); objects the builder
-/// refuses are left out with a warning, as the watches leave them out.
+/// Every object of every kind the API server serves, listed once (pages of
+/// [`LIST_PAGE`]); objects the builder refuses are left out with a warning, as the
+/// watches leave them out.
 pub async fn list_once(client: kube::Client) -> anyhow::Result<Vec<Object>> {
     use anyhow::Context as _;
     let mut objects = Vec::new();
     let mut memo = Some(Box::new(Memo::for_stream()));
-    for kind in Kind::ALL {
+    let kinds = discovery::discover(&client)
+        .await
+        .context("cannot discover the served resources")?;
+    for kind in kinds {
         with_kind_type!(kind, K => with_memo_until_done(list_kind::<K>(client.clone(), &mut objects), &mut memo)
             .await
             .with_context(|| format!("cannot list {}s", kind.name()))?);

@@ -25,6 +25,8 @@ impl Kind {
             Kind::PodDisruptionBudget => decode::decode_pdb(value).map(Object::Pdb),
             Kind::PriorityClass => decode::decode_priority_class(value).map(Object::PriorityClass),
             Kind::Namespace => decode::decode_namespace(value).map(Object::Namespace),
+            Kind::PodGroup => decode::decode_pod_group(value).map(Object::PodGroup),
+            Kind::Workload => decode::decode_workload(value).map(Object::Workload),
         }
     }
 }
@@ -78,6 +80,8 @@ kind_types!(
     PdbType => PodDisruptionBudget,
     PriorityClassType => PriorityClass,
     NamespaceType => Namespace,
+    PodGroupType => PodGroup,
+    WorkloadType => Workload,
 );
 
 /// The next of `events`, read with `memo` installed for its conversions.

@@ -1,4 +1,4 @@
-//! The one builder: every Node, Pod and PodDisruptionBudget becomes a model object here,
+//! The one builder: every Node, Pod, PodDisruptionBudget, PodGroup and Workload becomes a model object here,
 //! however it arrived. A reader (Kubernetes JSON/YAML in `decode`, typed proto and the
 //! wire fast path in `server`) only finds the fields and fills an [`input`]; the walk
 //! over the object, Kubernetes' defaulting (limits default requests, pod-level requests,
@@ -17,6 +17,7 @@ mod node;
 mod path;
 mod pdb;
 mod pod;
+mod pod_group;
 mod rules;
 
 use std::borrow::Cow;
@@ -32,6 +33,7 @@ pub use memo::Memo;
 pub use node::node;
 pub use pdb::pdb;
 pub use pod::pod;
+pub use pod_group::{PodGroupInput, WorkloadInput, pod_group, workload};
 pub use rules::{is_label_value, is_qualified_name};
 
 use super::Labels;

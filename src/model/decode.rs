@@ -21,10 +21,13 @@ use super::build::{
 };
 use super::namespace::Namespace;
 use super::priority::PriorityClass;
-use super::{Node, Pod, PodDisruptionBudget};
+use super::{Node, Pod, PodDisruptionBudget, PodGroup, Workload};
 
 mod document;
 mod nesting;
+mod pod_group;
+
+pub use pod_group::SCHEDULING_V1BETA1;
 
 pub use document::{
     MAX_JSON_NESTING, MAX_YAML_BYTES, MAX_YAML_NESTING, check_yaml_bounds, parse_document,
@@ -71,6 +74,10 @@ pub enum Object {
     PriorityClass(PriorityClass),
     /// A Namespace.
     Namespace(Namespace),
+    /// A PodGroup.
+    PodGroup(PodGroup),
+    /// A Workload.
+    Workload(Workload),
 }
 
 /// The `kind` of a Node.
@@ -83,16 +90,22 @@ pub const KIND_PDB: &str = "PodDisruptionBudget";
 pub const KIND_PRIORITY_CLASS: &str = "PriorityClass";
 /// The `kind` of a Namespace.
 pub const KIND_NAMESPACE: &str = "Namespace";
+/// The `kind` of a PodGroup.
+pub const KIND_POD_GROUP: &str = "PodGroup";
+/// The `kind` of a Workload.
+pub const KIND_WORKLOAD: &str = "Workload";
 /// Every kind preemptd reads.
-pub const KINDS: [&str; 5] = [
+pub const KINDS: [&str; 7] = [
     KIND_NODE,
     KIND_POD,
     KIND_PDB,
     KIND_PRIORITY_CLASS,
     KIND_NAMESPACE,
+    KIND_POD_GROUP,
+    KIND_WORKLOAD,
 ];
 
-/// Decodes one Node, Pod or PodDisruptionBudget by its `kind`.
+/// Decodes one object of any of the [`KINDS`] by its `kind`.
 pub fn decode_object(value: &Value) -> Result<Object> {
     object_at(&Cur::root(value), None)
 }
@@ -447,8 +460,11 @@ fn object_at(cur: &Cur<'_, '_>, default_kind: Option<&str>) -> Result<Object> {
         Some(KIND_PDB) => pdb_at(cur).map(Object::Pdb),
         Some(KIND_PRIORITY_CLASS) => priority_class_at(cur).map(Object::PriorityClass),
         Some(KIND_NAMESPACE) => namespace_at(cur).map(Object::Namespace),
+        Some(KIND_POD_GROUP) => pod_group::pod_group_at(cur).map(Object::PodGroup),
+        Some(KIND_WORKLOAD) => pod_group::workload_at(cur).map(Object::Workload),
         Some(other) => Err(kind_cur.err(format!(
-            "unsupported kind {other:?}: supported kinds are \"Node\", \"Pod\", \"PodDisruptionBudget\", \"PriorityClass\", \"Namespace\""
+            "unsupported kind {other:?}: supported kinds are {}",
+            KINDS.map(|k| format!("{k:?}")).join(", ")
         ))),
         None => Err(kind_cur.err("must not be empty")),
     }
@@ -554,6 +570,16 @@ pub fn decode_namespace(value: &Value) -> Result<Namespace> {
     namespace_at(&Cur::root(value))
 }
 
+/// Decodes a PodGroup (`kind`, when present, must be `PodGroup`).
+pub fn decode_pod_group(value: &Value) -> Result<PodGroup> {
+    pod_group::pod_group_at(&Cur::root(value))
+}
+
+/// Decodes a Workload (`kind`, when present, must be `Workload`).
+pub fn decode_workload(value: &Value) -> Result<Workload> {
+    pod_group::workload_at(&Cur::root(value))
+}
+
 fn pod_at(cur: &Cur<'_, '_>, memo: &mut Memo) -> Result<Pod> {
     // Outlives the input, which may borrow it.
     let detail_key;
@@ -579,6 +605,7 @@ fn pod_at(cur: &Cur<'_, '_>, memo: &mut Memo) -> Result<Pod> {
         containers: containers(&spec.get("containers")?)?,
         tolerations: tolerations(&spec.get("tolerations")?)?,
         node_selector: string_map(&spec.get("nodeSelector")?)?,
+        scheduling_group: spec.get("schedulingGroup")?.get("podGroupName")?.string()?,
         start_time: status.get("startTime")?.string()?,
         nominated_node_name: status.get("nominatedNodeName")?.string()?,
         phase: status.get("phase")?.string()?,
@@ -615,8 +642,9 @@ fn pod_at(cur: &Cur<'_, '_>, memo: &mut Memo) -> Result<Pod> {
 fn details_key(p: &PodInput<'_>) -> String {
     // Every field `build::pod` reads for the details.
     format!(
-        "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
         p.scheduler_name,
+        p.scheduling_group,
         p.priority_class_name_kept(),
         p.host_network,
         p.containers,

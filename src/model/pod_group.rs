@@ -1,6 +1,7 @@
 //! Workload-aware scheduling objects (scheduling.k8s.io/v1beta1 as v1.37 serves them): the
 //! PodGroup a gang of pods schedules and is preempted as, and the Workload that templates it.
 
+use super::priority::{PriorityClasses, PriorityRequest, UnknownPriorityClass};
 use super::{PreemptionPolicy, Str};
 
 /// How a group is preempted (`spec.disruptionMode`).
@@ -55,9 +56,11 @@ pub struct PodGroup {
     pub disruption_mode: DisruptionMode,
     /// `spec.priorityClassName`: read only while `priority_unset`.
     pub priority_class_name: Option<Str>,
-    /// `spec.priority`, resolved from the class as admission does when unset (0 until then).
+    /// `spec.priority`; when unset, the value admission gives it from its class (see
+    /// [`PodGroup::admit`]), 0 until then.
     pub priority: i32,
-    /// `spec.priority` was unset in the input (admission has yet to resolve it).
+    /// `spec.priority` was unset in the input: the priority is its class's, and follows
+    /// the classes as they change (a group made from a manifest, never admitted).
     pub priority_unset: bool,
     /// `spec.preemptionPolicy`; `None` when unset.
     pub preemption_policy: Option<PreemptionPolicy>,
@@ -65,6 +68,27 @@ pub struct PodGroup {
     pub parent: Option<Str>,
     /// `spec.workloadRef`: (workloadName, templateName).
     pub workload: Option<(Str, Str)>,
+}
+
+impl PodGroup {
+    /// Gives a group whose `spec.priority` was unset the priority the Priority admission
+    /// plugin sets: its class's value, else the global default's, else 0 (the one
+    /// resolver pods use). Again after the classes change, as it reads them anew. The
+    /// preemption policy is left as given: admission sets it from the class only under
+    /// the PodGroupPreemptionPolicy gate. A group naming a class that does not exist is
+    /// left unchanged.
+    pub fn admit(&mut self, classes: &PriorityClasses) -> Result<(), UnknownPriorityClass> {
+        if !self.priority_unset {
+            return Ok(());
+        }
+        let request = PriorityRequest {
+            priority: None,
+            class_name: self.priority_class_name.as_deref().unwrap_or(""),
+            preemption_policy: None,
+        };
+        self.priority = classes.resolve(request)?.0;
+        Ok(())
+    }
 }
 
 /// A Workload: a static template of pod groups. Kept so every input takes it; scheduling

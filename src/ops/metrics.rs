@@ -37,6 +37,10 @@ pub const CACHE_PODS: &str = "preemptd_cache_pods";
 pub const CACHE_NOMINATED_PODS: &str = "preemptd_cache_nominated_pods";
 /// PodDisruptionBudgets the cache holds.
 pub const CACHE_PDBS: &str = "preemptd_cache_pdbs";
+/// PodGroups the cache holds.
+pub const CACHE_POD_GROUPS: &str = "preemptd_cache_pod_groups";
+/// Workloads the cache holds.
+pub const CACHE_WORKLOADS: &str = "preemptd_cache_workloads";
 /// The nominations log's revision.
 pub const NOMINATIONS_REVISION: &str = "preemptd_nominations_revision";
 /// Open nomination watch streams.
@@ -145,6 +149,8 @@ fn describe() {
     describe_gauge!(CACHE_PODS, "Pods in the cluster cache");
     describe_gauge!(CACHE_NOMINATED_PODS, "Pending pods nominated to a node");
     describe_gauge!(CACHE_PDBS, "PodDisruptionBudgets in the cluster cache");
+    describe_gauge!(CACHE_POD_GROUPS, "PodGroups in the cluster cache");
+    describe_gauge!(CACHE_WORKLOADS, "Workloads in the cluster cache");
     describe_gauge!(NOMINATIONS_REVISION, "Revision of the nominations log");
     describe_gauge!(WATCH_SUBSCRIBERS, "Open WatchNominations streams");
     describe_counter!(
@@ -344,6 +350,10 @@ pub struct Snapshot {
     pub nominated_pods: usize,
     /// PodDisruptionBudgets.
     pub pdbs: usize,
+    /// PodGroups.
+    pub pod_groups: usize,
+    /// Workloads.
+    pub workloads: usize,
     /// The nominations log's revision.
     pub nominations_revision: u64,
     /// Open nomination watch streams.
@@ -356,6 +366,8 @@ pub fn set_gauges(s: &Snapshot) {
     metrics::gauge!(CACHE_PODS).set(s.pods as f64);
     metrics::gauge!(CACHE_NOMINATED_PODS).set(s.nominated_pods as f64);
     metrics::gauge!(CACHE_PDBS).set(s.pdbs as f64);
+    metrics::gauge!(CACHE_POD_GROUPS).set(s.pod_groups as f64);
+    metrics::gauge!(CACHE_WORKLOADS).set(s.workloads as f64);
     metrics::gauge!(NOMINATIONS_REVISION).set(s.nominations_revision as f64);
     metrics::gauge!(WATCH_SUBSCRIBERS).set(s.watch_subscribers as f64);
 }

@@ -24,6 +24,10 @@ use crate::nominations::{Event, EventKind};
 use super::errors::ApiError;
 use super::pb;
 
+mod pod_group;
+
+pub use pod_group::{pod_group, workload};
+
 type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 // ---------------------------------------------------------------------------------------
@@ -163,6 +167,10 @@ fn pod_input(p: &pb::Pod) -> PodInput<'_> {
             })
             .collect(),
         node_selector: pairs(&p.node_selector),
+        scheduling_group: p
+            .scheduling_group
+            .as_ref()
+            .map_or("", |g| g.pod_group_name.as_str()),
         start_time: &p.start_time,
         nominated_node_name: &p.nominated_node_name,
         phase: &p.phase,

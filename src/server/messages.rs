@@ -1,15 +1,16 @@
 //! Model → proto for the objects themselves: what a client (the load generator, tests,
 //! benchmarks) sends. `convert::node(_, &node_message(n))` gives `n` back, and likewise
-//! for pods and budgets. Compiled only with the `generate` feature: the server itself
+//! for pods, budgets, PodGroups and Workloads. Compiled only with the `generate` feature: the server itself
 //! never sends an object.
 
 use std::collections::BTreeMap;
 
 use crate::model::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::model::{
-    Container, ContainerResources, InclusionPolicy, LabelSelector, Labels, Node,
-    NodeSelectorRequirement, Pod, PodAffinityTerm, PodDisruptionBudget, PreemptionPolicy,
-    Resources, Str, TaintEffect, TolerationOperator, TopologySpreadConstraint, WhenUnsatisfiable,
+    Container, ContainerResources, DisruptionMode, InclusionPolicy, LabelSelector, Labels, Node,
+    NodeSelectorRequirement, Pod, PodAffinityTerm, PodDisruptionBudget, PodGroup, PreemptionPolicy,
+    Resources, SchedulingPolicy, Str, TaintEffect, TolerationOperator, TopologySpreadConstraint,
+    WhenUnsatisfiable, Workload,
 };
 
 use super::pb;
@@ -303,6 +304,73 @@ pub fn pod_message(p: &Pod) -> pb::Pod {
             .unwrap_or_default()
             .to_string(),
         phase: p.phase.as_str().to_string(),
+        scheduling_group: p
+            .details
+            .scheduling_group
+            .as_ref()
+            .map(|group| pb::PodSchedulingGroup {
+                pod_group_name: group.to_string(),
+            }),
+    }
+}
+
+/// A PodGroup as a typed message (its priority as given: `spec.priority` only when set).
+pub fn pod_group_message(g: &PodGroup) -> pb::PodGroup {
+    let (basic, gang) = match g.policy {
+        SchedulingPolicy::Basic => (Some(pb::BasicSchedulingPolicy {}), None),
+        SchedulingPolicy::Gang { min_count } => {
+            (None, Some(pb::GangSchedulingPolicy { min_count }))
+        }
+    };
+    let (single, all) = match g.disruption_mode {
+        DisruptionMode::Single => (Some(pb::SingleDisruptionMode {}), None),
+        DisruptionMode::All => (None, Some(pb::AllDisruptionMode {})),
+    };
+    pb::PodGroup {
+        namespace: g.namespace.to_string(),
+        name: g.name.to_string(),
+        uid: g.uid.to_string(),
+        resource_version: g.resource_version,
+        creation_timestamp: g.creation_time.map(rfc3339).unwrap_or_default(),
+        scheduling_policy: Some(pb::PodGroupSchedulingPolicy { basic, gang }),
+        disruption_mode: Some(pb::DisruptionMode { single, all }),
+        priority_class_name: g
+            .priority_class_name
+            .as_deref()
+            .unwrap_or_default()
+            .to_string(),
+        priority: (!g.priority_unset).then_some(g.priority),
+        preemption_policy: match g.preemption_policy {
+            None => "",
+            Some(PreemptionPolicy::PreemptLowerPriority) => "PreemptLowerPriority",
+            Some(PreemptionPolicy::Never) => "Never",
+        }
+        .to_string(),
+        parent_composite_pod_group_name: g.parent.as_deref().unwrap_or_default().to_string(),
+        workload_ref: g
+            .workload
+            .as_ref()
+            .map(|(workload, template)| pb::WorkloadReference {
+                workload_name: workload.to_string(),
+                template_name: template.to_string(),
+            }),
+    }
+}
+
+/// A Workload as a typed message.
+pub fn workload_message(w: &Workload) -> pb::Workload {
+    pb::Workload {
+        namespace: w.namespace.to_string(),
+        name: w.name.to_string(),
+        uid: w.uid.to_string(),
+        resource_version: w.resource_version,
+        pod_group_templates: w
+            .pod_group_templates
+            .iter()
+            .map(|name| pb::PodGroupTemplate {
+                name: name.to_string(),
+            })
+            .collect(),
     }
 }
 

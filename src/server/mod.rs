@@ -426,6 +426,8 @@ async fn start_metrics(
             pods: counts.pods,
             nominated_pods: counts.nominated_pods,
             pdbs: counts.pdbs,
+            pod_groups: counts.pod_groups,
+            workloads: counts.workloads,
             nominations_revision: app.log.revision(),
             watch_subscribers: app.open_watchers(),
         }

@@ -89,7 +89,9 @@ from_applied!(
     pb::UpdatePodResponse,
     pb::UpdatePodDisruptionBudgetResponse,
     pb::UpdatePriorityClassResponse,
-    pb::UpdateNamespaceResponse
+    pb::UpdateNamespaceResponse,
+    pb::UpdatePodGroupResponse,
+    pb::UpdateWorkloadResponse
 );
 
 type WatchStream =
@@ -159,6 +161,28 @@ impl pb::preemption_server::Preemption for PreemptionService {
     ) -> Result<Response<pb::UpdateNamespaceResponse>, Status> {
         let applied = self.update(request.into_inner()).await?;
         Ok(Response::new(pb::UpdateNamespaceResponse::from_applied(
+            applied,
+            self.app.epoch.clone(),
+        )))
+    }
+
+    async fn update_pod_group(
+        &self,
+        request: Request<pb::UpdatePodGroupRequest>,
+    ) -> Result<Response<pb::UpdatePodGroupResponse>, Status> {
+        let applied = self.update(request.into_inner()).await?;
+        Ok(Response::new(pb::UpdatePodGroupResponse::from_applied(
+            applied,
+            self.app.epoch.clone(),
+        )))
+    }
+
+    async fn update_workload(
+        &self,
+        request: Request<pb::UpdateWorkloadRequest>,
+    ) -> Result<Response<pb::UpdateWorkloadResponse>, Status> {
+        let applied = self.update(request.into_inner()).await?;
+        Ok(Response::new(pb::UpdateWorkloadResponse::from_applied(
             applied,
             self.app.epoch.clone(),
         )))

@@ -7,7 +7,7 @@
 //! server is generated with it as the method's input): `SyncRequest` with the pod and
 //! node items left as bytes, the same on the wire. The fields most pods set (identity,
 //! labels, node, priority, containers with their requests, limits and ports,
-//! tolerations, node selector, times, phase) are read from those bytes into the builder's [`PodInput`]; a
+//! tolerations, node selector, scheduling group, times, phase) are read from those bytes into the builder's [`PodInput`]; a
 //! pod with any other field, or anything out of the ordinary (a field of an unexpected
 //! wire type, invalid UTF-8, an unknown field) goes through prost and the typed reader.
 //! Both paths end in the same builder, so they give the same pod or the same error.
@@ -56,6 +56,10 @@ pub enum WireItem {
     PriorityClass(Box<pb::UpdatePriorityClassRequest>),
     /// A Namespace's update, decoded.
     Namespace(Box<pb::UpdateNamespaceRequest>),
+    /// A PodGroup's update, decoded.
+    PodGroup(Box<pb::UpdatePodGroupRequest>),
+    /// A Workload's update, decoded.
+    Workload(Box<pb::UpdateWorkloadRequest>),
 }
 
 /// Field numbers of every message, from the descriptors (written by build.rs).
@@ -64,8 +68,11 @@ mod fields {
     include!(concat!(env!("OUT_DIR"), "/field_numbers.rs"));
 }
 
-use fields::sync_request::{NAMESPACE, NODE, PDB, POD, PRIORITY_CLASS};
-use fields::{container, container_port, pod, toleration, update_node_request, update_pod_request};
+use fields::sync_request::{NAMESPACE, NODE, PDB, POD, POD_GROUP, PRIORITY_CLASS, WORKLOAD};
+use fields::{
+    container, container_port, pod, pod_scheduling_group, toleration, update_node_request,
+    update_pod_request,
+};
 
 // One reader takes the upsert of both update requests.
 const UPSERT: u32 = update_pod_request::UPSERT;
@@ -80,6 +87,8 @@ impl prost::Message for SyncRequestWire {
             Some(WireItem::Pdb(r)) => message::encode(PDB, &**r, buf),
             Some(WireItem::PriorityClass(r)) => message::encode(PRIORITY_CLASS, &**r, buf),
             Some(WireItem::Namespace(r)) => message::encode(NAMESPACE, &**r, buf),
+            Some(WireItem::PodGroup(r)) => message::encode(POD_GROUP, &**r, buf),
+            Some(WireItem::Workload(r)) => message::encode(WORKLOAD, &**r, buf),
             None => {}
         }
     }
@@ -132,6 +141,22 @@ impl prost::Message for SyncRequestWire {
                 let merged = merged(held, wire_type, buf, ctx)?;
                 self.item = Some(WireItem::Namespace(Box::new(merged)));
             }
+            POD_GROUP => {
+                let held = match self.item.take() {
+                    Some(WireItem::PodGroup(r)) => Some(*r),
+                    _ => None,
+                };
+                let merged = merged(held, wire_type, buf, ctx)?;
+                self.item = Some(WireItem::PodGroup(Box::new(merged)));
+            }
+            WORKLOAD => {
+                let held = match self.item.take() {
+                    Some(WireItem::Workload(r)) => Some(*r),
+                    _ => None,
+                };
+                let merged = merged(held, wire_type, buf, ctx)?;
+                self.item = Some(WireItem::Workload(Box::new(merged)));
+            }
             _ => return skip_field(wire_type, tag, buf, ctx),
         }
         Ok(())
@@ -145,6 +170,8 @@ impl prost::Message for SyncRequestWire {
             Some(WireItem::Pdb(r)) => message::encoded_len(PDB, &**r),
             Some(WireItem::PriorityClass(r)) => message::encoded_len(PRIORITY_CLASS, &**r),
             Some(WireItem::Namespace(r)) => message::encoded_len(NAMESPACE, &**r),
+            Some(WireItem::PodGroup(r)) => message::encoded_len(POD_GROUP, &**r),
+            Some(WireItem::Workload(r)) => message::encoded_len(WORKLOAD, &**r),
             None => 0,
         }
     }
@@ -314,6 +341,7 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut Memo, f: &mut PodInput<'a>) -> 
     let mut containers: SmallVec<[&[u8]; 2]> = SmallVec::new();
     let mut tolerations: SmallVec<[&[u8]; 2]> = SmallVec::new();
     let mut node_selector: SmallVec<[&[u8]; 4]> = SmallVec::new();
+    let mut scheduling_group = None;
     let mut reader = Reader(encoding);
     while !reader.0.is_empty() {
         let field = reader.0;
@@ -336,6 +364,10 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut Memo, f: &mut PodInput<'a>) -> 
             (pod::DELETION_TIMESTAMP, Len) => f.deletion_timestamp = reader.str()?,
             (pod::NOMINATED_NODE_NAME, Len) => f.nominated_node_name = reader.str()?,
             (pod::PHASE, Len) => f.phase = reader.str()?,
+            // Seen twice, its parts merge: prost's to do.
+            (pod::SCHEDULING_GROUP, Len) if scheduling_group.is_none() => {
+                scheduling_group = Some(reader.bytes()?)
+            }
             _ => return None,
         };
         let (start, end) = (
@@ -344,9 +376,11 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut Memo, f: &mut PodInput<'a>) -> 
         );
         match key.0 {
             pod::LABELS => label_fields.push(encoding, start, end),
-            pod::SCHEDULER_NAME | pod::CONTAINERS | pod::TOLERATIONS | pod::NODE_SELECTOR => {
-                detail_fields.push(encoding, start, end)
-            }
+            pod::SCHEDULER_NAME
+            | pod::CONTAINERS
+            | pod::TOLERATIONS
+            | pod::NODE_SELECTOR
+            | pod::SCHEDULING_GROUP => detail_fields.push(encoding, start, end),
             _ => {}
         }
     }
@@ -375,6 +409,18 @@ fn pod_fields<'a>(encoding: &'a [u8], memo: &mut Memo, f: &mut PodInput<'a>) -> 
     }
     for encoding in node_selector {
         f.node_selector.push(map_entry(encoding)?);
+    }
+    if let Some(encoding) = scheduling_group {
+        let group = read_message(encoding, |name: &mut &'a str, key, reader| {
+            match key {
+                (pod_scheduling_group::POD_GROUP_NAME, WireType::LengthDelimited) => {
+                    *name = reader.str()?
+                }
+                _ => return None,
+            }
+            Some(())
+        })?;
+        f.scheduling_group = group;
     }
     f.details = Source::Encoded(detail_fields);
     Some(())

@@ -238,6 +238,11 @@ pub fn pod(o: &Value) -> pb::Pod {
             })
             .collect(),
         nominated_node_name: text(&status["nominatedNodeName"]),
+        scheduling_group: spec["schedulingGroup"]
+            .as_object()
+            .map(|_| pb::PodSchedulingGroup {
+                pod_group_name: text(&spec["schedulingGroup"]["podGroupName"]),
+            }),
         phase: text(&status["phase"]),
     }
 }

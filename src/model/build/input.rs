@@ -118,6 +118,8 @@ pub struct PodInput<'a> {
     pub tolerations: SmallVec<[TolerationInput<'a>; 2]>,
     /// `spec.nodeSelector`.
     pub node_selector: Pairs<'a, 4>,
+    /// `spec.schedulingGroup.podGroupName`; empty: in no group.
+    pub scheduling_group: &'a str,
 
     /// `status.startTime`.
     pub start_time: &'a str,

@@ -101,6 +101,7 @@ fn details(p: &PodInput<'_>, memo: &mut Memo) -> Result<PodDetails> {
             memo,
         )?,
         node_selector: memo.labels(&in_key_order(&p.node_selector)),
+        scheduling_group: (!p.scheduling_group.is_empty()).then(|| memo.str(p.scheduling_group)),
         ..PodDetails::default()
     };
     let tolerations = p

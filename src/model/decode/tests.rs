@@ -51,7 +51,10 @@ fn decodes_every_conformance_scenario() {
                     pdbs += 1;
                     assert!(p.selector.as_ref().is_some_and(LabelSelector::is_valid));
                 }
-                Object::PriorityClass(_) | Object::Namespace(_) => {}
+                Object::PriorityClass(_)
+                | Object::Namespace(_)
+                | Object::PodGroup(_)
+                | Object::Workload(_) => {}
             }
         }
     }
@@ -116,7 +119,10 @@ fn spot_checks_taints_ports_pdbs_and_terminating() {
                     conditions += usize::from(p.terminating_by_preemption());
                 }
                 Object::Pdb(p) => disrupted += p.disrupted_pods.len(),
-                Object::PriorityClass(_) | Object::Namespace(_) => {}
+                Object::PriorityClass(_)
+                | Object::Namespace(_)
+                | Object::PodGroup(_)
+                | Object::Workload(_) => {}
             }
         }
     }
@@ -546,7 +552,7 @@ fn metadata_and_status_errors() {
         err_of(decode_object(
             &json!({"kind": "Service", "metadata": {"name": "s"}})
         )),
-        r#"kind: unsupported kind "Service": supported kinds are "Node", "Pod", "PodDisruptionBudget", "PriorityClass", "Namespace""#
+        r#"kind: unsupported kind "Service": supported kinds are "Node", "Pod", "PodDisruptionBudget", "PriorityClass", "Namespace", "PodGroup", "Workload""#
     );
     assert_eq!(
         err_of(decode_object(&json!({"metadata": {"name": "s"}}))),
@@ -1025,4 +1031,159 @@ fn an_admitted_pods_class_name_is_not_kept_and_its_details_are_shared() {
         Some("high")
     );
     assert!(!triomphe::Arc::ptr_eq(&policy_unset.details, &high.details));
+}
+
+const YAML_GANG: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: scheduling.k8s.io/v1beta1
+  kind: Workload
+  metadata: {name: training, namespace: ml, uid: w-1, resourceVersion: "11"}
+  spec:
+    podGroupTemplates:
+    - name: workers
+      schedulingPolicy: {gang: {minCount: 4}}
+- apiVersion: scheduling.k8s.io/v1beta1
+  kind: PodGroup
+  metadata:
+    name: training-workers
+    namespace: ml
+    uid: g-1
+    resourceVersion: "12"
+    creationTimestamp: "2026-03-01T10:00:00Z"
+  spec:
+    schedulingPolicy: {gang: {minCount: 4}}
+    disruptionMode: {all: {}}
+    priorityClassName: training
+    workloadRef: {workloadName: training, templateName: workers}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: worker-0, namespace: ml}
+  spec:
+    schedulingGroup: {podGroupName: training-workers}
+    containers: [{name: c}]
+"#;
+
+#[test]
+fn pod_groups_workloads_and_members_decode_from_yaml_and_json_alike() {
+    let yaml = parse_document(YAML_GANG).expect("yaml");
+    let json_text = serde_json::to_string(&yaml).expect("json");
+    for document in [yaml, parse_document(&json_text).expect("json")] {
+        let objects = decode_list(&document).expect("a list");
+        let [
+            Object::Workload(workload),
+            Object::PodGroup(group),
+            Object::Pod(pod),
+        ] = &objects[..]
+        else {
+            panic!("a workload, a group and a pod: {objects:?}");
+        };
+        assert_eq!(
+            (&*workload.namespace, &*workload.name, &*workload.uid),
+            ("ml", "training", "w-1")
+        );
+        assert_eq!(workload.resource_version, 11);
+        assert_eq!(workload.pod_group_templates, [Str::from("workers")]);
+        assert_eq!((&*group.name, &*group.uid), ("training-workers", "g-1"));
+        assert_eq!(
+            group.policy,
+            crate::model::SchedulingPolicy::Gang { min_count: 4 }
+        );
+        assert_eq!(group.disruption_mode, crate::model::DisruptionMode::All);
+        assert_eq!(group.priority_class_name.as_deref(), Some("training"));
+        assert!(group.priority_unset);
+        assert_eq!(
+            group.workload,
+            Some((Str::from("training"), Str::from("workers")))
+        );
+        assert_eq!(group.creation_time, Some(1_772_359_200_000_000_000));
+        assert_eq!(
+            pod.details.scheduling_group.as_deref(),
+            Some("training-workers")
+        );
+    }
+}
+
+#[test]
+fn pod_group_and_workload_errors_name_their_fields() {
+    let group = |spec: Value| {
+        json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+               "metadata": {"name": "g"}, "spec": spec})
+    };
+    let cases = [
+        (
+            group(json!({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}})),
+            "spec.disruptionMode: the disruptionMode `all` is not supported with the basic scheduling policy",
+        ),
+        (
+            group(json!({"schedulingPolicy": {"gang": {}}})),
+            "spec.schedulingPolicy.gang.minCount: must be greater than or equal to 1",
+        ),
+        (
+            group(json!({"schedulingPolicy": {"gang": {"minCount": "4"}}})),
+            "spec.schedulingPolicy.gang.minCount: expected an integer",
+        ),
+        (
+            group(json!({"schedulingPolicy": {"basic": {}, "gang": {"minCount": 1}}})),
+            "spec.schedulingPolicy: must specify exactly one of: `basic`, `gang`",
+        ),
+        (
+            group(json!({})),
+            "spec.schedulingPolicy: must specify one of: `basic`, `gang`",
+        ),
+        (
+            group(json!({"schedulingPolicy": {"basic": {}},
+                         "disruptionMode": {"single": {}, "all": {}}})),
+            "spec.disruptionMode: must specify exactly one of: `single`, `all`",
+        ),
+        (
+            group(json!({"schedulingPolicy": {"basic": {}}, "preemptionPolicy": "Always"})),
+            "spec.preemptionPolicy: unsupported value \"Always\": supported values are \"PreemptLowerPriority\", \"Never\"",
+        ),
+        (
+            json!({"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+                   "metadata": {"name": "g"}}),
+            "apiVersion: unsupported apiVersion \"scheduling.k8s.io/v1alpha2\" for kind PodGroup",
+        ),
+        (
+            json!({"kind": "Workload", "metadata": {"name": "w"},
+                   "spec": {"podGroupTemplates": [{"name": "a"}, {}]}}),
+            "spec.podGroupTemplates[1].name: must not be empty",
+        ),
+    ];
+    for (document, expected) in cases {
+        assert_eq!(err_of(decode_object(&document)), expected);
+    }
+    let listed = json!({"kind": "PodGroupList", "items": [
+        {"metadata": {"name": "ok"}, "spec": {"schedulingPolicy": {"basic": {}}}},
+        {"metadata": {"name": "bad"}, "spec": {"schedulingPolicy": {"gang": {"minCount": 0}}}}
+    ]});
+    assert_eq!(
+        err_of(decode_list(&listed)),
+        "items[1].spec.schedulingPolicy.gang.minCount: must be greater than or equal to 1"
+    );
+}
+
+#[test]
+fn pods_of_different_groups_do_not_share_their_details() {
+    let pod = |name: &str, group: Option<&str>| {
+        let mut spec = json!({"containers": [{"name": "c",
+            "resources": {"requests": {"cpu": "100m"}}}]});
+        if let Some(group) = group {
+            spec["schedulingGroup"] = json!({"podGroupName": group});
+        }
+        json!({"kind": "Pod", "metadata": {"name": name, "namespace": "ml"}, "spec": spec})
+    };
+    let mut memo = crate::model::build::Memo::for_stream();
+    let mut decode = |value: Value| decode_pod_with(&value, &mut memo).expect("a pod");
+    let a = decode(pod("a", Some("left")));
+    let b = decode(pod("b", Some("right")));
+    let c = decode(pod("c", Some("left")));
+    let none = decode(pod("d", None));
+    assert_eq!(b.details.scheduling_group.as_deref(), Some("right"));
+    assert_eq!(none.details.scheduling_group, None);
+    assert!(triomphe::Arc::ptr_eq(&a.details, &c.details));
+    assert!(!triomphe::Arc::ptr_eq(&a.details, &b.details));
+    assert!(!triomphe::Arc::ptr_eq(&a.details, &none.details));
 }

@@ -18,6 +18,8 @@ pub(crate) enum Kind {
     Pdb,
     PriorityClass,
     Namespace,
+    PodGroup,
+    Workload,
 }
 
 impl Kind {
@@ -29,6 +31,8 @@ impl Kind {
             Kind::Pdb => "pdb",
             Kind::PriorityClass => "priority_class",
             Kind::Namespace => "namespace",
+            Kind::PodGroup => "pod_group",
+            Kind::Workload => "workload",
         }
     }
 
@@ -40,6 +44,8 @@ impl Kind {
             Kind::Pdb => &mut counts.pdbs,
             Kind::PriorityClass => &mut counts.priority_classes,
             Kind::Namespace => &mut counts.namespaces,
+            Kind::PodGroup => &mut counts.pod_groups,
+            Kind::Workload => &mut counts.workloads,
         }
     }
 }
@@ -139,6 +145,22 @@ update_request!(
     |n, _: &mut Memo| convert::namespace("upsert", n),
     decode::decode_namespace
 );
+update_request!(
+    pb::UpdatePodGroupRequest,
+    update_pod_group_request,
+    PodGroup,
+    PodGroup,
+    |g, _: &mut Memo| convert::pod_group("upsert", g),
+    decode::decode_pod_group
+);
+update_request!(
+    pb::UpdateWorkloadRequest,
+    update_workload_request,
+    Workload,
+    Workload,
+    |w, _: &mut Memo| convert::workload("upsert", w),
+    decode::decode_workload
+);
 
 /// A `Sync` item read as the unary update of its kind: its kind (when it names one)
 /// and its change.
@@ -158,7 +180,7 @@ pub(crate) fn read_sync_item(
             None,
             Err(ApiError::invalid(
                 "item",
-                "one of node, pod, pdb, priority_class or namespace is required",
+                "one of node, pod, pdb, priority_class, namespace, pod_group or workload is required",
             )),
         ),
         Some(Item::Node(r)) => read(r, memo),
@@ -166,5 +188,7 @@ pub(crate) fn read_sync_item(
         Some(Item::Pdb(r)) => read(r, memo),
         Some(Item::PriorityClass(r)) => read(r, memo),
         Some(Item::Namespace(r)) => read(r, memo),
+        Some(Item::PodGroup(r)) => read(r, memo),
+        Some(Item::Workload(r)) => read(r, memo),
     }
 }

@@ -264,6 +264,8 @@ fn prepare_on_receive(request: SyncRequestWire, memo: &mut Memo) -> Result<Prepa
         Some(WireItem::Pdb(r)) => Some(Item::Pdb(*r)),
         Some(WireItem::PriorityClass(r)) => Some(Item::PriorityClass(*r)),
         Some(WireItem::Namespace(r)) => Some(Item::Namespace(*r)),
+        Some(WireItem::PodGroup(r)) => Some(Item::PodGroup(*r)),
+        Some(WireItem::Workload(r)) => Some(Item::Workload(*r)),
     };
     Ok(read_sync_item(item, memo))
 }

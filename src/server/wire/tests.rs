@@ -473,3 +473,105 @@ proptest! {
         prop_assert_eq!(kind(with_wire(&request, &mut memo).0), kind(with_prost(&request)));
     }
 }
+
+#[test]
+fn a_pods_scheduling_group_is_read_from_its_encoding_and_keeps_details_apart() {
+    let mut memo = Memo::new(64);
+    let base = pods()
+        .into_iter()
+        .find(|p| {
+            let request = sync_request(&upsert(p.clone()));
+            with_wire(&request, &mut Memo::disabled()).1
+        })
+        .expect("a pod read from its encoding");
+    let member = |name: &str, group: &str| {
+        let mut pod = base.clone();
+        pod.name = name.into();
+        pod.uid = format!("uid-{name}");
+        pod.scheduling_group = Some(pb::PodSchedulingGroup {
+            pod_group_name: group.into(),
+        });
+        pod
+    };
+    let mut read = Vec::new();
+    for pod in [
+        member("a", "left"),
+        member("b", "right"),
+        member("c", "left"),
+    ] {
+        let request = sync_request(&upsert(pod));
+        let (outcome, was_read) = with_wire(&request, &mut memo);
+        assert!(was_read, "read from the encoding");
+        assert_eq!(outcome, with_prost(&request));
+        let Outcome::Upsert(Ok(pod)) = outcome else {
+            panic!("an upsert: {outcome:?}");
+        };
+        read.push(pod);
+    }
+    let groups: Vec<_> = read
+        .iter()
+        .map(|p| p.details.scheduling_group.as_deref())
+        .collect();
+    assert_eq!(groups, [Some("left"), Some("right"), Some("left")]);
+    assert!(Arc::ptr_eq(&read[0].details, &read[2].details));
+    assert!(!Arc::ptr_eq(&read[0].details, &read[1].details));
+
+    // The field given twice merges as prost merges it: prost reads that one.
+    let mut pod_encoding = member("d", "first").encode_to_vec();
+    pod_encoding.extend_from_slice(&len_field(
+        pod::SCHEDULING_GROUP,
+        &pb::PodSchedulingGroup::default().encode_to_vec(),
+    ));
+    let twice = len_field(UPSERT, &pod_encoding);
+    let request = sync_request(&twice);
+    let (outcome, was_read) = with_wire(&request, &mut memo);
+    assert!(!was_read, "left to prost");
+    assert_eq!(outcome, with_prost(&request));
+    let Outcome::Upsert(Ok(pod)) = outcome else {
+        panic!("an upsert");
+    };
+    assert_eq!(pod.details.scheduling_group.as_deref(), Some("first"));
+}
+
+#[test]
+fn pod_group_and_workload_items_are_decoded_and_merged_as_prost_does() {
+    use pb::sync_request::Item;
+    let group = |name: &str, min_count: i32| pb::SyncRequest {
+        item: Some(Item::PodGroup(pb::UpdatePodGroupRequest {
+            change: Some(pb::update_pod_group_request::Change::Upsert(pb::PodGroup {
+                name: name.into(),
+                scheduling_policy: Some(pb::PodGroupSchedulingPolicy {
+                    gang: Some(pb::GangSchedulingPolicy { min_count }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })),
+        })),
+    };
+    let workload = pb::SyncRequest {
+        item: Some(Item::Workload(pb::UpdateWorkloadRequest {
+            change: Some(pb::update_workload_request::Change::Delete(pb::ObjectRef {
+                name: "job".into(),
+                ..Default::default()
+            })),
+        })),
+    };
+    let (first, second) = (group("a", 2).encode_to_vec(), group("b", 3).encode_to_vec());
+    for encoding in [
+        first.clone(),
+        workload.encode_to_vec(),
+        [first.clone(), second].concat(),
+        [workload.encode_to_vec(), first].concat(),
+    ] {
+        let typed = pb::SyncRequest::decode(&encoding[..]).expect("prost decodes it");
+        let wire = SyncRequestWire::decode(&encoding[..]).expect("the server decodes it");
+        assert!(matches!(
+            wire.item,
+            Some(WireItem::PodGroup(_) | WireItem::Workload(_))
+        ));
+        assert_eq!(
+            pb::SyncRequest::decode(&wire.encode_to_vec()[..]).expect("re-encoded"),
+            typed
+        );
+    }
+}
