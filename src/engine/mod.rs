@@ -23,10 +23,12 @@ pub mod drain;
 mod eligibility;
 mod filter_pass;
 pub mod filters;
+pub mod group;
 mod groups;
 mod lanes;
 pub mod per_node;
 mod pick;
+mod placement_stub;
 pub mod policy;
 mod potential;
 mod search;
@@ -34,12 +36,14 @@ mod tally;
 #[cfg(test)]
 mod test_support;
 mod thresholds;
+pub mod units;
 mod version;
 mod victims;
 
 pub use decision::{DecideOptions, Decision, NodeDiagnostic, Outcome};
 pub use eligibility::{NotPending, check_pending};
 pub use filters::{Code, Status};
+pub use group::{GroupDecision, GroupOptions, decide_group};
 pub use lanes::DecisionLanes;
 pub use policy::{PdbMode, Policy};
 pub use version::{FeatureGates, GateError, KubernetesVersion};

@@ -1,0 +1,204 @@
+//! Victim units (kubernetes v1.37 with GenericWorkload on): what preemption evicts as one.
+//!
+//! * A pod of no group is its own unit, at its own priority.
+//! * A pod naming a PodGroup ranks at the group's priority (its own when the group is not
+//!   held, as upstream falls back to the pod's) and as a PodGroup unit, even alone.
+//! * The pods of a group in disruption mode `all` are one unit: every bound pod naming the
+//!   group, on whichever node it runs; evicting the unit evicts them all.
+//!
+//! Importance (upstream `MoreImportantVictim`): higher priority, then the unit's kind
+//! (CompositePodGroup > PodGroup > Pod), then more pods, then the earlier start (the
+//! earliest of the unit's pods; a pod without `startTime` counts as now). preemptd breaks
+//! remaining ties by the first pod's namespace, name and uid so answers are reproducible.
+
+use std::cmp::Ordering;
+
+use ahash::AHashMap as HashMap;
+use triomphe::Arc;
+
+use super::victims::{Coverage, PdbIndex, Remaining};
+use crate::cache::{PodGroupIndex, Snapshot};
+use crate::model::{DisruptionMode, Pod, Str};
+
+/// What a unit is, for importance: upstream's entity key types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum UnitKind {
+    /// A pod of no group.
+    Pod,
+    /// A PodGroup, or a member of one in disruption mode `single`.
+    PodGroup,
+}
+
+/// Pods evicted together.
+#[derive(Clone, Debug)]
+pub struct VictimUnit {
+    /// The pods, on one node or several; (namespace, name) order within an `all` group
+    /// (upstream lists a group's pods in map order, i.e. at random).
+    pub pods: Vec<Arc<Pod>>,
+    /// The unit's priority: its group's, else its pod's.
+    pub priority: i32,
+    /// Its kind.
+    pub kind: UnitKind,
+    /// The earliest start of its pods (unset: `now`).
+    pub earliest_start: i64,
+}
+
+impl VictimUnit {
+    fn new(pods: Vec<Arc<Pod>>, priority: i32, kind: UnitKind, now: i64) -> Self {
+        let earliest_start = pods
+            .iter()
+            .map(|p| p.start_time.unwrap_or(now))
+            .min()
+            .unwrap_or(now);
+        VictimUnit {
+            pods,
+            priority,
+            kind,
+            earliest_start,
+        }
+    }
+
+    /// The unit is a group (evicting it disrupts a PodGroup).
+    pub fn is_group(&self) -> bool {
+        self.kind == UnitKind::PodGroup
+    }
+}
+
+/// [`VictimUnit`] importance, most important first.
+pub fn importance(a: &VictimUnit, b: &VictimUnit) -> Ordering {
+    b.priority
+        .cmp(&a.priority)
+        .then_with(|| b.kind.cmp(&a.kind))
+        .then_with(|| b.pods.len().cmp(&a.pods.len()))
+        .then_with(|| a.earliest_start.cmp(&b.earliest_start))
+        .then_with(|| {
+            let key = |u: &VictimUnit| {
+                u.pods
+                    .first()
+                    .map(|p| (p.namespace.clone(), Str::from(p.name()), Str::from(p.uid())))
+            };
+            key(a).cmp(&key(b))
+        })
+}
+
+/// The priority a pod is preempted at (upstream `GetPodPriority`): its group's when the
+/// group is held, else its own.
+pub fn victim_priority(pod: &Pod, groups: &PodGroupIndex) -> i32 {
+    pod.details
+        .scheduling_group
+        .as_ref()
+        .and_then(|name| groups.group(&pod.namespace, name))
+        .map_or(pod.priority, |group| group.priority)
+}
+
+/// The group in disruption mode `all` whose unit `pod` belongs to, if any.
+fn all_mode_group<'g>(pod: &'g Pod, groups: &PodGroupIndex) -> Option<&'g Str> {
+    let name = pod.details.scheduling_group.as_ref()?;
+    groups
+        .group(&pod.namespace, name)
+        .filter(|g| g.disruption_mode == DisruptionMode::All)
+        .map(|_| name)
+}
+
+/// The bound pods of every group in disruption mode `all`, by (namespace, group), each
+/// list in (namespace, name) order. One pass over the snapshot's pods, skipped when no
+/// such group is held.
+pub struct AllModeMembers(HashMap<(Str, Str), Vec<Arc<Pod>>>);
+
+impl AllModeMembers {
+    /// The members of `snapshot`'s `all` groups.
+    pub fn of(snapshot: &Snapshot) -> Self {
+        let mut members: HashMap<(Str, Str), Vec<Arc<Pod>>> = HashMap::new();
+        let any = snapshot
+            .pod_groups
+            .groups()
+            .any(|g| g.disruption_mode == DisruptionMode::All);
+        if any {
+            for info in snapshot.nodes.iter() {
+                for pod in &info.pods {
+                    if let Some(group) = all_mode_group(pod, &snapshot.pod_groups) {
+                        members
+                            .entry((pod.namespace.clone(), group.clone()))
+                            .or_default()
+                            .push(pod.clone());
+                    }
+                }
+            }
+            for list in members.values_mut() {
+                list.sort_by(|a, b| (&a.namespace, a.name()).cmp(&(&b.namespace, b.name())));
+            }
+        }
+        AllModeMembers(members)
+    }
+
+    /// The pods of `namespace/group`.
+    fn get(&self, namespace: &Str, group: &Str) -> Option<&Vec<Arc<Pod>>> {
+        self.0.get(&(namespace.clone(), group.clone()))
+    }
+}
+
+/// Groups pods into units: each `all` group once (with all its members, wherever they
+/// run), every other pod alone. `pods` in any order; units in first-seen order.
+pub fn units_of<'p>(
+    pods: impl IntoIterator<Item = &'p Arc<Pod>>,
+    groups: &PodGroupIndex,
+    all_members: &AllModeMembers,
+    now: i64,
+) -> Vec<VictimUnit> {
+    let mut seen_groups: Vec<(&Str, &Str)> = Vec::new();
+    let mut units = Vec::new();
+    for pod in pods {
+        let priority = victim_priority(pod, groups);
+        match all_mode_group(pod, groups) {
+            Some(group) => {
+                if seen_groups.contains(&(&pod.namespace, group)) {
+                    continue;
+                }
+                seen_groups.push((&pod.namespace, group));
+                let members = all_members
+                    .get(&pod.namespace, group)
+                    .cloned()
+                    .unwrap_or_else(|| vec![pod.clone()]);
+                units.push(VictimUnit::new(members, priority, UnitKind::PodGroup, now));
+            }
+            None => {
+                let kind = if pod.details.scheduling_group.is_some() {
+                    UnitKind::PodGroup
+                } else {
+                    UnitKind::Pod
+                };
+                units.push(VictimUnit::new(vec![pod.clone()], priority, kind, now));
+            }
+        }
+    }
+    units
+}
+
+/// Splits importance-ordered units into violating ones (with how many of their pods
+/// violate a budget) and the others: a unit violates when any pod of it does, every pod
+/// charged in turn (upstream `FilterVictimsWithPDBViolation`).
+pub(crate) fn split_units_by_violation(
+    units: Vec<VictimUnit>,
+    pdbs: &PdbIndex<'_>,
+) -> (Vec<(VictimUnit, i32)>, Vec<VictimUnit>) {
+    let mut remaining = Remaining::default();
+    let mut coverage = Coverage::default();
+    let mut violating = Vec::new();
+    let mut non_violating = Vec::new();
+    for unit in units {
+        let count = unit
+            .pods
+            .iter()
+            .filter(|p| pdbs.charge(p, &mut remaining, &mut coverage))
+            .count();
+        if count > 0 {
+            violating.push((unit, i32::try_from(count).unwrap_or(i32::MAX)));
+        } else {
+            non_violating.push(unit);
+        }
+    }
+    (violating, non_violating)
+}
+
+#[cfg(test)]
+mod tests;
