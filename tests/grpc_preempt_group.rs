@@ -317,3 +317,33 @@ async fn held_members_are_found_by_the_group_they_name() {
     .await
     .expect("test timed out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_pod_preempt_lists_an_all_victim_s_pods_on_other_nodes() {
+    timeout(TEST_TIMEOUT, async {
+        let (server, mut client) = start_gang_server().await;
+        inference_cluster(&server, &mut client).await;
+        let response = preempt(&mut client, pod("urgent", 1000, "8", ""), true).await;
+        assert_eq!(
+            outcome(&response),
+            pb::Outcome::Preempt,
+            "{}",
+            response.message
+        );
+        let victims = names(&response.victims);
+        let gang = if response.nominated_node_name == "n1" || response.nominated_node_name == "n2" {
+            ["default/a-0", "default/a-1"]
+        } else {
+            ["default/b-0", "default/b-1"]
+        };
+        assert_eq!(
+            victims,
+            gang.to_vec(),
+            "node {}",
+            response.nominated_node_name
+        );
+        server.shutdown().await.expect("shutdown");
+    })
+    .await
+    .expect("test timed out");
+}

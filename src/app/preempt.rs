@@ -133,6 +133,7 @@ impl App {
             policy: self.policy.clone(),
             pdb_mode,
             version: self.kubernetes_version(),
+            feature_gates: Some(self.feature_gates().clone()),
             ..DecideOptions::default()
         };
         let mut last_conflict: Option<Str> = None;

@@ -16,8 +16,10 @@ use std::cmp::Ordering;
 use ahash::AHashMap as HashMap;
 use triomphe::Arc;
 
+use super::filters::{NodeScratch, PreFilter, Status};
+use super::placement_stub::ClusterView;
 use super::victims::{Coverage, PdbIndex, Remaining};
-use crate::cache::{PodGroupIndex, Snapshot};
+use crate::cache::{NodeInfo, PodGroupIndex, Snapshot};
 use crate::model::{DisruptionMode, Pod, Str};
 
 /// What a unit is, for importance: upstream's entity key types.
@@ -198,6 +200,172 @@ pub(crate) fn split_units_by_violation(
         }
     }
     (violating, non_violating)
+}
+
+/// What per-pod preemption needs to select units on a node: the snapshot's groups and
+/// their `all` members, built once per decision.
+pub(crate) struct UnitContext<'s> {
+    snapshot: &'s Snapshot,
+    all_members: AllModeMembers,
+    version: super::KubernetesVersion,
+    gates: super::FeatureGates,
+}
+
+impl<'s> UnitContext<'s> {
+    /// For decisions on `snapshot` with `gates`; `None` when pods are pods (GenericWorkload
+    /// off, or no pod names a group).
+    pub(crate) fn new(snapshot: &'s Snapshot, gates: &super::FeatureGates) -> Option<Self> {
+        if !gates.generic_workload() {
+            return None;
+        }
+        let any_member = snapshot.nodes.iter().any(|info| {
+            info.pods
+                .iter()
+                .any(|p| p.details.scheduling_group.is_some())
+        });
+        any_member.then(|| UnitContext {
+            snapshot,
+            all_members: AllModeMembers::of(snapshot),
+            version: gates.version(),
+            gates: gates.clone(),
+        })
+    }
+
+    /// The priority `pod` is preempted at.
+    pub(crate) fn priority(&self, pod: &Pod) -> i32 {
+        victim_priority(pod, &self.snapshot.pod_groups)
+    }
+}
+
+/// Upstream `SelectVictimsOnNode` with victim units: every unit on `info` below the
+/// preemptor's priority leaves (an `all` group from every node it runs on), the preemptor
+/// must fit, then units are reprieved, budget-violating ones first, each in importance
+/// order. Returns the victims (units in importance order, flattened) and the violating
+/// pods' count, or the node's failure.
+///
+/// A unit with pods on other nodes changes what the preemptor's PreFilter counted there
+/// (spread and inter-pod terms) without changing those nodes: the node is then checked on
+/// a view of the cluster without the removed pods. Otherwise the node's scratch copy does.
+pub(crate) fn select_unit_victims_on_node(
+    pre: &PreFilter<'_>,
+    info: &NodeInfo,
+    context: &UnitContext<'_>,
+    pdbs: &PdbIndex<'_>,
+    now: i64,
+) -> Result<(Vec<Arc<Pod>>, i32), Status> {
+    let preemptor = pre.pod;
+    let groups = &context.snapshot.pod_groups;
+    let potential: Vec<VictimUnit> = units_of(info.pods.iter(), groups, &context.all_members, now)
+        .into_iter()
+        .filter(|u| u.priority < preemptor.priority)
+        .collect();
+    if potential.is_empty() {
+        return Err(super::victims::no_victims());
+    }
+    let spans_nodes = potential.iter().any(|u| {
+        u.pods
+            .iter()
+            .any(|p| p.node_name.as_ref() != Some(&info.name))
+    });
+    let mut checker = if spans_nodes {
+        Checker::View(ClusterView::new(
+            context.snapshot,
+            context.version,
+            &context.gates,
+        ))
+    } else {
+        let scratch = pre.scratch(info).ok_or_else(super::victims::no_victims)?;
+        Checker::Scratch(scratch)
+    };
+    for unit in &potential {
+        checker.remove(pre, info, unit);
+    }
+    checker.fits(pre, info)?;
+    let mut ordered = potential;
+    ordered.sort_by(importance);
+    let (violating, non_violating) = split_units_by_violation(ordered, pdbs);
+    let both = !violating.is_empty() && !non_violating.is_empty();
+    let mut victims: Vec<VictimUnit> = Vec::new();
+    let mut pdb_violations = 0;
+    let candidates = violating
+        .into_iter()
+        .chain(non_violating.into_iter().map(|unit| (unit, 0)));
+    for (unit, count) in candidates {
+        checker.restore(pre, info, &unit);
+        if checker.fits(pre, info).is_err() {
+            checker.remove(pre, info, &unit);
+            pdb_violations += count;
+            victims.push(unit);
+        }
+    }
+    if both {
+        victims.sort_by(importance);
+    }
+    let pods: Vec<Arc<Pod>> = victims.into_iter().flat_map(|u| u.pods).collect();
+    if pods.is_empty() {
+        return Err(super::victims::no_victims_evicted());
+    }
+    Ok((pods, pdb_violations))
+}
+
+/// Where a dry run's removals and returns are made.
+enum Checker<'n, 's> {
+    /// Every unit on the node only: its scratch copy.
+    Scratch(NodeScratch<'n>),
+    /// Some unit spans nodes: a view of the whole cluster.
+    View(ClusterView<'s>),
+}
+
+impl Checker<'_, '_> {
+    fn remove(&mut self, pre: &PreFilter<'_>, info: &NodeInfo, unit: &VictimUnit) {
+        match self {
+            Checker::Scratch(scratch) => {
+                for pod in &unit.pods {
+                    if let Some(i) = info.pods.iter().position(|p| Arc::ptr_eq(p, pod)) {
+                        pre.remove_bound(scratch, i);
+                    }
+                }
+            }
+            Checker::View(view) => {
+                for pod in &unit.pods {
+                    view.remove_pod(pod);
+                }
+            }
+        }
+    }
+
+    fn restore(&mut self, pre: &PreFilter<'_>, info: &NodeInfo, unit: &VictimUnit) {
+        match self {
+            Checker::Scratch(scratch) => {
+                for pod in &unit.pods {
+                    if let Some(i) = info.pods.iter().position(|p| Arc::ptr_eq(p, pod)) {
+                        pre.restore_bound(scratch, i);
+                    }
+                }
+            }
+            Checker::View(view) => {
+                for pod in &unit.pods {
+                    if let Some(node) = &pod.node_name {
+                        view.add_pod(pod.clone(), node);
+                    }
+                }
+            }
+        }
+    }
+
+    fn fits(&mut self, pre: &PreFilter<'_>, info: &NodeInfo) -> Result<(), Status> {
+        match self {
+            Checker::Scratch(scratch) => {
+                let status = pre.fits_with_nominated(scratch);
+                if status.is_success() {
+                    Ok(())
+                } else {
+                    Err(status)
+                }
+            }
+            Checker::View(view) => view.fits(pre.pod, &info.name),
+        }
+    }
 }
 
 #[cfg(test)]

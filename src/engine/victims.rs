@@ -228,14 +228,7 @@ pub(crate) fn select_victims_on_node(
         victims.sort_unstable_by(|a, b| importance(a, b, now));
     }
     if victims.is_empty() {
-        // Upstream turns success without victims into an error for this node.
-        return Err(Status {
-            code: Code::UnschedulableAndUnresolvable,
-            plugin: "DefaultPreemption",
-            reasons: smallvec::smallvec![
-                "preemption found no victims to evict on this node".into()
-            ],
-        });
+        return Err(no_victims_evicted());
     }
     Ok((victims, pdb_violations))
 }
@@ -265,7 +258,16 @@ fn sort_by_importance(indices: &mut [usize], pods: &[Arc<Pod>], now: i64) {
     }
 }
 
-fn no_victims() -> Status {
+/// Upstream turns success without victims into an error for the node.
+pub(crate) fn no_victims_evicted() -> Status {
+    Status {
+        code: Code::UnschedulableAndUnresolvable,
+        plugin: "DefaultPreemption",
+        reasons: smallvec::smallvec!["preemption found no victims to evict on this node".into()],
+    }
+}
+
+pub(crate) fn no_victims() -> Status {
     Status {
         code: Code::UnschedulableAndUnresolvable,
         plugin: "DefaultPreemption",

@@ -133,3 +133,100 @@ fn a_unit_violates_when_any_of_its_pods_does_and_counts_each() {
     );
     assert_eq!(names(&non_violating), vec![vec!["d"]]);
 }
+
+#[test]
+fn per_pod_preemption_evicts_an_all_group_on_every_node_it_runs_on() {
+    // `inference` (all) runs on n1 and n2; `web-1` of a single-mode group sits on n3 at
+    // the same pod priority but ranks at its group's priority, above the preemptor.
+    let snapshot = snapshot_with_groups(
+        vec![
+            node("n1", 2000, 4 * GI),
+            node("n2", 2000, 4 * GI),
+            node("n3", 2000, 4 * GI),
+        ],
+        vec![
+            member(pod("inf-a", 10, 2000, GI, Some("n1")), "inference"),
+            member(pod("inf-b", 10, 2000, GI, Some("n2")), "inference"),
+            member(pod("web-1", 10, 2000, GI, Some("n3")), "web"),
+        ],
+        vec![
+            pod_group("inference", 10, DisruptionMode::All, Some(2)),
+            pod_group("web", 5000, DisruptionMode::Single, None),
+        ],
+    );
+    let preemptor = pod("p", 1000, 2000, GI, None);
+    let decide_with = |gates: Option<&str>| {
+        let options = crate::engine::DecideOptions {
+            now: Some(0),
+            feature_gates: gates.map(|g| {
+                crate::engine::FeatureGates::parse(KubernetesVersion::V1_37, g).expect("gates")
+            }),
+            ..crate::engine::DecideOptions::default()
+        };
+        crate::engine::decide(&snapshot, &preemptor, &options)
+    };
+    let victims = |d: &crate::engine::Decision| -> Vec<String> {
+        d.victims.iter().map(|v| v.name.to_string()).collect()
+    };
+
+    let units = decide_with(Some("GenericWorkload=true"));
+    assert_eq!(
+        units.outcome,
+        crate::engine::Outcome::Preempt,
+        "{}",
+        units.message
+    );
+    assert_eq!(victims(&units), vec!["inf-a", "inf-b"]);
+    assert_ne!(
+        units.nominated_node.as_deref(),
+        Some("n3"),
+        "web-1 ranks at 5000"
+    );
+
+    // Pods are pods with the gate off, or without it set.
+    for gates in [None, Some("GenericWorkload=false")] {
+        let pods = decide_with(gates);
+        assert_eq!(pods.outcome, crate::engine::Outcome::Preempt);
+        assert_eq!(victims(&pods).len(), 1, "{gates:?}: one pod on one node");
+    }
+}
+
+#[test]
+fn a_preemptor_waits_for_a_terminating_member_ranked_below_it_by_its_group() {
+    // `going` has pod priority 2000 but its group's is 10: with units it is a lower-
+    // priority victim still terminating on the nominated node.
+    let snapshot = snapshot_with_groups(
+        vec![node("n1", 2000, 4 * GI)],
+        vec![terminating_by_preemption(member(
+            pod("going", 2000, 2000, GI, Some("n1")),
+            "inference",
+        ))],
+        vec![pod_group("inference", 10, DisruptionMode::All, Some(1))],
+    );
+    let mut preemptor = pod("p", 1000, 2000, GI, None);
+    preemptor.nominated_node_name = Some("n1".into());
+    let options = crate::engine::DecideOptions {
+        now: Some(0),
+        feature_gates: Some(
+            crate::engine::FeatureGates::parse(KubernetesVersion::V1_37, "GenericWorkload=true")
+                .expect("gates"),
+        ),
+        ..crate::engine::DecideOptions::default()
+    };
+    let decision = crate::engine::decide(&snapshot, &preemptor, &options);
+    assert_eq!(
+        decision.outcome,
+        crate::engine::Outcome::NotEligible,
+        "{}",
+        decision.message
+    );
+    let without = crate::engine::decide(
+        &snapshot,
+        &preemptor,
+        &crate::engine::DecideOptions {
+            now: Some(0),
+            ..crate::engine::DecideOptions::default()
+        },
+    );
+    assert_ne!(without.outcome, crate::engine::Outcome::NotEligible);
+}
