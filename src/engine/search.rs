@@ -24,6 +24,9 @@ const PRUNE_CHUNK_MAX: usize = 64;
 /// Dry runs of fewer nodes than this stay on the calling thread.
 const PARALLEL_DRY_RUNS: usize = 8;
 
+/// One node's dry run: its victims and budget violations, or its failure.
+type DryRun = Result<(Vec<Arc<Pod>>, i32), Status>;
+
 /// What the search found, and what the filter pass made of the nodes in the end.
 pub(super) struct Found {
     pub candidates: Vec<Candidate>,
@@ -197,7 +200,7 @@ impl<'p, 'a> CandidateSearch<'p, 'a> {
     }
 
     /// Files the dry runs' results as candidates or failures.
-    fn record(&mut self, results: Vec<(usize, Result<(Vec<Arc<Pod>>, i32), Status>)>) {
+    fn record(&mut self, results: Vec<(usize, DryRun)>) {
         for (index, result) in results {
             match result {
                 Ok((_, pdb_violations)) if self.strict_pdb && pdb_violations > 0 => self

@@ -268,14 +268,14 @@ pub(crate) fn select_unit_victims_on_node(
             .any(|p| p.node_name.as_ref() != Some(&info.name))
     });
     let mut checker = if spans_nodes {
-        Checker::View(ClusterView::new(
+        Checker::View(Box::new(ClusterView::new(
             context.snapshot,
             context.version,
             &context.gates,
-        ))
+        )))
     } else {
         let scratch = pre.scratch(info).ok_or_else(super::victims::no_victims)?;
-        Checker::Scratch(scratch)
+        Checker::Scratch(Box::new(scratch))
     };
     for unit in &potential {
         checker.remove(pre, info, unit);
@@ -311,9 +311,9 @@ pub(crate) fn select_unit_victims_on_node(
 /// Where a dry run's removals and returns are made.
 enum Checker<'n, 's> {
     /// Every unit on the node only: its scratch copy.
-    Scratch(NodeScratch<'n>),
+    Scratch(Box<NodeScratch<'n>>),
     /// Some unit spans nodes: a view of the whole cluster.
-    View(ClusterView<'s>),
+    View(Box<ClusterView<'s>>),
 }
 
 impl Checker<'_, '_> {

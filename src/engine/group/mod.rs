@@ -337,7 +337,6 @@ fn decide_phases(
     let mut pdb_violations = 0;
     let candidates = violating
         .into_iter()
-        .map(|(unit, count)| (unit, count))
         .chain(non_violating.into_iter().map(|unit| (unit, 0)));
     for (unit, count) in candidates {
         if !reprieve.try_unit(&mut view, &unit) {
