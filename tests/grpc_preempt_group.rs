@@ -347,3 +347,43 @@ async fn per_pod_preempt_lists_an_all_victim_s_pods_on_other_nodes() {
     .await
     .expect("test timed out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_candidate_clears_the_members_own_nominations() {
+    timeout(TEST_TIMEOUT, async {
+        let (server, mut client) = start_gang_server().await;
+        upsert_node(&mut client, node("n1", "8")).await;
+        upsert_pod(&mut client, pod("high", 5000, "8", "n1")).await;
+        let mut member = pod("t-0", 1000, "8", "");
+        member.nominated_node_name = "n1".into();
+        upsert_pod(&mut client, member).await;
+        join(&server, "t-0", "training");
+        server
+            .app()
+            .cache
+            .upsert_pod_group(pod_group("training", 1000, DisruptionMode::All, 1));
+        let listed = list(&mut client).await;
+        assert_eq!(listed.nominations.len(), 1);
+
+        let mut by_reference = request(false);
+        by_reference.members.clear();
+        let response = client
+            .preempt_group(by_reference)
+            .await
+            .expect("decides")
+            .into_inner();
+        assert_eq!(
+            response.outcome(),
+            pb::Outcome::NoCandidate,
+            "{}",
+            response.message
+        );
+        let now = list(&mut client).await;
+        assert!(now.nominations.is_empty(), "{:?}", now.nominations);
+        assert_eq!(now.revision, response.nominations_revision);
+        assert_eq!(now.revision, listed.revision + 1);
+        server.shutdown().await.expect("shutdown");
+    })
+    .await
+    .expect("test timed out");
+}

@@ -166,3 +166,84 @@ impl ClusterCache {
         Some((held.pod_ref(), node))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Node, PodPhase, Resources};
+
+    fn node(name: &str) -> Node {
+        Node {
+            name: name.into(),
+            uid: name.into(),
+            resource_version: 0,
+            labels: Default::default(),
+            taints: Vec::new(),
+            unschedulable: false,
+            annotations: Default::default(),
+            conditions: Vec::new(),
+            allocatable: Resources {
+                milli_cpu: 1000,
+                pods: 10,
+                ..Resources::default()
+            },
+        }
+    }
+
+    fn pending(name: &str) -> Pod {
+        let mut p = Pod::new("default", name, name);
+        p.priority = 10;
+        p.phase = PodPhase::Pending;
+        p.finish()
+    }
+
+    #[test]
+    fn a_commit_nominates_every_pod_or_none_when_a_checked_node_changed() {
+        let cache = ClusterCache::new();
+        cache.upsert_node(node("n1"));
+        cache.upsert_node(node("n2"));
+        let generation = |name: &str| cache.snapshot().node(name).expect("node").generation;
+        let commit = Commit {
+            nominated: vec![
+                (pending("m-0"), Str::from("n1")),
+                (pending("m-1"), Str::from("n2")),
+            ],
+            checked_nodes: vec![
+                ("n1".into(), generation("n1")),
+                ("n2".into(), generation("n2")),
+            ],
+            victims: Vec::new(),
+            nominations_to_clear: Vec::new(),
+        };
+        // n2 changes after the decision: nothing is recorded.
+        let mut changed = node("n2");
+        changed.unschedulable = true;
+        cache.upsert_node(changed);
+        let revision = cache.revision();
+        assert_eq!(
+            cache.commit(&commit).expect_err("n2 changed"),
+            CommitConflict { node: "n2".into() }
+        );
+        assert_eq!(cache.revision(), revision);
+        assert!(cache.nominations().is_empty());
+
+        let fresh = Commit {
+            checked_nodes: vec![
+                ("n1".into(), generation("n1")),
+                ("n2".into(), generation("n2")),
+            ],
+            ..commit
+        };
+        let (changes, _) = cache.commit(&fresh).expect("commits");
+        assert_eq!(changes.len(), 2);
+        let nominated: Vec<(String, String)> = cache
+            .nominations()
+            .into_iter()
+            .map(|n| (n.pod.name.to_string(), n.node.to_string()))
+            .collect();
+        assert_eq!(
+            nominated,
+            vec![("m-0".into(), "n1".into()), ("m-1".into(), "n2".into())]
+        );
+    }
+}
