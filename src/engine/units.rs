@@ -244,8 +244,9 @@ impl<'s> UnitContext<'s> {
 /// pods' count, or the node's failure.
 ///
 /// A unit with pods on other nodes changes what the preemptor's PreFilter counted there
-/// (spread and inter-pod terms) without changing those nodes: the node is then checked on
-/// a view of the cluster without the removed pods. Otherwise the node's scratch copy does.
+/// (spread and inter-pod terms) without changing those nodes: when the preemptor's Filter
+/// reads other nodes at all, the node is checked on a view of the cluster without the
+/// removed pods. Otherwise only the node's own pods matter and its scratch copy does.
 pub(crate) fn select_unit_victims_on_node(
     pre: &PreFilter<'_>,
     info: &NodeInfo,
@@ -262,11 +263,12 @@ pub(crate) fn select_unit_victims_on_node(
     if potential.is_empty() {
         return Err(super::victims::no_victims());
     }
-    let spans_nodes = potential.iter().any(|u| {
-        u.pods
-            .iter()
-            .any(|p| p.node_name.as_ref() != Some(&info.name))
-    });
+    let spans_nodes = pre.reads_other_nodes()
+        && potential.iter().any(|u| {
+            u.pods
+                .iter()
+                .any(|p| p.node_name.as_ref() != Some(&info.name))
+        });
     let mut checker = if spans_nodes {
         Checker::View(Box::new(ClusterView::new(
             context.snapshot,

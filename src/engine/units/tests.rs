@@ -230,3 +230,61 @@ fn a_preemptor_waits_for_a_terminating_member_ranked_below_it_by_its_group() {
     );
     assert_ne!(without.outcome, crate::engine::Outcome::NotEligible);
 }
+
+#[test]
+fn removing_an_all_group_elsewhere_clears_the_preemptor_s_anti_affinity() {
+    // n1 and n3 share zone a. The preemptor must not share a zone with `app=inf` pods:
+    // on n1 only removing the whole gang, its pod on n3 included, clears zone a — which
+    // Filter on n1 sees through the anti-affinity counts, not through n1's own pods.
+    let zoned = |name: &str, zone: &str| {
+        let mut n = node(name, 2000, 4 * GI);
+        n.labels = [("kubernetes.io/hostname", name), ("zone", zone)]
+            .into_iter()
+            .collect();
+        n
+    };
+    let inf = |name: &str, on: &str| {
+        let mut p = member(pod(name, 10, 1000, GI, Some(on)), "inference");
+        p.labels = [("app", "inf")].into_iter().collect();
+        p
+    };
+    let snapshot = snapshot_with_groups(
+        vec![zoned("n1", "a"), zoned("n3", "a")],
+        vec![inf("inf-a", "n1"), inf("inf-b", "n3")],
+        vec![pod_group("inference", 10, DisruptionMode::All, Some(2))],
+    );
+    let mut preemptor = pod("p", 1000, 1500, GI, None);
+    preemptor.details_mut().pod_anti_affinity = vec![crate::model::PodAffinityTerm {
+        label_selector: Some(LabelSelector {
+            match_labels: [("app", "inf")].into_iter().collect(),
+            match_expressions: Vec::new(),
+        }),
+        namespaces: Vec::new(),
+        namespace_selector: None,
+        topology_key: "zone".into(),
+    }];
+    let gated = |text: &str| crate::engine::DecideOptions {
+        now: Some(0),
+        feature_gates: Some(
+            crate::engine::FeatureGates::parse(KubernetesVersion::V1_37, text).expect("gates"),
+        ),
+        ..crate::engine::DecideOptions::default()
+    };
+    let decision = crate::engine::decide(&snapshot, &preemptor, &gated("GenericWorkload=true"));
+    assert_eq!(
+        decision.outcome,
+        crate::engine::Outcome::Preempt,
+        "{}",
+        decision.message
+    );
+    let victims: Vec<&str> = decision.victims.iter().map(|v| &*v.name).collect();
+    assert_eq!(victims, vec!["inf-a", "inf-b"]);
+    // Pods one by one, the other zone-a pod always remains.
+    let pods = crate::engine::decide(&snapshot, &preemptor, &gated("GenericWorkload=false"));
+    assert_eq!(
+        pods.outcome,
+        crate::engine::Outcome::NoCandidate,
+        "{}",
+        pods.message
+    );
+}
