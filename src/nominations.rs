@@ -46,6 +46,11 @@ pub struct Event {
     pub priority: i32,
     /// Part of the initial list of a watch from 0.
     pub initial: bool,
+    /// The revision of the last event published with this one: the events of one
+    /// change (a commit's victims, cleared nominations and every nomination it records)
+    /// share it, and the change is complete at the event whose revision equals it.
+    /// Initial events carry the list's revision.
+    pub batch: u64,
 }
 
 impl Event {
@@ -58,6 +63,7 @@ impl Event {
             node,
             priority,
             initial: false,
+            batch: 0,
         }
     }
 }
@@ -156,18 +162,21 @@ impl NominationLog {
         self.inner.lock().history.front().map(|e| e.revision)
     }
 
-    /// Appends `events` (revisions assigned here, in order) and fans them out. Never
-    /// waits: a subscriber whose queue is full is cut off. Returns the revision of the
-    /// last event (the current revision when `events` is empty).
+    /// Appends `events` (revisions assigned here, in order) as one batch and fans them
+    /// out. Never waits: a subscriber whose queue is full is cut off. Returns the
+    /// revision of the last event (the current revision when `events` is empty).
     pub fn publish(&self, events: impl IntoIterator<Item = Event>) -> u64 {
+        let events: Vec<Event> = events.into_iter().collect();
         let mut inner = self.inner.lock();
         if inner.closed {
             return inner.revision;
         }
+        let batch = inner.revision + events.len() as u64;
         for mut event in events {
             inner.revision += 1;
             event.revision = inner.revision;
             event.initial = false;
+            event.batch = batch;
             let event = Arc::new(event);
             if inner.history.len() == self.capacity {
                 inner.history.pop_front();
@@ -241,6 +250,7 @@ impl NominationLog {
             .map(|mut e| {
                 e.revision = revision;
                 e.initial = true;
+                e.batch = revision;
                 Arc::new(e)
             })
             .collect();

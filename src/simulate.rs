@@ -323,6 +323,26 @@ pub fn decide(app: &App, mut pod: Pod, explain: bool) -> Result<Decision, AppErr
     Ok(decided.decision)
 }
 
+/// Decides for a PodGroup preemptor as a dry-run `PreemptGroup` does (kubernetes 1.37
+/// with GenericWorkload on): the members are the pending pods `app` holds in the group's
+/// namespace that name it; `group` is the scenario's `preemptor` and wins over a PodGroup
+/// of the same name among the cluster's objects. The answer renders as the
+/// `PreemptGroupResponse` JSON with [`crate::server::json::group_decision_json`].
+pub fn decide_group(
+    app: &App,
+    group: crate::model::PodGroup,
+    explain: bool,
+) -> Result<crate::engine::GroupDecision, AppError> {
+    let decided = app.preempt_group_blocking(crate::app::PreemptGroupRequest {
+        group: crate::app::GroupSource::Inline(group),
+        members: None,
+        dry_run: true,
+        explain,
+        pdb_mode: None,
+    })?;
+    Ok(decided.decision)
+}
+
 /// The one Pod of a preemptor file.
 fn single_pod(path: &Path, objects: Vec<Object>) -> Result<Pod, SimulateError> {
     let count = objects.len();

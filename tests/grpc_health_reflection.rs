@@ -31,6 +31,7 @@ const RPCS: &[&str] = &[
     "WatchNominations",
     "Sync",
     "PlanDrain",
+    "PreemptGroup",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -120,9 +120,14 @@ fn refused_versions_and_gates_exit_64_naming_them() {
             ],
         ),
         (
-            &["--feature-gates", "GenericWorkload=true"],
+            &[
+                "--kubernetes-version",
+                "1.36",
+                "--feature-gates",
+                "GenericWorkload=true",
+            ],
             &[],
-            &["GenericWorkload=true", "not supported yet", "1.37"],
+            &["GenericWorkload=true", "not supported yet", "1.36"],
         ),
         (
             &[],

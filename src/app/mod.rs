@@ -26,10 +26,12 @@ use crate::nominations::{Event, EventKind, NominationLog, SubscribeError, Subscr
 
 mod apply;
 mod error;
+mod group;
 mod preempt;
 
 pub use apply::{AnyChange, Applied, Change, ObjectKey, PodArc};
 pub use error::AppError;
+pub use group::{GroupDecided, GroupSource, PreemptGroupRequest};
 pub use preempt::{Decided, DrainPlanned, PreemptRequest};
 
 /// How the core is set up (the server's flags that shape it).

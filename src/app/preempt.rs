@@ -17,7 +17,7 @@ use super::{App, AppError, ObjectKey};
 
 /// Commit attempts made without the preempt gate; later ones are serialized among
 /// preemptions so concurrent preemptors cannot keep invalidating each other.
-const OPTIMISTIC_ATTEMPTS: u32 = 4;
+pub(super) const OPTIMISTIC_ATTEMPTS: u32 = 4;
 
 /// A preemption to decide.
 #[derive(Clone, Debug)]
@@ -133,6 +133,7 @@ impl App {
             policy: self.policy.clone(),
             pdb_mode,
             version: self.kubernetes_version(),
+            feature_gates: Some(self.feature_gates().clone()),
             ..DecideOptions::default()
         };
         let mut last_conflict: Option<Str> = None;
@@ -187,7 +188,7 @@ impl App {
     }
 
     /// A commit records the preemptor under its name: refused when another uid holds it.
-    fn check_name_is_free(&self, pod: &Pod) -> Result<(), AppError> {
+    pub(super) fn check_name_is_free(&self, pod: &Pod) -> Result<(), AppError> {
         match self.cache.get_pod_by_name(&pod.namespace, pod.name()) {
             Some(existing) if existing.uid() != pod.uid() => {
                 Err(crate::cache::CacheError::NameConflict {
@@ -215,9 +216,8 @@ impl App {
             ));
         };
         let commit = Commit {
-            preemptor,
-            node: node.clone(),
-            node_generation: decision.node_generation,
+            nominated: vec![(preemptor, node.clone())],
+            checked_nodes: vec![(node.clone(), decision.node_generation)],
             victims: decision.victims.clone(),
             nominations_to_clear: decision.nominated_pods_to_clear.clone(),
         };
@@ -237,9 +237,10 @@ impl App {
                 decided.revision = revision;
                 decided.nominations_revision =
                     self.log.publish(changes.into_iter().map(change_event));
+                let (preemptor, _) = &commit.nominated[0];
                 tracing::debug!(
-                    pod = %commit.preemptor.name(),
-                    namespace = %commit.preemptor.namespace,
+                    pod = %preemptor.name(),
+                    namespace = %preemptor.namespace,
                     node = %node,
                     victims = commit.victims.len(),
                     attempt,

@@ -40,18 +40,17 @@ pub enum CommitChange {
     },
 }
 
-/// What a `Preempt` commit writes into the cache.
+/// What a decision writes into the cache: `Preempt` nominates one pod, `PreemptGroup`
+/// every placed member of a group.
 #[derive(Clone, Debug)]
 pub struct Commit {
-    /// The preemptor as decided on (its nomination is set to `node`).
-    pub preemptor: Pod,
-    /// The node the preemptor is nominated to.
-    pub node: Str,
-    /// The generation of `node` the decision was made on.
-    pub node_generation: u64,
+    /// The pods nominated, each as decided on with the node it is nominated to.
+    pub nominated: Vec<(Pod, Str)>,
+    /// The nodes the decision depends on, with the generations it read.
+    pub checked_nodes: Vec<(Str, u64)>,
     /// The pods to mark terminating by preemption.
     pub victims: Vec<PodRef>,
-    /// Lower-priority pods whose nominations to `node` are cleared.
+    /// Lower-priority pods whose nominations are cleared.
     pub nominations_to_clear: Vec<PodRef>,
 }
 
@@ -64,23 +63,28 @@ pub struct CommitConflict {
 }
 
 impl ClusterCache {
-    /// Applies a preemption decision atomically: the preemptor becomes a pending pod
-    /// nominated to the node, each victim is marked terminating by preemption (it keeps its
-    /// resources until deleted), and the lower-priority nominations on the node are
-    /// cleared. Fails without changing anything when the node changed since the decision.
+    /// Applies a preemption decision atomically, as one cache change: each nominated pod
+    /// becomes a pending pod nominated to its node, each victim is marked terminating by
+    /// preemption (it keeps its resources until deleted), and the lower-priority
+    /// nominations are cleared. Fails without changing anything when a checked node
+    /// changed since the decision, or a nominated pod's name is taken by another uid.
     pub fn commit(&self, commit: &Commit) -> Result<(Vec<CommitChange>, u64), CommitConflict> {
         let mut table = self.table.lock();
-        let current = table.get(&commit.node).map(|n| n.generation);
-        let name_taken = self
-            .pods
-            .get_by_name(&commit.preemptor.namespace, commit.preemptor.name())
-            .is_some_and(|held| held.uid() != commit.preemptor.uid());
+        for (node, generation) in &commit.checked_nodes {
+            if table.get(node).map(|n| n.generation) != Some(*generation) {
+                return Err(CommitConflict { node: node.clone() });
+            }
+        }
         // A name taken by another uid since the decision: nothing is changed, and the
         // caller's re-check reports it.
-        if current != Some(commit.node_generation) || name_taken {
-            return Err(CommitConflict {
-                node: commit.node.clone(),
-            });
+        for (pod, node) in &commit.nominated {
+            let name_taken = self
+                .pods
+                .get_by_name(&pod.namespace, pod.name())
+                .is_some_and(|held| held.uid() != pod.uid());
+            if name_taken {
+                return Err(CommitConflict { node: node.clone() });
+            }
         }
         let mut changes = Vec::new();
         for victim in &commit.victims {
@@ -115,28 +119,34 @@ impl ClusterCache {
             let Some(held) = self.pods.get(&cleared.uid) else {
                 continue;
             };
+            let Place::Nominated(node) = Place::of(&held) else {
+                continue;
+            };
+            let node = node.clone();
             let mut pod = (*held).clone();
             pod.nominated_node_name = None;
             if self.put_pod(&mut table, Arc::new(pod)).is_ok() {
                 changes.push(CommitChange::NominationCleared {
                     pod: cleared.clone(),
-                    node: commit.node.clone(),
+                    node,
                 });
             }
         }
-        let mut preemptor = commit.preemptor.clone();
-        preemptor.node_name = None;
-        preemptor.nominated_node_name = Some(commit.node.clone());
-        if let Some(held) = self.pods.get(preemptor.uid()) {
-            preemptor.resource_version = held.resource_version;
-        }
-        let nomination = Nomination {
-            pod: preemptor.pod_ref(),
-            priority: preemptor.priority,
-            node: commit.node.clone(),
-        };
-        if self.put_pod(&mut table, Arc::new(preemptor)).is_ok() {
-            changes.push(CommitChange::Nominated(nomination));
+        for (pod, node) in &commit.nominated {
+            let mut pod = pod.clone();
+            pod.node_name = None;
+            pod.nominated_node_name = Some(node.clone());
+            if let Some(held) = self.pods.get(pod.uid()) {
+                pod.resource_version = held.resource_version;
+            }
+            let nomination = Nomination {
+                pod: pod.pod_ref(),
+                priority: pod.priority,
+                node: node.clone(),
+            };
+            if self.put_pod(&mut table, Arc::new(pod)).is_ok() {
+                changes.push(CommitChange::Nominated(nomination));
+            }
         }
         Ok((changes, self.revision()))
     }
@@ -154,5 +164,86 @@ impl ClusterCache {
         pod.nominated_node_name = None;
         self.put_pod(&mut table, Arc::new(pod)).ok()?;
         Some((held.pod_ref(), node))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Node, PodPhase, Resources};
+
+    fn node(name: &str) -> Node {
+        Node {
+            name: name.into(),
+            uid: name.into(),
+            resource_version: 0,
+            labels: Default::default(),
+            taints: Vec::new(),
+            unschedulable: false,
+            annotations: Default::default(),
+            conditions: Vec::new(),
+            allocatable: Resources {
+                milli_cpu: 1000,
+                pods: 10,
+                ..Resources::default()
+            },
+        }
+    }
+
+    fn pending(name: &str) -> Pod {
+        let mut p = Pod::new("default", name, name);
+        p.priority = 10;
+        p.phase = PodPhase::Pending;
+        p.finish()
+    }
+
+    #[test]
+    fn a_commit_nominates_every_pod_or_none_when_a_checked_node_changed() {
+        let cache = ClusterCache::new();
+        cache.upsert_node(node("n1"));
+        cache.upsert_node(node("n2"));
+        let generation = |name: &str| cache.snapshot().node(name).expect("node").generation;
+        let commit = Commit {
+            nominated: vec![
+                (pending("m-0"), Str::from("n1")),
+                (pending("m-1"), Str::from("n2")),
+            ],
+            checked_nodes: vec![
+                ("n1".into(), generation("n1")),
+                ("n2".into(), generation("n2")),
+            ],
+            victims: Vec::new(),
+            nominations_to_clear: Vec::new(),
+        };
+        // n2 changes after the decision: nothing is recorded.
+        let mut changed = node("n2");
+        changed.unschedulable = true;
+        cache.upsert_node(changed);
+        let revision = cache.revision();
+        assert_eq!(
+            cache.commit(&commit).expect_err("n2 changed"),
+            CommitConflict { node: "n2".into() }
+        );
+        assert_eq!(cache.revision(), revision);
+        assert!(cache.nominations().is_empty());
+
+        let fresh = Commit {
+            checked_nodes: vec![
+                ("n1".into(), generation("n1")),
+                ("n2".into(), generation("n2")),
+            ],
+            ..commit
+        };
+        let (changes, _) = cache.commit(&fresh).expect("commits");
+        assert_eq!(changes.len(), 2);
+        let nominated: Vec<(String, String)> = cache
+            .nominations()
+            .into_iter()
+            .map(|n| (n.pod.name.to_string(), n.node.to_string()))
+            .collect();
+        assert_eq!(
+            nominated,
+            vec![("m-0".into(), "n1".into()), ("m-1".into(), "n2".into())]
+        );
     }
 }

@@ -47,6 +47,9 @@ pub struct DecideOptions {
     pub pdb_mode: Option<PdbMode>,
     /// The kube-scheduler version whose rules the decision follows.
     pub version: KubernetesVersion,
+    /// The version's feature gates when not its defaults: with GenericWorkload on, pods
+    /// of PodGroups are preempted as victim units ([`super::units`]).
+    pub feature_gates: Option<super::FeatureGates>,
 }
 
 impl DecideOptions {

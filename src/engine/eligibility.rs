@@ -84,6 +84,7 @@ pub fn check_pending(pod: &Pod) -> Result<(), NotPending> {
 pub(super) fn not_eligible_reason(
     snapshot: &Snapshot,
     pod: &Pod,
+    units: Option<&super::units::UnitContext<'_>>,
     filter_code: impl FnOnce(usize) -> Code,
 ) -> Option<&'static str> {
     if pod.preemption_policy == PreemptionPolicy::Never {
@@ -94,10 +95,11 @@ pub(super) fn not_eligible_reason(
     if filter_code(index) == Code::UnschedulableAndUnresolvable {
         return None;
     }
-    let blocked = snapshot.nodes[index]
-        .pods
-        .iter()
-        .any(|p| p.priority < pod.priority && p.terminating_by_preemption());
+    let blocked = snapshot.nodes[index].pods.iter().any(|p| {
+        // With victim units a pod of a group is preempted at its group's priority.
+        let priority = units.map_or(p.priority, |u| u.priority(p));
+        priority < pod.priority && p.terminating_by_preemption()
+    });
     blocked.then_some("not eligible due to a terminating pod on the nominated node.")
 }
 
@@ -131,7 +133,7 @@ mod tests {
         code: Code,
     ) -> (Option<&'static str>, Option<usize>) {
         let mut asked = None;
-        let reason = not_eligible_reason(snapshot, pod, |index| {
+        let reason = not_eligible_reason(snapshot, pod, None, |index| {
             asked = Some(index);
             code
         });

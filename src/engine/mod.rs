@@ -23,10 +23,12 @@ pub mod drain;
 mod eligibility;
 mod filter_pass;
 pub mod filters;
+pub mod group;
 mod groups;
 mod lanes;
 pub mod per_node;
 mod pick;
+mod placement_stub;
 pub mod policy;
 mod potential;
 mod search;
@@ -34,12 +36,14 @@ mod tally;
 #[cfg(test)]
 mod test_support;
 mod thresholds;
+pub mod units;
 mod version;
 mod victims;
 
 pub use decision::{DecideOptions, Decision, NodeDiagnostic, Outcome};
 pub use eligibility::{NotPending, check_pending};
 pub use filters::{Code, Status};
+pub use group::{GroupDecision, GroupOptions, decide_group};
 pub use lanes::DecisionLanes;
 pub use policy::{PdbMode, Policy};
 pub use version::{FeatureGates, GateError, KubernetesVersion};
@@ -197,7 +201,13 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
         .as_deref()
         .map(|policy| policy::Applied::new(policy, preemptor));
     let pass = FilterPass::new(snapshot, &pre, options.explain).with_policy(applied);
-    let screening = pass.screens_groups(options.screen_min_nodes.unwrap_or(SCREEN_MIN_NODES));
+    let units = options
+        .feature_gates
+        .as_ref()
+        .and_then(|gates| units::UnitContext::new(snapshot, gates));
+    // Screening skips node groups by bounds on pods, not units.
+    let screening = units.is_none()
+        && pass.screens_groups(options.screen_min_nodes.unwrap_or(SCREEN_MIN_NODES));
 
     // 1. Filter.
     let mut filtered = pass.run(screening, now);
@@ -211,7 +221,7 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
 
     // 2. Eligibility.
     let not_eligible = tracing::info_span!("eligibility").in_scope(|| {
-        eligibility::not_eligible_reason(snapshot, preemptor, |index| {
+        eligibility::not_eligible_reason(snapshot, preemptor, units.as_ref(), |index| {
             // A node the snapshot lacks cannot hold the preemptor back.
             pass.node_status(index)
                 .map_or(Code::UnschedulableAndUnresolvable, |status| status.code)
@@ -228,7 +238,15 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
 
     // 3. and 4. Candidate screening and the search.
     let strict = options.effective_pdb_mode() == PdbMode::Strict;
-    let found = search::find_candidates(&pass, filtered, screening, strict, options.version, now);
+    let found = search::find_candidates(
+        &pass,
+        filtered,
+        screening,
+        strict,
+        options.version,
+        now,
+        units.as_ref(),
+    );
     if options.explain {
         explain_search(
             &mut diagnostics,

@@ -13,13 +13,19 @@ use super::groups::{GroupScreen, SCREEN_FIRST_GROUPS, ScreenedGroups};
 use super::potential::{MostPromising, Potential};
 use super::tally::FilterTally;
 use super::thresholds::{PRUNE_CHUNK_FIRST, PRUNE_THRESHOLD};
+use super::units::UnitContext;
 use super::version::KubernetesVersion;
 use super::victims::{self, Coverage, PdbIndex};
+use crate::model::Pod;
+use triomphe::Arc;
 
 /// The most nodes dry-run between two pruning checks.
 const PRUNE_CHUNK_MAX: usize = 64;
 /// Dry runs of fewer nodes than this stay on the calling thread.
 const PARALLEL_DRY_RUNS: usize = 8;
+
+/// One node's dry run: its victims and budget violations, or its failure.
+type DryRun = Result<(Vec<Arc<Pod>>, i32), Status>;
 
 /// What the search found, and what the filter pass made of the nodes in the end.
 pub(super) struct Found {
@@ -49,6 +55,7 @@ pub(super) fn find_candidates<'a>(
     strict_pdb: bool,
     version: KubernetesVersion,
     now: i64,
+    units: Option<&UnitContext<'_>>,
 ) -> Found {
     let Filtered {
         mut tally,
@@ -64,7 +71,11 @@ pub(super) fn find_candidates<'a>(
     )
     .entered();
     let mut search = CandidateSearch::new(pass, strict_pdb, version, now);
-    let (tally, skipped) = if pass.explain || !screening && potential.len() <= PRUNE_THRESHOLD {
+    // With victim units every potential node is dry-run: the bounds reason about pods.
+    let (tally, skipped) = if let Some(units) = units {
+        search.dry_run_units(&potential.indices(), units);
+        (tally, screened.waiting().to_vec())
+    } else if pass.explain || !screening && potential.len() <= PRUNE_THRESHOLD {
         search.dry_run(&potential.indices());
         (tally, screened.waiting().to_vec())
     } else {
@@ -165,6 +176,31 @@ impl<'p, 'a> CandidateSearch<'p, 'a> {
                 .map(|index| evaluate(&mut coverage, index))
                 .collect()
         };
+        self.record(results);
+    }
+
+    /// [`CandidateSearch::dry_run`] with victim units
+    /// ([`super::units::select_unit_victims_on_node`]).
+    fn dry_run_units(&mut self, indices: &[usize], units: &UnitContext<'_>) {
+        let (pre, nodes, pdbs, now) = (
+            self.pass.pre,
+            &self.pass.snapshot.nodes,
+            &self.pdbs,
+            self.now,
+        );
+        let results: Vec<_> = indices
+            .iter()
+            .map(|&index| {
+                let result =
+                    super::units::select_unit_victims_on_node(pre, &nodes[index], units, pdbs, now);
+                (index, result)
+            })
+            .collect();
+        self.record(results);
+    }
+
+    /// Files the dry runs' results as candidates or failures.
+    fn record(&mut self, results: Vec<(usize, DryRun)>) {
         for (index, result) in results {
             match result {
                 Ok((_, pdb_violations)) if self.strict_pdb && pdb_violations > 0 => self
@@ -419,6 +455,7 @@ mod tests {
                     false,
                     KubernetesVersion::default(),
                     NOW,
+                    None,
                 );
                 let chosen = (!found.candidates.is_empty())
                     .then(|| &found.candidates[pick_one(&found.candidates, &snapshot.nodes, NOW)])

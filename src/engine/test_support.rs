@@ -91,3 +91,48 @@ pub(super) fn snapshot(nodes: Vec<Node>, pods: Vec<Pod>) -> Snapshot {
     }
     cache.snapshot()
 }
+
+/// A PodGroup in `default` at `priority`: a gang of at least `min_count` (`None`: basic).
+pub(super) fn pod_group(
+    name: &str,
+    priority: i32,
+    mode: crate::model::DisruptionMode,
+    min_count: Option<i32>,
+) -> crate::model::PodGroup {
+    crate::model::PodGroup {
+        namespace: "default".into(),
+        name: name.into(),
+        uid: format!("uid-{name}").into(),
+        resource_version: 0,
+        creation_time: None,
+        policy: min_count.map_or(crate::model::SchedulingPolicy::Basic, |min_count| {
+            crate::model::SchedulingPolicy::Gang { min_count }
+        }),
+        disruption_mode: mode,
+        priority_class_name: None,
+        priority,
+        priority_unset: false,
+        preemption_policy: None,
+        parent: None,
+        workload: None,
+    }
+}
+
+/// `p` as a member of group `group` (`spec.schedulingGroup.podGroupName`).
+pub(super) fn member(mut p: Pod, group: &str) -> Pod {
+    p.details_mut().scheduling_group = Some(group.into());
+    p
+}
+
+/// [`snapshot`] holding `groups` too.
+pub(super) fn snapshot_with_groups(
+    nodes: Vec<Node>,
+    pods: Vec<Pod>,
+    groups: Vec<crate::model::PodGroup>,
+) -> Snapshot {
+    let mut snapshot = snapshot(nodes, pods);
+    for group in groups {
+        snapshot.pod_groups.upsert_group(triomphe::Arc::new(group));
+    }
+    snapshot
+}

@@ -134,8 +134,10 @@ const V1_36_GATES: &[Gate] = &[
 ];
 const V1_37_GATES: &[Gate] = &[
     ASYNC_PREEMPTION,
-    gate("GenericWorkload", Stage::Beta, false, false),
-    gate("PodGroupPreemptionPolicy", Stage::Alpha, false, false),
+    // Workload-aware preemption (victim units, PreemptGroup) as v1.37.2 has it.
+    gate("GenericWorkload", Stage::Beta, false, true),
+    // A group's own preemptionPolicy rules its eligibility instead of its members'.
+    gate("PodGroupPreemptionPolicy", Stage::Alpha, false, true),
     gate("CompositePodGroup", Stage::Alpha, false, false),
     gate("DRAExtendedResource", Stage::LockedGa, true, false),
 ];
@@ -296,6 +298,17 @@ impl FeatureGates {
         self.version
     }
 
+    /// GenericWorkload is on: pods of a PodGroup are preempted as units (v1.37 only; the
+    /// earlier versions refuse the gate).
+    pub fn generic_workload(&self) -> bool {
+        self.enabled("GenericWorkload") == Some(true)
+    }
+
+    /// PodGroupPreemptionPolicy is on: a PodGroup's own `preemptionPolicy` decides.
+    pub fn pod_group_preemption_policy(&self) -> bool {
+        self.enabled("PodGroupPreemptionPolicy") == Some(true)
+    }
+
     /// Whether `name` is on; `None` when the version has no such gate.
     pub fn enabled(&self, name: &str) -> Option<bool> {
         let index = self.version.gates().iter().position(|g| g.name == name)?;
@@ -441,13 +454,22 @@ mod tests {
     }
 
     #[test]
+    fn generic_workload_is_accepted_on_1_37_only() {
+        let gates = FeatureGates::parse(V1_37, "GenericWorkload=true").expect("1.37 takes it");
+        assert!(gates.generic_workload());
+        assert!(!gates.pod_group_preemption_policy());
+        assert!(!FeatureGates::defaults(V1_37).generic_workload());
+        let both = FeatureGates::parse(V1_37, "GenericWorkload=true,PodGroupPreemptionPolicy=true")
+            .expect("1.37 takes both");
+        assert!(both.pod_group_preemption_policy());
+    }
+
+    #[test]
     fn values_preemptd_does_not_implement_yet_are_refused_not_ignored() {
         for (version, gate) in [
             (V1_35, "GenericWorkload"),
             (V1_35, "GangScheduling"),
             (V1_36, "WorkloadAwarePreemption"),
-            (V1_37, "GenericWorkload"),
-            (V1_37, "PodGroupPreemptionPolicy"),
             (V1_37, "CompositePodGroup"),
         ] {
             let error = FeatureGates::parse(version, &format!("{gate}=true")).expect_err(gate);

@@ -113,39 +113,11 @@ impl<'a> PdbIndex<'a> {
         pods: &[&'p Arc<Pod>],
         coverage: &mut Coverage,
     ) -> (Vec<&'p Arc<Pod>>, Vec<&'p Arc<Pod>>) {
-        // Budgets touched on this node, copied on first use (few per node).
-        let mut remaining: Vec<(usize, i32)> = Vec::new();
+        let mut remaining = Remaining::default();
         let mut violating = Vec::new();
         let mut non_violating = Vec::with_capacity(pods.len());
         for pod in pods {
-            let mut violated = false;
-            if !pod.labels.is_empty() {
-                for &index in self.covering(pod, coverage) {
-                    let pdb = &self.pdbs[index];
-                    // Already being disrupted through the API: not a violation, and the
-                    // budget was already charged for it.
-                    if pdb.disrupted_pods.iter().any(|n| **n == *pod.name()) {
-                        continue;
-                    }
-                    let slot = match remaining.iter().position(|&(i, _)| i == index) {
-                        Some(slot) => slot,
-                        None => {
-                            remaining.push((index, pdb.disruptions_allowed));
-                            remaining.len() - 1
-                        }
-                    };
-                    remaining[slot].1 -= 1;
-                    if remaining[slot].1 < 0 {
-                        violated = true;
-                        // v1.37 stops charging the pod's later budgets here; earlier
-                        // versions charge every one.
-                        if self.version.stops_at_first_violated_budget() {
-                            break;
-                        }
-                    }
-                }
-            }
-            if violated {
+            if self.charge(pod, &mut remaining, coverage) {
                 violating.push(*pod);
             } else {
                 non_violating.push(*pod);
@@ -153,7 +125,50 @@ impl<'a> PdbIndex<'a> {
         }
         (violating, non_violating)
     }
+
+    /// Charges `pod`'s eviction to the budgets covering it (`remaining` holds the
+    /// per-call copies of their `disruptionsAllowed`); whether it violates one.
+    pub(super) fn charge(
+        &self,
+        pod: &Pod,
+        remaining: &mut Remaining,
+        coverage: &mut Coverage,
+    ) -> bool {
+        let mut violated = false;
+        if pod.labels.is_empty() {
+            return false;
+        }
+        for &index in self.covering(pod, coverage) {
+            let pdb = &self.pdbs[index];
+            // Already being disrupted through the API: not a violation, and the
+            // budget was already charged for it.
+            if pdb.disrupted_pods.iter().any(|n| **n == *pod.name()) {
+                continue;
+            }
+            let slot = match remaining.0.iter().position(|&(i, _)| i == index) {
+                Some(slot) => slot,
+                None => {
+                    remaining.0.push((index, pdb.disruptions_allowed));
+                    remaining.0.len() - 1
+                }
+            };
+            remaining.0[slot].1 -= 1;
+            if remaining.0[slot].1 < 0 {
+                violated = true;
+                // v1.37 stops charging the pod's later budgets here; earlier
+                // versions charge every one.
+                if self.version.stops_at_first_violated_budget() {
+                    break;
+                }
+            }
+        }
+        violated
+    }
 }
+
+/// Budgets touched by one classification, copied on first use (few per call).
+#[derive(Default)]
+pub(crate) struct Remaining(Vec<(usize, i32)>);
 
 /// Remove every lower-priority pod, check the preemptor fits, then reprieve greedily —
 /// PDB-violating pods first, then the rest, each in importance order. Returns the victims
@@ -213,14 +228,7 @@ pub(crate) fn select_victims_on_node(
         victims.sort_unstable_by(|a, b| importance(a, b, now));
     }
     if victims.is_empty() {
-        // Upstream turns success without victims into an error for this node.
-        return Err(Status {
-            code: Code::UnschedulableAndUnresolvable,
-            plugin: "DefaultPreemption",
-            reasons: smallvec::smallvec![
-                "preemption found no victims to evict on this node".into()
-            ],
-        });
+        return Err(no_victims_evicted());
     }
     Ok((victims, pdb_violations))
 }
@@ -250,7 +258,16 @@ fn sort_by_importance(indices: &mut [usize], pods: &[Arc<Pod>], now: i64) {
     }
 }
 
-fn no_victims() -> Status {
+/// Upstream turns success without victims into an error for the node.
+pub(crate) fn no_victims_evicted() -> Status {
+    Status {
+        code: Code::UnschedulableAndUnresolvable,
+        plugin: "DefaultPreemption",
+        reasons: smallvec::smallvec!["preemption found no victims to evict on this node".into()],
+    }
+}
+
+pub(crate) fn no_victims() -> Status {
     Status {
         code: Code::UnschedulableAndUnresolvable,
         plugin: "DefaultPreemption",

@@ -31,7 +31,8 @@ use super::tls::{CertIdentity, PeerInfo};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
-    /// Dry-run `Preempt`, `PlanDrain`, `ListNominations`, `WatchNominations`, health,
+    /// Dry-run `Preempt` and `PreemptGroup`, `PlanDrain`, `ListNominations`,
+    /// `WatchNominations`, health,
     /// reflection.
     Reader,
     /// A reader that may also change the cache: `Update*`, `Sync`, committing `Preempt`.
@@ -74,8 +75,11 @@ pub fn required_role(path: &str) -> Role {
         return Role::Reader;
     }
     match path.strip_prefix("/preemptd.v1.Preemption/") {
-        // A committing Preempt needs a writer: `check_commit`, once the body is read.
-        Some("Preempt" | "PlanDrain" | "ListNominations" | "WatchNominations") => Role::Reader,
+        // A committing Preempt (or PreemptGroup) needs a writer: `check_commit`, once the
+        // body is read.
+        Some("Preempt" | "PreemptGroup" | "PlanDrain" | "ListNominations" | "WatchNominations") => {
+            Role::Reader
+        }
         Some(
             "UpdateNode"
             | "UpdatePod"
@@ -590,6 +594,7 @@ clients:
         assert_eq!(p("Preempt"), Role::Reader);
         assert_eq!(p("WatchNominations"), Role::Reader);
         assert_eq!(p("PlanDrain"), Role::Reader);
+        assert_eq!(p("PreemptGroup"), Role::Reader);
         assert_eq!(p("UpdatePod"), Role::Writer);
         assert_eq!(p("Sync"), Role::Writer);
         assert_eq!(p("SomethingNew"), Role::Admin);

@@ -481,6 +481,7 @@ pub fn event(e: &Event, epoch: &str) -> pb::WatchNominationsResponse {
         priority: e.priority,
         initial: e.initial,
         epoch: epoch.to_string(),
+        batch_revision: e.batch,
     }
 }
 

@@ -54,6 +54,7 @@ macro_rules! proto_names {
 
 proto_names!(
     PreemptResponse,
+    PreemptGroupResponse,
     PlanDrainResponse,
     ListNominationsResponse,
     WatchNominationsResponse
@@ -91,6 +92,14 @@ pub fn to_json<M: ProtoName>(message: &M) -> Result<serde_json::Value, JsonError
 /// (offline there is no server: `epoch` is empty and the revisions are 0).
 pub fn decision_json(decision: &crate::engine::Decision) -> Result<serde_json::Value, JsonError> {
     to_json(&super::convert::decision(decision))
+}
+
+/// A group decision as `preemptd.v1.PreemptGroupResponse` in proto3 JSON, every field
+/// emitted (offline there is no server: `epoch` is empty and the revisions are 0).
+pub fn group_decision_json(
+    decision: &crate::engine::GroupDecision,
+) -> Result<serde_json::Value, JsonError> {
+    to_json(&super::service::group::group_decision(decision))
 }
 
 /// A drain plan as `preemptd.v1.PlanDrainResponse` in proto3 JSON, every field emitted

@@ -194,6 +194,11 @@ impl RunningServer {
         self.extender.as_ref().map(|e| e.local_addr())
     }
 
+    /// The application core behind the server: embedders and tests reach its cache.
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+
     /// The id this server chose at start; every response carries it.
     pub fn epoch(&self) -> &str {
         &self.app.epoch

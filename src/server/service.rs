@@ -18,6 +18,7 @@ use super::pb;
 use super::wire;
 
 pub(super) mod changes;
+pub(super) mod group;
 pub(super) mod sync;
 
 use changes::{UpdateRequest, decode_document};
@@ -249,6 +250,13 @@ impl pb::preemption_server::Preemption for PreemptionService {
             start.elapsed(),
         );
         Ok(Response::new(response))
+    }
+
+    async fn preempt_group(
+        &self,
+        request: Request<pb::PreemptGroupRequest>,
+    ) -> Result<Response<pb::PreemptGroupResponse>, Status> {
+        self.preempt_group_call(request).await
     }
 
     async fn plan_drain(

@@ -310,6 +310,12 @@ impl<'a> PreFilter<'a> {
         self.set_spread_counts(counts.spread);
     }
 
+    /// Whether the preemptor's Filter on a node reads pods of other nodes: its spread or
+    /// inter-pod terms, or existing pods' anti-affinity against it.
+    pub fn reads_other_nodes(&self) -> bool {
+        self.inter_pod || !self.spread.is_empty()
+    }
+
     /// A scratch copy of `info` for dry runs.
     pub fn scratch<'n>(&self, info: &'n NodeInfo) -> Option<NodeScratch<'n>> {
         let node = info.node.as_deref()?;

@@ -1,0 +1,283 @@
+use super::*;
+use crate::engine::test_support::*;
+use crate::model::{DisruptionMode, LabelSelector, PodDisruptionBudget};
+
+const TRAINING: i32 = 1000;
+
+/// A pending member of the training gang asking for `cpu_milli`.
+fn trainer(name: &str, cpu_milli: i64) -> Pod {
+    member(pod(name, TRAINING, cpu_milli, GI, None), "training")
+}
+
+fn training(min_count: i32) -> PodGroup {
+    pod_group("training", TRAINING, DisruptionMode::All, Some(min_count))
+}
+
+fn gates(text: &str) -> FeatureGates {
+    FeatureGates::parse(KubernetesVersion::V1_37, text).expect("gates")
+}
+
+fn options() -> GroupOptions {
+    GroupOptions {
+        now: Some(0),
+        gates: gates("GenericWorkload=true"),
+        ..GroupOptions::default()
+    }
+}
+
+fn victim_names(decision: &GroupDecision) -> Vec<&str> {
+    decision.victims.iter().map(|v| &*v.name).collect()
+}
+
+fn nominated(decision: &GroupDecision) -> Vec<(&str, &str)> {
+    decision
+        .nominations
+        .iter()
+        .map(|(p, n)| (&*p.name, &**n))
+        .collect()
+}
+
+#[test]
+fn a_group_that_fits_is_placed_without_preemption() {
+    let snapshot = snapshot_with_groups(
+        vec![node("n1", 2000, 4 * GI), node("n2", 2000, 4 * GI)],
+        vec![],
+        vec![training(2)],
+    );
+    let members = [trainer("t-1", 2000), trainer("t-0", 2000)];
+    let decision = decide_group(&snapshot, &training(2), &members, &options());
+    assert_eq!(decision.outcome, Outcome::Fits, "{}", decision.message);
+    assert_eq!(nominated(&decision), vec![("t-0", "n1"), ("t-1", "n2")]);
+    assert!(decision.victims.is_empty());
+}
+
+#[test]
+fn any_member_with_preemption_policy_never_makes_the_group_not_eligible() {
+    let snapshot = snapshot_with_groups(
+        vec![node("n1", 2000, 4 * GI)],
+        vec![pod("low", 1, 2000, GI, Some("n1"))],
+        vec![training(1)],
+    );
+    let mut never = trainer("t-1", 2000);
+    never.preemption_policy = PreemptionPolicy::Never;
+    let members = [trainer("t-0", 2000), never];
+    let decision = decide_group(&snapshot, &training(1), &members, &options());
+    assert_eq!(decision.outcome, Outcome::NotEligible);
+    assert!(
+        decision
+            .message
+            .ends_with("preemption: not eligible due to preemptionPolicy=Never."),
+        "{}",
+        decision.message
+    );
+
+    // With PodGroupPreemptionPolicy the group's own policy decides instead.
+    let gated = GroupOptions {
+        gates: gates("GenericWorkload=true,PodGroupPreemptionPolicy=true"),
+        ..options()
+    };
+    let decision = decide_group(&snapshot, &training(1), &members, &gated);
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    let mut never_group = training(1);
+    never_group.preemption_policy = Some(PreemptionPolicy::Never);
+    let decision = decide_group(&snapshot, &never_group, &[trainer("t-0", 2000)], &gated);
+    assert_eq!(decision.outcome, Outcome::NotEligible);
+}
+
+#[test]
+fn no_candidate_without_lower_priority_victims_or_when_the_minimum_cannot_be_met() {
+    let snapshot = snapshot_with_groups(
+        vec![node("n1", 2000, 4 * GI), node("n2", 2000, 4 * GI)],
+        vec![
+            pod("high", 5000, 2000, GI, Some("n1")),
+            pod("low", 1, 2000, GI, Some("n2")),
+        ],
+        vec![training(2)],
+    );
+    // Two members of a whole node each: only n2 can be freed.
+    let members = [trainer("t-0", 2000), trainer("t-1", 2000)];
+    let decision = decide_group(&snapshot, &training(2), &members, &options());
+    assert_eq!(
+        decision.outcome,
+        Outcome::NoCandidate,
+        "{}",
+        decision.message
+    );
+    assert!(
+        decision
+            .message
+            .contains("minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"),
+        "{}",
+        decision.message
+    );
+    assert!(decision.victims.is_empty() && decision.nominations.is_empty());
+
+    let only_high = snapshot_with_groups(
+        vec![node("n1", 2000, 4 * GI)],
+        vec![pod("high", 5000, 2000, GI, Some("n1"))],
+        vec![training(1)],
+    );
+    let decision = decide_group(&only_high, &training(1), &members[..1], &options());
+    assert_eq!(decision.outcome, Outcome::NoCandidate);
+    assert!(
+        decision
+            .message
+            .ends_with("No preemption victims found for incoming preemptor"),
+        "{}",
+        decision.message
+    );
+}
+
+#[test]
+fn a_gang_preempts_the_minimum_and_places_as_many_members_as_it_can() {
+    // Three members, at least two: n3 holds a pod of higher priority, so the third member
+    // has nowhere to go; the gang still preempts for two.
+    let snapshot = snapshot_with_groups(
+        vec![
+            node("n1", 2000, 4 * GI),
+            node("n2", 2000, 4 * GI),
+            node("n3", 2000, 4 * GI),
+        ],
+        vec![
+            pod("low-1", 1, 2000, GI, Some("n1")),
+            pod("low-2", 2, 2000, GI, Some("n2")),
+            pod("high", 5000, 2000, GI, Some("n3")),
+        ],
+        vec![training(2)],
+    );
+    let members = [
+        trainer("t-0", 2000),
+        trainer("t-1", 2000),
+        trainer("t-2", 2000),
+    ];
+    let decision = decide_group(&snapshot, &training(2), &members, &options());
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    assert_eq!(nominated(&decision), vec![("t-0", "n1"), ("t-1", "n2")]);
+    assert_eq!(victim_names(&decision), vec!["low-2", "low-1"]);
+    assert_eq!(
+        decision
+            .node_generations
+            .iter()
+            .map(|(n, _)| &**n)
+            .collect::<Vec<_>>(),
+        vec!["n1", "n2"]
+    );
+}
+
+#[test]
+fn an_all_mode_victim_spanning_two_nodes_is_evicted_on_both() {
+    // The inference gang runs on n1 and n2; the trainer needs n1 only, but the gang goes
+    // whole. `batch` on n3 is lower still and stays: returning it changes nothing.
+    let snapshot = snapshot_with_groups(
+        vec![
+            node("n1", 2000, 4 * GI),
+            node("n2", 2000, 4 * GI),
+            node("n3", 2000, 4 * GI),
+        ],
+        vec![
+            member(pod("inf-a", 10, 2000, GI, Some("n1")), "inference"),
+            member(pod("inf-b", 10, 2000, GI, Some("n2")), "inference"),
+            pod("batch", 1, 2000, GI, Some("n3")),
+        ],
+        vec![
+            training(1),
+            pod_group("inference", 100, DisruptionMode::All, Some(2)),
+        ],
+    );
+    let decision = decide_group(&snapshot, &training(1), &[trainer("t-0", 2000)], &options());
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    assert_eq!(nominated(&decision), vec![("t-0", "n1")]);
+    assert_eq!(victim_names(&decision), vec!["inf-a", "inf-b"]);
+    assert_eq!(decision.pod_group_disruptions, 1);
+}
+
+#[test]
+fn budget_violating_units_are_reprieved_first() {
+    let mut guarded = pod("guarded", 5, 1000, GI, Some("n1"));
+    guarded.labels = [("app", "db")].into_iter().collect();
+    let mut snapshot = snapshot_with_groups(
+        vec![node("n1", 3000, 8 * GI)],
+        vec![
+            guarded,
+            pod("important", 8, 1000, GI, Some("n1")),
+            pod("least", 3, 1000, GI, Some("n1")),
+        ],
+        vec![training(1)],
+    );
+    let budget = PodDisruptionBudget {
+        namespace: "default".into(),
+        name: "db".into(),
+        uid: "db".into(),
+        resource_version: 0,
+        selector: Some(LabelSelector {
+            match_labels: [("app", "db")].into_iter().collect(),
+            match_expressions: Vec::new(),
+        }),
+        disruptions_allowed: 0,
+        disrupted_pods: Vec::new(),
+    };
+    snapshot.pdbs = triomphe::Arc::new(vec![triomphe::Arc::new(budget)]);
+    let decision = decide_group(&snapshot, &training(1), &[trainer("t-0", 2000)], &options());
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    // `guarded` is tried first and kept; then only 1000m are left for two pods.
+    assert_eq!(victim_names(&decision), vec!["important", "least"]);
+    assert_eq!(decision.pdb_violations, 0);
+
+    let strict = GroupOptions {
+        pdb_mode: PdbMode::Strict,
+        ..options()
+    };
+    let decision = decide_group(&snapshot, &training(1), &[trainer("t-0", 3000)], &strict);
+    assert_eq!(
+        decision.outcome,
+        Outcome::NoCandidate,
+        "{}",
+        decision.message
+    );
+}
+
+#[test]
+fn a_preemption_under_way_keeps_the_current_nominations() {
+    let snapshot = snapshot_with_groups(
+        vec![node("n1", 2000, 4 * GI)],
+        vec![terminating_by_preemption(pod(
+            "going",
+            1,
+            2000,
+            GI,
+            Some("n1"),
+        ))],
+        vec![training(1)],
+    );
+    let mut nominated_member = trainer("t-0", 2000);
+    nominated_member.nominated_node_name = Some("n1".into());
+    let decision = decide_group(&snapshot, &training(1), &[nominated_member], &options());
+    assert_eq!(
+        decision.outcome,
+        Outcome::NotEligible,
+        "{}",
+        decision.message
+    );
+    assert_eq!(nominated(&decision), vec![("t-0", "n1")]);
+    assert!(
+        decision.message.contains("ongoing preemption"),
+        "{}",
+        decision.message
+    );
+}
+
+#[test]
+fn a_unit_no_member_can_see_is_kept_without_filtering_and_the_answer_is_the_same() {
+    // `far` sits on n2, where no member goes: kept. With anti-affinity it could see the
+    // member and is filtered; the member ignores it, so it is kept all the same.
+    let far = pod("far", 1, 500, GI, Some("n2"));
+    let snapshot = snapshot_with_groups(
+        vec![node("n1", 2000, 4 * GI), node("n2", 2000, 4 * GI)],
+        vec![pod("near", 1, 2000, GI, Some("n1")), far],
+        vec![training(1)],
+    );
+    let decision = decide_group(&snapshot, &training(1), &[trainer("t-0", 2000)], &options());
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    assert_eq!(nominated(&decision), vec![("t-0", "n1")]);
+    assert_eq!(victim_names(&decision), vec!["near"]);
+}
