@@ -368,18 +368,6 @@ impl ClusterCache {
         }
     }
 
-    /// Inserts or replaces a PodGroup.
-    pub fn upsert_pod_group(&self, group: crate::model::PodGroup) -> UpdateOutcome {
-        let table = self.table.lock();
-        let resource_version = group.resource_version;
-        self.pod_groups.write().upsert_group(Arc::new(group));
-        UpdateOutcome {
-            applied: true,
-            resource_version,
-            revision: self.bump(&table),
-        }
-    }
-
     /// Every Namespace held.
     pub fn namespaces(&self) -> Arc<Namespaces> {
         self.namespaces.read().clone()
