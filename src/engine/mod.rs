@@ -27,6 +27,7 @@ mod groups;
 mod lanes;
 pub mod per_node;
 mod pick;
+pub mod placement;
 pub mod policy;
 mod potential;
 mod search;

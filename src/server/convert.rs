@@ -11,10 +11,10 @@ use crate::app::ObjectKey;
 use crate::engine::drain::{DrainPlan, Eviction, Placement, PodPlan};
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, PdbMode, Status as FilterStatus};
 use crate::model::build::{
-    self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, Memo,
+    self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, ImageInput, Memo,
     NodeConditionInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput,
-    Quantities, RequirementInput, ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput,
-    TolerationInput, UncommonPodFields,
+    PreferredTermInput, Quantities, RequirementInput, ResourcesInput, SelectorInput, Source,
+    SpreadInput, TaintInput, TolerationInput, UncommonPodFields, WeightedAffinityTermInput,
 };
 use crate::model::namespace::Namespace;
 use crate::model::priority::PriorityClass;
@@ -121,6 +121,14 @@ fn node_input(n: &pb::Node) -> NodeInput<'_> {
                 message: &c.message,
             })
             .collect(),
+        images: n
+            .images
+            .iter()
+            .map(|image| ImageInput {
+                names: strs(&image.names),
+                size_bytes: image.size_bytes,
+            })
+            .collect(),
     }
 }
 
@@ -202,6 +210,39 @@ fn uncommon(p: &pb::Pod) -> UncommonPodFields<'_> {
                 .and_then(|a| a.pod_anti_affinity.as_ref())
                 .map(|a| affinity_terms(&a.required_during_scheduling_ignored_during_execution))
                 .unwrap_or_default(),
+            preferred_node_affinity: affinity
+                .and_then(|a| a.node_affinity.as_ref())
+                .map(|n| {
+                    n.preferred_during_scheduling_ignored_during_execution
+                        .iter()
+                        .map(|t| {
+                            PreferredTermInput {
+                                weight: t.weight,
+                                preference: NodeSelectorTermInput {
+                                    match_expressions: node_requirements(
+                                        t.preference
+                                            .as_ref()
+                                            .map_or(&[], |p| &p.match_expressions[..]),
+                                    ),
+                                    match_fields: node_requirements(
+                                        t.preference
+                                            .as_ref()
+                                            .map_or(&[], |p| &p.match_fields[..]),
+                                    ),
+                                },
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            preferred_pod_affinity: affinity
+                .and_then(|a| a.pod_affinity.as_ref())
+                .map(|a| weighted_terms(&a.preferred_during_scheduling_ignored_during_execution))
+                .unwrap_or_default(),
+            preferred_pod_anti_affinity: affinity
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .map(|a| weighted_terms(&a.preferred_during_scheduling_ignored_during_execution))
+                .unwrap_or_default(),
         },
         topology_spread_constraints: p
             .topology_spread_constraints
@@ -254,6 +295,7 @@ fn container(c: &pb::Container) -> ContainerInput<'_> {
             })
             .collect(),
         restart_policy: &c.restart_policy,
+        image: &c.image,
     }
 }
 
@@ -269,13 +311,30 @@ fn node_requirements(requirements: &[pb::NodeSelectorRequirement]) -> Vec<Requir
 }
 
 fn affinity_terms(terms: &[pb::PodAffinityTerm]) -> Vec<AffinityTermInput<'_>> {
+    terms.iter().map(affinity_term).collect()
+}
+
+fn affinity_term(t: &pb::PodAffinityTerm) -> AffinityTermInput<'_> {
+    AffinityTermInput {
+        label_selector: t.label_selector.as_ref().map(selector),
+        namespaces: strs(&t.namespaces),
+        namespace_selector: t.namespace_selector.as_ref().map(selector),
+        topology_key: &t.topology_key,
+    }
+}
+
+/// Preferred pod (anti-)affinity terms; a term without `podAffinityTerm` is read as an
+/// empty one (refused for its missing topology key).
+fn weighted_terms(terms: &[pb::WeightedPodAffinityTerm]) -> Vec<WeightedAffinityTermInput<'_>> {
     terms
         .iter()
-        .map(|t| AffinityTermInput {
-            label_selector: t.label_selector.as_ref().map(selector),
-            namespaces: strs(&t.namespaces),
-            namespace_selector: t.namespace_selector.as_ref().map(selector),
-            topology_key: &t.topology_key,
+        .map(|t| WeightedAffinityTermInput {
+            weight: t.weight,
+            term: t
+                .pod_affinity_term
+                .as_ref()
+                .map(affinity_term)
+                .unwrap_or_default(),
         })
         .collect()
 }
