@@ -14,11 +14,11 @@ use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
 use super::build::{
-    self, AffinityInput, AffinityTermInput, BuildError, ConditionInput, ContainerInput,
-    ImageInput, Memo, NamespaceInput, NodeConditionInput, NodeInput, NodeSelectorTermInput, Pairs,
-    PdbInput, PodInput, PortInput, PreferredTermInput, PriorityClassInput, Quantities,
-    RequirementInput, ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput,
-    TolerationInput, UncommonPodFields, WeightedAffinityTermInput,
+    self, AffinityInput, AffinityTermInput, BuildError, ConditionInput, ContainerInput, ImageInput,
+    Memo, NamespaceInput, NodeConditionInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput,
+    PodInput, PortInput, PreferredTermInput, PriorityClassInput, Quantities, RequirementInput,
+    ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput, TolerationInput,
+    UncommonPodFields, WeightedAffinityTermInput,
 };
 use super::namespace::Namespace;
 use super::priority::PriorityClass;
@@ -767,7 +767,10 @@ fn requirements<'v>(cur: &Cur<'v, '_>) -> Result<Vec<RequirementInput<'v>>> {
 
 fn affinity_terms<'v>(cur: &Cur<'v, '_>) -> Result<Vec<AffinityTermInput<'v>>> {
     let required = cur.get("requiredDuringSchedulingIgnoredDuringExecution")?;
-    required.elements()?.map(|term| affinity_term(&term)).collect()
+    required
+        .elements()?
+        .map(|term| affinity_term(&term))
+        .collect()
 }
 
 fn affinity_term<'v>(term: &Cur<'v, '_>) -> Result<AffinityTermInput<'v>> {

@@ -5,8 +5,7 @@ use triomphe::Arc;
 
 use super::{
     ContainerResources, Interner, LabelSelector, Labels, NodeSelector, NodeSelectorTerm, PodRef,
-    Resources, Str,
-    Tolerations, key_hash, priority, resources, utf8,
+    Resources, Str, Tolerations, key_hash, priority, resources, utf8,
 };
 
 /// A host port's protocol.

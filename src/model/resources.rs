@@ -305,7 +305,9 @@ pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 /// (memory) request counted at [`DEFAULT_MILLI_CPU_REQUEST`] ([`DEFAULT_MEMORY_REQUEST`]).
 /// With pod-level requests set, only a resource that neither the pod level nor any
 /// container sets is defaulted (the pod level replaces the aggregate anyway).
-pub fn non_zero_requests(details: &PodDetails) -> Result<super::pod::NonZeroRequests, ReadingError> {
+pub fn non_zero_requests(
+    details: &PodDetails,
+) -> Result<super::pod::NonZeroRequests, ReadingError> {
     let pod_level_set = details
         .pod_requests
         .iter()

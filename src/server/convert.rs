@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::app::ObjectKey;
 use crate::engine::drain::{DrainPlan, Eviction, Placement, PodPlan};
+use crate::engine::placement::{self, NodeScores, PLUGINS};
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, PdbMode, Status as FilterStatus};
 use crate::model::build::{
     self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, ImageInput, Memo,
@@ -215,22 +216,18 @@ fn uncommon(p: &pb::Pod) -> UncommonPodFields<'_> {
                 .map(|n| {
                     n.preferred_during_scheduling_ignored_during_execution
                         .iter()
-                        .map(|t| {
-                            PreferredTermInput {
-                                weight: t.weight,
-                                preference: NodeSelectorTermInput {
-                                    match_expressions: node_requirements(
-                                        t.preference
-                                            .as_ref()
-                                            .map_or(&[], |p| &p.match_expressions[..]),
-                                    ),
-                                    match_fields: node_requirements(
-                                        t.preference
-                                            .as_ref()
-                                            .map_or(&[], |p| &p.match_fields[..]),
-                                    ),
-                                },
-                            }
+                        .map(|t| PreferredTermInput {
+                            weight: t.weight,
+                            preference: NodeSelectorTermInput {
+                                match_expressions: node_requirements(
+                                    t.preference
+                                        .as_ref()
+                                        .map_or(&[], |p| &p.match_expressions[..]),
+                                ),
+                                match_fields: node_requirements(
+                                    t.preference.as_ref().map_or(&[], |p| &p.match_fields[..]),
+                                ),
+                            },
                         })
                         .collect()
                 })
@@ -449,7 +446,32 @@ pub fn decision(d: &Decision) -> pb::PreemptResponse {
         feasible_nodes: d.feasible_nodes.iter().map(|n| n.to_string()).collect(),
         diagnostics: d.diagnostics.iter().map(diagnostic).collect(),
         kubernetes_version: d.kubernetes_version.as_str().to_string(),
+        placement: d.placement.as_ref().map(placement),
         ..Default::default()
+    }
+}
+
+/// A placement: the chosen node's scores and the runner-up's.
+fn placement(p: &placement::Placement) -> pb::Placement {
+    let node_score = |s: &NodeScores| pb::NodeScore {
+        node_name: s.node.to_string(),
+        total: s.total,
+        plugins: PLUGINS
+            .iter()
+            .zip(s.plugins)
+            .map(|(&(plugin, weight), score)| pb::PluginScore {
+                plugin: plugin.to_string(),
+                score,
+                weight,
+            })
+            .collect(),
+    };
+    pb::Placement {
+        node_name: p.node.as_deref().unwrap_or_default().to_string(),
+        score: p.total,
+        tied_nodes: p.tied.iter().map(|n| n.to_string()).collect(),
+        node_scores: p.scores.iter().take(2).map(node_score).collect(),
+        feasible_nodes: i32::try_from(p.feasible).unwrap_or(i32::MAX),
     }
 }
 

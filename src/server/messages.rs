@@ -174,12 +174,11 @@ fn affinity_message(p: &Pod) -> Option<pb::Affinity> {
     let node_affinity = (d.required_node_affinity.is_some()
         || !d.preferred_node_affinity.is_empty())
     .then(|| pb::NodeAffinity {
-        required_during_scheduling_ignored_during_execution: d
-            .required_node_affinity
-            .as_ref()
-            .map(|s| pb::NodeSelector {
+        required_during_scheduling_ignored_during_execution: d.required_node_affinity.as_ref().map(
+            |s| pb::NodeSelector {
                 node_selector_terms: s.terms.iter().map(term_message).collect(),
-            }),
+            },
+        ),
         preferred_during_scheduling_ignored_during_execution: d
             .preferred_node_affinity
             .iter()

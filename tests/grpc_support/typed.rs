@@ -200,9 +200,7 @@ fn affinity(a: &Value) -> Option<pb::Affinity> {
         }),
         pod_affinity: a["podAffinity"].as_object().map(|_| pb::PodAffinity {
             required_during_scheduling_ignored_during_execution: affinity_terms(&a["podAffinity"]),
-            preferred_during_scheduling_ignored_during_execution: weighted_terms(
-                &a["podAffinity"],
-            ),
+            preferred_during_scheduling_ignored_during_execution: weighted_terms(&a["podAffinity"]),
         }),
         pod_anti_affinity: a["podAntiAffinity"]
             .as_object()

@@ -52,7 +52,11 @@ impl<'a> ImageSpread<'a> {
                 continue;
             }
             for (name, count) in nodes_holding.iter_mut() {
-                if node.images.iter().any(|i| i.names.iter().any(|n| &**n == *name)) {
+                if node
+                    .images
+                    .iter()
+                    .any(|i| i.names.iter().any(|n| &**n == *name))
+                {
                     *count += 1;
                 }
             }

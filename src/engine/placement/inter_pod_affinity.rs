@@ -41,17 +41,18 @@ impl TopologyScores {
     pub(super) fn gather(input: &ScoreInput<'_>) -> Self {
         let pod = input.pod;
         let namespaces = &input.snapshot.namespaces;
-        let resolve = |terms: &[WeightedPodAffinityTerm], owner: &Str| -> Vec<(i64, AffinityTerm)> {
-            terms
-                .iter()
-                .map(|t| {
-                    (
-                        i64::from(t.weight),
-                        AffinityTerm::new(&t.term, owner, namespaces),
-                    )
-                })
-                .collect()
-        };
+        let resolve =
+            |terms: &[WeightedPodAffinityTerm], owner: &Str| -> Vec<(i64, AffinityTerm)> {
+                terms
+                    .iter()
+                    .map(|t| {
+                        (
+                            i64::from(t.weight),
+                            AffinityTerm::new(&t.term, owner, namespaces),
+                        )
+                    })
+                    .collect()
+            };
         let affinity = resolve(&pod.details.preferred_pod_affinity, &pod.namespace);
         let anti_affinity = resolve(&pod.details.preferred_pod_anti_affinity, &pod.namespace);
         let own_terms = !affinity.is_empty() || !anti_affinity.is_empty();

@@ -121,7 +121,11 @@ impl ClusterView {
         match self.snapshot.node(node) {
             Some(info) => {
                 let status = filter(&pre, pod, info);
-                if status.is_success() { Ok(()) } else { Err(status) }
+                if status.is_success() {
+                    Ok(())
+                } else {
+                    Err(status)
+                }
             }
             None => Err(Status::node_not_found()),
         }
