@@ -194,7 +194,13 @@ mod tests {
 
     #[test]
     fn nodes_read_from_their_encoding_are_the_ones_prost_and_the_conversion_make() {
-        let nodes = nodes();
+        let mut nodes = nodes();
+        for (i, node) in nodes.iter_mut().enumerate().filter(|(i, _)| i % 3 == 0) {
+            node.images = vec![pb::ContainerImage {
+                names: vec![format!("registry.example/app:{i}"), format!("sha256:{i:x}")],
+                size_bytes: (i as i64 + 1) << 30,
+            }];
+        }
         assert!(
             nodes.iter().any(|n| !n.taints.is_empty()),
             "some nodes tainted"
