@@ -745,7 +745,12 @@ fn weighted_affinity_terms<'v>(cur: &Cur<'v, '_>) -> Result<Vec<WeightedAffinity
             term.require_object()?;
             Ok(WeightedAffinityTermInput {
                 weight: int32_or_zero(&term.get("weight")?)?,
-                term: affinity_term(&term.get("podAffinityTerm")?)?,
+                // Missing reads as an empty term, as the typed reader has it (refused
+                // for its missing topology key).
+                term: match term.get("podAffinityTerm")? {
+                    inner if inner.object()?.is_some() => affinity_term(&inner)?,
+                    _ => AffinityTermInput::default(),
+                },
             })
         })
         .collect()
