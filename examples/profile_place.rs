@@ -7,6 +7,8 @@ use std::time::Instant;
 use preemptd::engine::KubernetesVersion;
 use preemptd::engine::placement::ClusterView;
 use preemptd::generate::{self, ClusterSpec};
+use preemptd::model::ContainerResources;
+use preemptd::model::quantity::Quantity;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -27,7 +29,15 @@ fn main() {
         generate::resource_preemptor(1)
     };
     // Small enough to fit on most nodes: every feasible node is scored.
-    pod.details_mut().containers.truncate(1);
+    let details = pod.details_mut();
+    details.containers.truncate(1);
+    details.init_containers.clear();
+    if let Some(container) = details.containers.first_mut() {
+        container.requests = ContainerResources::new(vec![
+            ("cpu".into(), Quantity::from_millis(10)),
+            ("memory".into(), Quantity::from_units(16 << 20)),
+        ]);
+    }
     let pod = pod.finish();
     let first = view.place(&pod);
     println!(
