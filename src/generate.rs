@@ -151,6 +151,7 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
             unschedulable: i % 500 == 499,
             annotations: Default::default(),
             conditions: Vec::new(),
+            images: Vec::new(),
             allocatable: Resources {
                 milli_cpu: cores * 1000 - 200,
                 memory: cores * 4 * GI - 512 * MI,
@@ -234,6 +235,7 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
                 ]),
                 ports,
                 restart_always: false,
+                image: "".into(),
             }];
             if index % 20 == 0 {
                 pod.details_mut().tolerations.push(Toleration {
@@ -268,6 +270,7 @@ pub fn generate(spec: &ClusterSpec) -> GeneratedCluster {
             requests: ContainerResources::new(vec![("cpu".into(), cpu(500))]),
             ports: Vec::new(),
             restart_always: false,
+            image: "".into(),
         }];
         out.pods.push(pod.finish());
     }
@@ -305,6 +308,7 @@ pub fn resource_preemptor(index: u64) -> Pod {
         ]),
         ports: Vec::new(),
         restart_always: false,
+        image: "".into(),
     }];
     pod.finish()
 }

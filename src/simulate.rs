@@ -12,7 +12,8 @@ use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::app::{AnyChange, App, AppConfig, AppError, PreemptRequest};
-use crate::engine::Decision;
+use crate::engine::placement::ClusterView;
+use crate::engine::{Decision, Outcome};
 use crate::model::Pod;
 use crate::model::decode::{self, DecodeError, Object};
 
@@ -312,15 +313,24 @@ pub fn load_cluster(objects: Vec<Object>, config: &AppConfig) -> Result<App, Dec
 
 /// Decides for `pod` on `app` as a dry-run `Preempt` does: admitted, with the nomination
 /// the core holds for it when it carries none (upstream re-reads the pod).
+/// A FITS answer always names where the kube-scheduler would bind the pod (the
+/// differential harness compares it), explain or not.
 pub fn decide(app: &App, mut pod: Pod, explain: bool) -> Result<Decision, AppError> {
     app.admit(&mut pod, "spec.priorityClassName")?;
+    let mut placed = pod.clone();
     let decided = app.preempt_blocking(PreemptRequest {
         pod,
         dry_run: true,
         explain,
         pdb_mode: None,
     })?;
-    Ok(decided.decision)
+    let mut decision = decided.decision;
+    if decision.outcome == Outcome::Fits && decision.placement.is_none() {
+        app.cache.fill_held_nomination(&mut placed);
+        let view = ClusterView::new(&app.cache.snapshot(), app.kubernetes_version());
+        decision.placement = Some(view.place(&placed));
+    }
+    Ok(decision)
 }
 
 /// Decides for a PodGroup preemptor as a dry-run `PreemptGroup` does (kubernetes 1.37

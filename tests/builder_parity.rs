@@ -298,6 +298,17 @@ fn node() -> impl Strategy<Value = Value> {
                 ("message", message),
             ])
         });
+    let image = (
+        maybe(
+            proptest::collection::vec(pick(&["nginx:1.27", "sha256:ab12", ""]), 0..3)
+                .prop_map(Value::from),
+        ),
+        maybe(prop_oneof![
+            8 => prop_oneof![Just(json!(0)), Just(json!(52428800)), Just(json!(5368709120_i64))],
+            1 => Just(json!(-1)),
+        ]),
+    )
+        .prop_map(|(names, size)| object(vec![("names", names), ("sizeBytes", size)]));
     (
         metadata(false),
         maybe(proptest::collection::vec(taint, 0..3).prop_map(Value::from)),
@@ -305,9 +316,18 @@ fn node() -> impl Strategy<Value = Value> {
         maybe(resource_list()),
         maybe(string_map()),
         maybe(proptest::collection::vec(condition, 0..3).prop_map(Value::from)),
+        maybe(proptest::collection::vec(image, 0..3).prop_map(Value::from)),
     )
         .prop_map(
-            |(mut metadata, taints, unschedulable, allocatable, annotations, conditions)| {
+            |(
+                mut metadata,
+                taints,
+                unschedulable,
+                allocatable,
+                annotations,
+                conditions,
+                images,
+            )| {
                 if let (Some(annotations), Some(fields)) = (annotations, metadata.as_object_mut()) {
                     fields.insert("annotations".into(), annotations);
                 }
@@ -327,6 +347,7 @@ fn node() -> impl Strategy<Value = Value> {
                         Some(object(vec![
                             ("allocatable", allocatable),
                             ("conditions", conditions),
+                            ("images", images),
                         ])),
                     ),
                 ])
@@ -361,8 +382,14 @@ fn container() -> impl Strategy<Value = Value> {
             &["", "Always", "OnFailure", "Never"],
             &["Sometimes"],
         )),
+        maybe(pick(&[
+            "nginx",
+            "registry.example:5000/app",
+            "busybox:1.36",
+            "",
+        ])),
     )
-        .prop_map(|(name, requests, limits, ports, restart_policy)| {
+        .prop_map(|(name, requests, limits, ports, restart_policy, image)| {
             object(vec![
                 ("name", name),
                 (
@@ -371,6 +398,7 @@ fn container() -> impl Strategy<Value = Value> {
                 ),
                 ("ports", ports),
                 ("restartPolicy", restart_policy),
+                ("image", image),
             ])
         })
 }
@@ -395,20 +423,44 @@ fn toleration() -> impl Strategy<Value = Value> {
 }
 
 fn affinity() -> impl Strategy<Value = Value> {
-    let term = (
-        maybe(proptest::collection::vec(requirement(NODE_OPERATORS), 0..2).prop_map(Value::from)),
-        maybe(proptest::collection::vec(requirement(NODE_OPERATORS), 0..2).prop_map(Value::from)),
+    let term = || {
+        (
+            maybe(
+                proptest::collection::vec(requirement(NODE_OPERATORS), 0..2).prop_map(Value::from),
+            ),
+            maybe(
+                proptest::collection::vec(requirement(NODE_OPERATORS), 0..2).prop_map(Value::from),
+            ),
+        )
+            .prop_map(|(expressions, fields)| {
+                object(vec![
+                    ("matchExpressions", expressions),
+                    ("matchFields", fields),
+                ])
+            })
+    };
+    let weight = || {
+        prop_oneof![
+            8 => prop_oneof![Just(json!(1)), Just(json!(50)), Just(json!(100))],
+            1 => prop_oneof![Just(json!(0)), Just(json!(101))],
+        ]
+    };
+    let preferred_node = (weight(), maybe(term())).prop_map(|(weight, preference)| {
+        object(vec![("weight", Some(weight)), ("preference", preference)])
+    });
+    let node_affinity = (
+        maybe(proptest::collection::vec(term(), 0..2).prop_map(Value::from)),
+        maybe(proptest::collection::vec(preferred_node, 0..2).prop_map(Value::from)),
     )
-        .prop_map(|(expressions, fields)| {
+        .prop_map(|(required, preferred)| {
             object(vec![
-                ("matchExpressions", expressions),
-                ("matchFields", fields),
+                (
+                    "requiredDuringSchedulingIgnoredDuringExecution",
+                    required.map(|terms| json!({"nodeSelectorTerms": terms})),
+                ),
+                ("preferredDuringSchedulingIgnoredDuringExecution", preferred),
             ])
         });
-    let node_affinity = maybe(
-        proptest::collection::vec(term, 0..2)
-            .prop_map(|terms| json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}})),
-    );
     let pod_term = || {
         (
             maybe(selector()),
@@ -425,20 +477,33 @@ fn affinity() -> impl Strategy<Value = Value> {
                 ])
             })
     };
-    let required =
-        |terms: Vec<Value>| json!({"requiredDuringSchedulingIgnoredDuringExecution": terms});
-    (
-        node_affinity,
-        maybe(proptest::collection::vec(pod_term(), 0..2).prop_map(required)),
-        maybe(proptest::collection::vec(pod_term(), 0..2).prop_map(required)),
-    )
-        .prop_map(|(node, pod, anti)| {
-            object(vec![
-                ("nodeAffinity", node),
-                ("podAffinity", pod),
-                ("podAntiAffinity", anti),
-            ])
-        })
+    let pod_terms = move || {
+        (
+            maybe(proptest::collection::vec(pod_term(), 0..2).prop_map(Value::from)),
+            maybe(
+                proptest::collection::vec(
+                    (weight(), maybe(pod_term())).prop_map(|(weight, term)| {
+                        object(vec![("weight", Some(weight)), ("podAffinityTerm", term)])
+                    }),
+                    0..2,
+                )
+                .prop_map(Value::from),
+            ),
+        )
+            .prop_map(|(required, preferred)| {
+                object(vec![
+                    ("requiredDuringSchedulingIgnoredDuringExecution", required),
+                    ("preferredDuringSchedulingIgnoredDuringExecution", preferred),
+                ])
+            })
+    };
+    (maybe(node_affinity), maybe(pod_terms()), maybe(pod_terms())).prop_map(|(node, pod, anti)| {
+        object(vec![
+            ("nodeAffinity", node),
+            ("podAffinity", pod),
+            ("podAntiAffinity", anti),
+        ])
+    })
 }
 
 fn spread_constraint() -> impl Strategy<Value = Value> {

@@ -552,6 +552,7 @@ fn sidecar_host_ports_count() {
                 port: 15001,
             }],
             restart_always: true,
+            image: "".into(),
         });
     let holder = holder.finish();
     let cluster = Cluster::new(vec![node("n", 1000, GI)], vec![holder], vec![]);

@@ -114,6 +114,7 @@ fn anti_affinity(term: pb::PodAffinityTerm) -> Option<pb::Affinity> {
     Some(pb::Affinity {
         pod_anti_affinity: Some(pb::PodAntiAffinity {
             required_during_scheduling_ignored_during_execution: vec![term],
+            ..Default::default()
         }),
         ..Default::default()
     })
@@ -326,6 +327,7 @@ fn cases() -> Vec<(&'static str, Call, Code, String)> {
                                 }],
                             },
                         ),
+                        ..Default::default()
                     }),
                     ..Default::default()
                 })

@@ -214,6 +214,7 @@ async fn namespace_selectors_match_the_namespace_labels() {
                     topology_key: "kubernetes.io/hostname".into(),
                     namespaces: Vec::new(),
                 }],
+                ..Default::default()
             }),
             ..Default::default()
         });

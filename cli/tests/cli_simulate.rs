@@ -430,3 +430,39 @@ fn a_bad_policy_file_exits_64_naming_the_file_and_field() {
         assert!(err.contains(word), "{word:?} not in {err}");
     }
 }
+
+#[test]
+fn a_pod_that_fits_is_placed_where_the_scheduler_would_bind_it() {
+    // The example's checkout pod, shrunk to 100m: it fits on node-a and node-b, and
+    // `placement` names the kube-scheduler's pick without --explain.
+    let mut pod: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("examples/pod.json")).unwrap()).unwrap();
+    pod["spec"]["containers"][0]["resources"]["requests"] = serde_json::json!({"cpu": "100m"});
+    let dir = std::env::temp_dir().join(format!("preemptd-place-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pod_path = dir.join("pod.json");
+    std::fs::write(&pod_path, pod.to_string()).unwrap();
+    let (code, out, stderr) = simulate(&repo("examples/cluster.json"), &pod_path);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out["outcome"], "OUTCOME_FITS");
+    let placement = &out["placement"];
+    let node = placement["nodeName"].as_str().expect("placement node");
+    assert!(
+        out["feasibleNodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == node),
+        "{out}"
+    );
+    assert_eq!(placement["nodeScores"][0]["nodeName"], node);
+    assert_eq!(placement["nodeScores"][0]["total"], placement["score"]);
+    assert_eq!(placement["feasibleNodes"], 2);
+    assert_eq!(
+        placement["nodeScores"][0]["plugins"]
+            .as_array()
+            .map(Vec::len),
+        Some(7)
+    );
+}

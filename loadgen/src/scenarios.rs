@@ -488,6 +488,7 @@ mod tests {
         d.init_containers = vec![Container {
             name: "sidecar".into(),
             restart_always: true,
+            image: "".into(),
             ..d.containers[0].clone()
         }];
         d.overhead = ContainerResources::new(vec![(

@@ -182,6 +182,7 @@ mod tests {
             unschedulable: false,
             annotations: Default::default(),
             conditions: Vec::new(),
+            images: Vec::new(),
             allocatable: Resources {
                 milli_cpu: 1000,
                 pods: 10,

@@ -30,7 +30,13 @@ type Bucket = SmallVec<[(Str, Str, Str, LabelId); 1]>;
 pub struct LabelIds {
     hasher: ahash::RandomState,
     buckets: imbl::HashMap<u64, Bucket>,
+    /// Ids handed out by [`LabelIds::get_or_add`] to an edited snapshot so far.
+    added: u64,
 }
+
+/// Ids an edited snapshot gives labels the cache has not seen start here: far above any
+/// the cache hands out, so the two never meet.
+const EDIT_IDS_FROM: LabelId = 1 << 62;
 
 impl LabelIds {
     fn hash(&self, namespace: &str, key: &str, value: &str) -> u64 {
@@ -42,6 +48,24 @@ impl LabelIds {
     /// The id of pods labelled `key=value` in `namespace`; `None` when no pod carries it.
     pub fn get(&self, namespace: &str, key: &str, value: &str) -> Option<LabelId> {
         self.lookup(self.hash(namespace, key, value), namespace, key, value)
+    }
+
+    /// The id of `key=value` in `namespace`, a new one (of this copy alone) when no pod
+    /// carries it: an edited snapshot adds pods the cache never held.
+    pub(super) fn get_or_add(&mut self, namespace: &Str, key: &Str, value: &Str) -> LabelId {
+        let hash = self.hash(namespace, key, value);
+        if let Some(id) = self.lookup(hash, namespace, key, value) {
+            return id;
+        }
+        self.added += 1;
+        let id = EDIT_IDS_FROM + self.added;
+        self.buckets.entry(hash).or_default().push((
+            namespace.clone(),
+            key.clone(),
+            value.clone(),
+            id,
+        ));
+        id
     }
 
     fn lookup(&self, hash: u64, namespace: &str, key: &str, value: &str) -> Option<LabelId> {

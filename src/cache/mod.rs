@@ -20,6 +20,7 @@ use crate::model::priority::{PriorityClass, PriorityClasses};
 use crate::model::{Node, Pod, PodDisruptionBudget, Str};
 
 mod commit;
+mod edit;
 mod groups;
 mod interned;
 mod labels;

@@ -110,6 +110,7 @@ fn held_pods_share_strings_and_details_and_keep_derived_requests() {
             )]),
             ports: Vec::new(),
             restart_always: false,
+            image: "".into(),
         }];
         pod.finish()
     };
@@ -270,6 +271,7 @@ fn pods_wait_for_their_node_and_moves_update_both_nodes() {
         unschedulable: false,
         annotations: Default::default(),
         conditions: Vec::new(),
+        images: Vec::new(),
         allocatable: Resources::default(),
     };
     cache.upsert_node(node("a"));

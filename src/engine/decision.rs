@@ -1,6 +1,7 @@
 //! What a decision answers, and the options it is taken with.
 
 use super::filters::Status;
+use super::placement::Placement;
 use super::policy::{PdbMode, Policy};
 use super::version::KubernetesVersion;
 use crate::model::{PodRef, Str};
@@ -111,6 +112,8 @@ pub struct Decision {
     pub candidates: usize,
     /// The kube-scheduler version whose rules the decision followed.
     pub kubernetes_version: KubernetesVersion,
+    /// For `Fits` with `explain`: where the kube-scheduler would bind the pod, and why.
+    pub placement: Option<Placement>,
 }
 
 impl Decision {
@@ -136,6 +139,7 @@ impl Decision {
             nodes_evaluated: 0,
             candidates: 0,
             kubernetes_version: KubernetesVersion::default(),
+            placement: None,
         }
     }
 

@@ -28,7 +28,7 @@ mod groups;
 mod lanes;
 pub mod per_node;
 mod pick;
-mod placement_stub;
+pub mod placement;
 pub mod policy;
 mod potential;
 mod search;
@@ -216,6 +216,10 @@ fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) 
     if !feasible.is_empty() {
         let mut decision = Decision::fits(feasible, total);
         decision.nodes_filtered = pass.nodes_filtered(filtered.screened.waiting());
+        if options.explain {
+            let view = placement::ClusterView::new(snapshot, options.version);
+            decision.placement = Some(view.place(preemptor));
+        }
         return decision.with_diagnostics(diagnostics);
     }
 

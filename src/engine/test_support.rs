@@ -20,6 +20,7 @@ pub(super) fn node(name: &str, cpu_milli: i64, memory: i64) -> Node {
         unschedulable: false,
         annotations: Default::default(),
         conditions: Vec::new(),
+        images: Vec::new(),
         allocatable: Resources {
             milli_cpu: cpu_milli,
             memory,
@@ -62,6 +63,7 @@ pub(super) fn pod(
         ]),
         ports: Vec::new(),
         restart_always: false,
+        image: "".into(),
     }];
     p.finish()
 }

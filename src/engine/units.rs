@@ -17,7 +17,7 @@ use ahash::AHashMap as HashMap;
 use triomphe::Arc;
 
 use super::filters::{NodeScratch, PreFilter, Status};
-use super::placement_stub::ClusterView;
+use super::placement::ClusterView;
 use super::victims::{Coverage, PdbIndex, Remaining};
 use crate::cache::{NodeInfo, PodGroupIndex, Snapshot};
 use crate::model::{DisruptionMode, Pod, Str};
@@ -208,7 +208,6 @@ pub(crate) struct UnitContext<'s> {
     snapshot: &'s Snapshot,
     all_members: AllModeMembers,
     version: super::KubernetesVersion,
-    gates: super::FeatureGates,
 }
 
 impl<'s> UnitContext<'s> {
@@ -227,7 +226,6 @@ impl<'s> UnitContext<'s> {
             snapshot,
             all_members: AllModeMembers::of(snapshot),
             version: gates.version(),
-            gates: gates.clone(),
         })
     }
 
@@ -273,7 +271,6 @@ pub(crate) fn select_unit_victims_on_node(
         Checker::View(Box::new(ClusterView::new(
             context.snapshot,
             context.version,
-            &context.gates,
         )))
     } else {
         let scratch = pre.scratch(info).ok_or_else(super::victims::no_victims)?;
@@ -311,14 +308,14 @@ pub(crate) fn select_unit_victims_on_node(
 }
 
 /// Where a dry run's removals and returns are made.
-enum Checker<'n, 's> {
+enum Checker<'n> {
     /// Every unit on the node only: its scratch copy.
     Scratch(Box<NodeScratch<'n>>),
     /// Some unit spans nodes: a view of the whole cluster.
-    View(Box<ClusterView<'s>>),
+    View(Box<ClusterView>),
 }
 
-impl Checker<'_, '_> {
+impl Checker<'_> {
     fn remove(&mut self, pre: &PreFilter<'_>, info: &NodeInfo, unit: &VictimUnit) {
         match self {
             Checker::Scratch(scratch) => {

@@ -91,6 +91,7 @@ pub fn gang_cluster(spec: &GangClusterSpec) -> GangCluster {
             unschedulable: false,
             annotations: Labels::default(),
             conditions: Vec::new(),
+            images: Vec::new(),
             allocatable: Resources {
                 milli_cpu: NODE_MILLI_CPU,
                 memory: 16 * GI,
@@ -180,6 +181,7 @@ fn container(milli_cpu: i64) -> Container {
         ]),
         ports: Vec::new(),
         restart_always: false,
+        image: "".into(),
     }
 }
 

@@ -24,10 +24,10 @@ use std::borrow::Cow;
 
 pub use cluster::{NamespaceInput, PriorityClassInput, namespace, priority_class};
 pub use input::{
-    AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, NodeConditionInput,
-    NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput, Quantities,
-    RequirementInput, ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput,
-    TolerationInput, UncommonPodFields,
+    AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, ImageInput,
+    NodeConditionInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput,
+    PreferredTermInput, Quantities, RequirementInput, ResourcesInput, SelectorInput, Source,
+    SpreadInput, TaintInput, TolerationInput, UncommonPodFields, WeightedAffinityTermInput,
 };
 pub use memo::Memo;
 pub use node::node;

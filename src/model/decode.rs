@@ -14,10 +14,11 @@ use serde_json::{Map, Value};
 use smallvec::SmallVec;
 
 use super::build::{
-    self, AffinityInput, AffinityTermInput, BuildError, ConditionInput, ContainerInput, Memo,
-    NamespaceInput, NodeConditionInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput,
-    PodInput, PortInput, PriorityClassInput, Quantities, RequirementInput, ResourcesInput,
-    SelectorInput, Source, SpreadInput, TaintInput, TolerationInput, UncommonPodFields,
+    self, AffinityInput, AffinityTermInput, BuildError, ConditionInput, ContainerInput, ImageInput,
+    Memo, NamespaceInput, NodeConditionInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput,
+    PodInput, PortInput, PreferredTermInput, PriorityClassInput, Quantities, RequirementInput,
+    ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput, TolerationInput,
+    UncommonPodFields, WeightedAffinityTermInput,
 };
 use super::namespace::Namespace;
 use super::priority::PriorityClass;
@@ -384,6 +385,17 @@ fn int32_or_zero(cur: &Cur<'_, '_>) -> Result<i32> {
     Ok(cur.int32()?.unwrap_or(0))
 }
 
+fn int64_or_zero(cur: &Cur<'_, '_>) -> Result<i64> {
+    match cur.present() {
+        None => Ok(0),
+        Some(Value::Number(n)) if n.is_f64() => Err(cur.err("expected an integer")),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .ok_or_else(|| cur.err("expected a 64-bit integer")),
+        Some(_) => Err(cur.err("expected an integer")),
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Metadata.
 
@@ -507,6 +519,17 @@ fn node_at(cur: &Cur<'_, '_>, memo: &mut Memo) -> Result<Node> {
                     status: c.get("status")?.string()?,
                     reason: c.get("reason")?.string()?,
                     message: c.get("message")?.string()?,
+                })
+            })
+            .collect::<Result<_>>()?,
+        images: status
+            .get("images")?
+            .elements()?
+            .map(|image| {
+                image.require_object()?;
+                Ok(ImageInput {
+                    names: strings(&image.get("names")?)?,
+                    size_bytes: int64_or_zero(&image.get("sizeBytes")?)?,
                 })
             })
             .collect::<Result<_>>()?,
@@ -678,6 +701,7 @@ fn container<'v>(cur: &Cur<'v, '_>) -> Result<ContainerInput<'v>> {
         resources: resources(&cur.get("resources")?)?,
         ports,
         restart_policy: cur.get("restartPolicy")?.string()?,
+        image: cur.get("image")?.string()?,
     })
 }
 
@@ -717,11 +741,47 @@ fn affinity<'v>(cur: &Cur<'v, '_>) -> Result<AffinityInput<'v>> {
             Some(terms)
         }
     };
+    let preferred_node_affinity = node_affinity
+        .get("preferredDuringSchedulingIgnoredDuringExecution")?
+        .elements()?
+        .map(|term| {
+            term.require_object()?;
+            let preference = term.get("preference")?;
+            Ok(PreferredTermInput {
+                weight: int32_or_zero(&term.get("weight")?)?,
+                preference: NodeSelectorTermInput {
+                    match_expressions: requirements(&preference.get("matchExpressions")?)?,
+                    match_fields: requirements(&preference.get("matchFields")?)?,
+                },
+            })
+        })
+        .collect::<Result<_>>()?;
     Ok(AffinityInput {
         required_node_affinity,
         pod_affinity: affinity_terms(&cur.get("podAffinity")?)?,
         pod_anti_affinity: affinity_terms(&cur.get("podAntiAffinity")?)?,
+        preferred_node_affinity,
+        preferred_pod_affinity: weighted_affinity_terms(&cur.get("podAffinity")?)?,
+        preferred_pod_anti_affinity: weighted_affinity_terms(&cur.get("podAntiAffinity")?)?,
     })
+}
+
+fn weighted_affinity_terms<'v>(cur: &Cur<'v, '_>) -> Result<Vec<WeightedAffinityTermInput<'v>>> {
+    cur.get("preferredDuringSchedulingIgnoredDuringExecution")?
+        .elements()?
+        .map(|term| {
+            term.require_object()?;
+            Ok(WeightedAffinityTermInput {
+                weight: int32_or_zero(&term.get("weight")?)?,
+                // Missing reads as an empty term, as the typed reader has it (refused
+                // for its missing topology key).
+                term: match term.get("podAffinityTerm")? {
+                    inner if inner.object()?.is_some() => affinity_term(&inner)?,
+                    _ => AffinityTermInput::default(),
+                },
+            })
+        })
+        .collect()
 }
 
 /// The `matchExpressions` of a label selector, or a node selector term's.
@@ -742,16 +802,18 @@ fn affinity_terms<'v>(cur: &Cur<'v, '_>) -> Result<Vec<AffinityTermInput<'v>>> {
     let required = cur.get("requiredDuringSchedulingIgnoredDuringExecution")?;
     required
         .elements()?
-        .map(|term| {
-            term.require_object()?;
-            Ok(AffinityTermInput {
-                label_selector: selector(&term.get("labelSelector")?)?,
-                namespaces: strings(&term.get("namespaces")?)?,
-                namespace_selector: selector(&term.get("namespaceSelector")?)?,
-                topology_key: term.get("topologyKey")?.string()?,
-            })
-        })
+        .map(|term| affinity_term(&term))
         .collect()
+}
+
+fn affinity_term<'v>(term: &Cur<'v, '_>) -> Result<AffinityTermInput<'v>> {
+    term.require_object()?;
+    Ok(AffinityTermInput {
+        label_selector: selector(&term.get("labelSelector")?)?,
+        namespaces: strings(&term.get("namespaces")?)?,
+        namespace_selector: selector(&term.get("namespaceSelector")?)?,
+        topology_key: term.get("topologyKey")?.string()?,
+    })
 }
 
 fn spread_constraints<'v>(cur: &Cur<'v, '_>) -> Result<Vec<SpreadInput<'v>>> {

@@ -23,15 +23,17 @@ mod taint;
 use triomphe::Arc;
 
 pub use labels::{LabelSelector, Labels, Operator, Requirement};
-pub use node::{Node, NodeCondition};
+pub use node::{ContainerImage, Node, NodeCondition};
 pub use node_selector::{
     NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm,
 };
 pub use pdb::PodDisruptionBudget;
 pub use pod::{
     BIND_ALL_IP, Container, DEFAULT_SCHEDULER, DISRUPTION_TARGET, HostPort, InclusionPolicy,
-    KeyHashes, PREEMPTION_BY_SCHEDULER, Pod, PodAffinityTerm, PodCondition, PodDetails, PodPhase,
-    PreemptionPolicy, Protocol, StartTime, TopologySpreadConstraint, Unadmitted, WhenUnsatisfiable,
+    KeyHashes, NonZeroRequests, PREEMPTION_BY_SCHEDULER, Pod, PodAffinityTerm, PodCondition,
+    PodDetails, PodPhase, PreemptionPolicy, PreferredSchedulingTerm, Protocol, StartTime,
+    TopologySpreadConstraint, Unadmitted, WeightedPodAffinityTerm, WhenUnsatisfiable,
+    normalized_image_name,
 };
 pub use pod_group::{DisruptionMode, PodGroup, SchedulingPolicy, Workload};
 pub use resources::{ContainerResources, Resources};

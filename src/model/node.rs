@@ -24,6 +24,17 @@ pub struct Node {
     pub annotations: Labels,
     /// `status.conditions`: likewise.
     pub conditions: Vec<NodeCondition>,
+    /// `status.images`: ImageLocality scores the nodes that already hold a pod's images.
+    pub images: Vec<ContainerImage>,
+}
+
+/// One entry of a node's `status.images`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerImage {
+    /// `names`: every name the image is known by.
+    pub names: Vec<Str>,
+    /// `sizeBytes`.
+    pub size_bytes: i64,
 }
 
 /// A node condition (`status.conditions[]`).

@@ -4,8 +4,8 @@
 use triomphe::Arc;
 
 use super::{
-    ContainerResources, Interner, LabelSelector, Labels, NodeSelector, PodRef, Resources, Str,
-    Tolerations, key_hash, priority, resources, utf8,
+    ContainerResources, Interner, LabelSelector, Labels, NodeSelector, NodeSelectorTerm, PodRef,
+    Resources, Str, Tolerations, key_hash, priority, resources, utf8,
 };
 
 /// A host port's protocol.
@@ -181,17 +181,48 @@ pub struct Container {
     pub ports: Vec<HostPort>,
     /// Init containers only: `restartPolicy: Always` makes it a sidecar.
     pub restart_always: bool,
+    /// `image`, as written (ImageLocality reads it normalised, see [`PodDetails::images`]).
+    pub image: Str,
 }
 
 impl Default for Container {
     fn default() -> Self {
         Self {
             name: Str::from(""),
+            image: Str::from(""),
             requests: ContainerResources::default(),
             ports: Vec::new(),
             restart_always: false,
         }
     }
+}
+
+/// A `preferredDuringSchedulingIgnoredDuringExecution` term of node affinity.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PreferredSchedulingTerm {
+    /// `weight` (1-100).
+    pub weight: i32,
+    /// `preference`.
+    pub preference: NodeSelectorTerm,
+}
+
+/// A `preferredDuringSchedulingIgnoredDuringExecution` term of pod (anti-)affinity.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WeightedPodAffinityTerm {
+    /// `weight` (1-100).
+    pub weight: i32,
+    /// `podAffinityTerm`.
+    pub term: PodAffinityTerm,
+}
+
+/// The requests scoring reads of a pod: cpu and memory with each container that sets
+/// none given the scheduler's defaults (see [`resources::non_zero_requests`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NonZeroRequests {
+    /// Milli-CPU.
+    pub milli_cpu: i64,
+    /// Memory, in bytes.
+    pub memory: i64,
 }
 
 /// A pod condition, reduced to what preemption reads.
@@ -326,6 +357,12 @@ pub struct PodDetails {
     pub pod_affinity: Vec<PodAffinityTerm>,
     /// Required pod anti-affinity terms.
     pub pod_anti_affinity: Vec<PodAffinityTerm>,
+    /// Preferred node affinity terms (scoring only).
+    pub preferred_node_affinity: Vec<PreferredSchedulingTerm>,
+    /// Preferred pod affinity terms (scoring only).
+    pub preferred_pod_affinity: Vec<WeightedPodAffinityTerm>,
+    /// Preferred pod anti-affinity terms (scoring only).
+    pub preferred_pod_anti_affinity: Vec<WeightedPodAffinityTerm>,
     /// `spec.topologySpreadConstraints`.
     pub topology_spread: Vec<TopologySpreadConstraint>,
     /// `status.conditions`.
@@ -336,6 +373,24 @@ pub struct PodDetails {
     /// pod-level, overhead). Kept here, not in every pod: they follow from the spec
     /// above, so pods of one template share them (56 bytes a pod).
     pub requests: Resources,
+    /// Derived by [`Pod::finish`]: the requests scoring reads (see [`NonZeroRequests`]).
+    pub non_zero_requests: NonZeroRequests,
+    /// Derived by [`Pod::finish`]: the images of the init containers, then of the
+    /// containers, normalised as ImageLocality looks them up (kept when the container
+    /// specs are dropped).
+    pub images: Vec<Str>,
+}
+
+/// An image name as ImageLocality looks it up on a node: `:latest` added when the name
+/// has no tag after its last `/`.
+pub fn normalized_image_name(name: &str) -> Str {
+    let tag = name.rfind(':').map_or(-1, |i| i as i64);
+    let slash = name.rfind('/').map_or(-1, |i| i as i64);
+    if tag <= slash {
+        format!("{name}:latest").into()
+    } else {
+        name.into()
+    }
 }
 
 impl PodDetails {
@@ -350,6 +405,13 @@ impl PodDetails {
             .collect();
         self.requests = Resources::default();
         self.requests = resources::effective_pod_requests(self)?;
+        self.non_zero_requests = resources::non_zero_requests(self)?;
+        self.images = self
+            .init_containers
+            .iter()
+            .chain(&self.containers)
+            .map(|c| normalized_image_name(&c.image))
+            .collect();
         Ok(())
     }
 
@@ -376,6 +438,7 @@ impl PodDetails {
         self.pod_requests = ContainerResources::default();
         self.host_ports.shrink_to_fit();
         self.conditions.shrink_to_fit();
+        self.images.shrink_to_fit();
     }
 }
 

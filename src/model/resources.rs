@@ -295,6 +295,62 @@ pub fn effective_pod_requests(details: &PodDetails) -> Result<Resources, Reading
     running.to_resources()
 }
 
+/// The scheduler's request for a container that sets no cpu request, in milli-CPU.
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// The scheduler's request for a container that sets no memory request (200 MiB).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+
+/// The cpu and memory the scoring plugins count a pod for (upstream's non-zero requests):
+/// [`effective_pod_requests`] with every container (init containers too) that sets no cpu
+/// (memory) request counted at [`DEFAULT_MILLI_CPU_REQUEST`] ([`DEFAULT_MEMORY_REQUEST`]).
+/// With pod-level requests set, only a resource that neither the pod level nor any
+/// container sets is defaulted (the pod level replaces the aggregate anyway).
+pub fn non_zero_requests(
+    details: &PodDetails,
+) -> Result<super::pod::NonZeroRequests, ReadingError> {
+    let pod_level_set = details
+        .pod_requests
+        .iter()
+        .any(|(name, _)| is_pod_level_resource(name));
+    let set_anywhere = |name: &str| {
+        details.pod_requests.get(name).is_some()
+            || details
+                .containers
+                .iter()
+                .chain(&details.init_containers)
+                .any(|c| c.requests.get(name).is_some())
+    };
+    let defaults: Vec<(Str, Quantity)> = [
+        (CPU, Quantity::from_millis(DEFAULT_MILLI_CPU_REQUEST)),
+        (MEMORY, Quantity::from_units(DEFAULT_MEMORY_REQUEST)),
+    ]
+    .into_iter()
+    .filter(|(name, _)| !pod_level_set || !set_anywhere(name))
+    .map(|(name, q)| (Str::from(name), q))
+    .collect();
+    let requests = if defaults.is_empty() {
+        effective_pod_requests(details)?
+    } else {
+        let mut defaulted = details.clone();
+        for c in defaulted
+            .containers
+            .iter_mut()
+            .chain(defaulted.init_containers.iter_mut())
+        {
+            for (name, q) in &defaults {
+                if c.requests.get(name).is_none() {
+                    c.requests.set(name, *q);
+                }
+            }
+        }
+        effective_pod_requests(&defaulted)?
+    };
+    Ok(super::pod::NonZeroRequests {
+        milli_cpu: requests.milli_cpu,
+        memory: requests.memory,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,6 +371,7 @@ mod tests {
             requests: list(&[("cpu", cpu)]),
             ports: vec![],
             restart_always: sidecar,
+            image: "".into(),
         }
     }
 

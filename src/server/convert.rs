@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 
 use crate::app::ObjectKey;
 use crate::engine::drain::{DrainPlan, Eviction, Placement, PodPlan};
+use crate::engine::placement::{self, NodeScores, PLUGINS};
 use crate::engine::{Code, Decision, NodeDiagnostic, Outcome, PdbMode, Status as FilterStatus};
 use crate::model::build::{
-    self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, Memo,
+    self, AffinityInput, AffinityTermInput, ConditionInput, ContainerInput, ImageInput, Memo,
     NodeConditionInput, NodeInput, NodeSelectorTermInput, Pairs, PdbInput, PodInput, PortInput,
-    Quantities, RequirementInput, ResourcesInput, SelectorInput, Source, SpreadInput, TaintInput,
-    TolerationInput, UncommonPodFields,
+    PreferredTermInput, Quantities, RequirementInput, ResourcesInput, SelectorInput, Source,
+    SpreadInput, TaintInput, TolerationInput, UncommonPodFields, WeightedAffinityTermInput,
 };
 use crate::model::namespace::Namespace;
 use crate::model::priority::PriorityClass;
@@ -125,6 +126,14 @@ fn node_input(n: &pb::Node) -> NodeInput<'_> {
                 message: &c.message,
             })
             .collect(),
+        images: n
+            .images
+            .iter()
+            .map(|image| ImageInput {
+                names: strs(&image.names),
+                size_bytes: image.size_bytes,
+            })
+            .collect(),
     }
 }
 
@@ -210,6 +219,35 @@ fn uncommon(p: &pb::Pod) -> UncommonPodFields<'_> {
                 .and_then(|a| a.pod_anti_affinity.as_ref())
                 .map(|a| affinity_terms(&a.required_during_scheduling_ignored_during_execution))
                 .unwrap_or_default(),
+            preferred_node_affinity: affinity
+                .and_then(|a| a.node_affinity.as_ref())
+                .map(|n| {
+                    n.preferred_during_scheduling_ignored_during_execution
+                        .iter()
+                        .map(|t| PreferredTermInput {
+                            weight: t.weight,
+                            preference: NodeSelectorTermInput {
+                                match_expressions: node_requirements(
+                                    t.preference
+                                        .as_ref()
+                                        .map_or(&[], |p| &p.match_expressions[..]),
+                                ),
+                                match_fields: node_requirements(
+                                    t.preference.as_ref().map_or(&[], |p| &p.match_fields[..]),
+                                ),
+                            },
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            preferred_pod_affinity: affinity
+                .and_then(|a| a.pod_affinity.as_ref())
+                .map(|a| weighted_terms(&a.preferred_during_scheduling_ignored_during_execution))
+                .unwrap_or_default(),
+            preferred_pod_anti_affinity: affinity
+                .and_then(|a| a.pod_anti_affinity.as_ref())
+                .map(|a| weighted_terms(&a.preferred_during_scheduling_ignored_during_execution))
+                .unwrap_or_default(),
         },
         topology_spread_constraints: p
             .topology_spread_constraints
@@ -262,6 +300,7 @@ fn container(c: &pb::Container) -> ContainerInput<'_> {
             })
             .collect(),
         restart_policy: &c.restart_policy,
+        image: &c.image,
     }
 }
 
@@ -277,13 +316,30 @@ fn node_requirements(requirements: &[pb::NodeSelectorRequirement]) -> Vec<Requir
 }
 
 fn affinity_terms(terms: &[pb::PodAffinityTerm]) -> Vec<AffinityTermInput<'_>> {
+    terms.iter().map(affinity_term).collect()
+}
+
+fn affinity_term(t: &pb::PodAffinityTerm) -> AffinityTermInput<'_> {
+    AffinityTermInput {
+        label_selector: t.label_selector.as_ref().map(selector),
+        namespaces: strs(&t.namespaces),
+        namespace_selector: t.namespace_selector.as_ref().map(selector),
+        topology_key: &t.topology_key,
+    }
+}
+
+/// Preferred pod (anti-)affinity terms; a term without `podAffinityTerm` is read as an
+/// empty one (refused for its missing topology key).
+fn weighted_terms(terms: &[pb::WeightedPodAffinityTerm]) -> Vec<WeightedAffinityTermInput<'_>> {
     terms
         .iter()
-        .map(|t| AffinityTermInput {
-            label_selector: t.label_selector.as_ref().map(selector),
-            namespaces: strs(&t.namespaces),
-            namespace_selector: t.namespace_selector.as_ref().map(selector),
-            topology_key: &t.topology_key,
+        .map(|t| WeightedAffinityTermInput {
+            weight: t.weight,
+            term: t
+                .pod_affinity_term
+                .as_ref()
+                .map(affinity_term)
+                .unwrap_or_default(),
         })
         .collect()
 }
@@ -398,7 +454,32 @@ pub fn decision(d: &Decision) -> pb::PreemptResponse {
         feasible_nodes: d.feasible_nodes.iter().map(|n| n.to_string()).collect(),
         diagnostics: d.diagnostics.iter().map(diagnostic).collect(),
         kubernetes_version: d.kubernetes_version.as_str().to_string(),
+        placement: d.placement.as_ref().map(placement),
         ..Default::default()
+    }
+}
+
+/// A placement: the chosen node's scores and the runner-up's.
+fn placement(p: &placement::Placement) -> pb::Placement {
+    let node_score = |s: &NodeScores| pb::NodeScore {
+        node_name: s.node.to_string(),
+        total: s.total,
+        plugins: PLUGINS
+            .iter()
+            .zip(s.plugins)
+            .map(|(&(plugin, weight), score)| pb::PluginScore {
+                plugin: plugin.to_string(),
+                score,
+                weight,
+            })
+            .collect(),
+    };
+    pb::Placement {
+        node_name: p.node.as_deref().unwrap_or_default().to_string(),
+        score: p.total,
+        tied_nodes: p.tied.iter().map(|n| n.to_string()).collect(),
+        node_scores: p.scores.iter().take(2).map(node_score).collect(),
+        feasible_nodes: i32::try_from(p.feasible).unwrap_or(i32::MAX),
     }
 }
 

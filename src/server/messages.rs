@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use crate::model::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::model::{
     Container, ContainerResources, DisruptionMode, InclusionPolicy, LabelSelector, Labels, Node,
-    NodeSelectorRequirement, Pod, PodAffinityTerm, PodDisruptionBudget, PodGroup, PreemptionPolicy,
-    Resources, SchedulingPolicy, Str, TaintEffect, TolerationOperator, TopologySpreadConstraint,
-    WhenUnsatisfiable, Workload,
+    NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, PodDisruptionBudget, PodGroup,
+    PreemptionPolicy, Resources, SchedulingPolicy, Str, TaintEffect, TolerationOperator,
+    TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable, Workload,
 };
 
 use super::pb;
@@ -42,6 +42,14 @@ pub fn node_message(n: &Node) -> pb::Node {
                 status: c.status.to_string(),
                 reason: c.reason.to_string(),
                 message: c.message.to_string(),
+            })
+            .collect(),
+        images: n
+            .images
+            .iter()
+            .map(|i| pb::ContainerImage {
+                names: string_list(&i.names),
+                size_bytes: i.size_bytes,
             })
             .collect(),
     }
@@ -122,6 +130,7 @@ fn container_message(c: &Container, init: bool) -> pb::Container {
         } else {
             String::new()
         },
+        image: c.image.to_string(),
     }
 }
 
@@ -148,40 +157,70 @@ fn affinity_terms(terms: &[PodAffinityTerm]) -> Vec<pb::PodAffinityTerm> {
 }
 
 fn affinity_message(p: &Pod) -> Option<pb::Affinity> {
-    if p.details.required_node_affinity.is_none()
-        && p.details.pod_affinity.is_empty()
-        && p.details.pod_anti_affinity.is_empty()
+    let d = &p.details;
+    if d.required_node_affinity.is_none()
+        && d.pod_affinity.is_empty()
+        && d.pod_anti_affinity.is_empty()
+        && d.preferred_node_affinity.is_empty()
+        && d.preferred_pod_affinity.is_empty()
+        && d.preferred_pod_anti_affinity.is_empty()
     {
         return None;
     }
+    let term_message = |t: &NodeSelectorTerm| pb::NodeSelectorTerm {
+        match_expressions: node_requirements(&t.match_expressions),
+        match_fields: node_requirements(&t.match_fields),
+    };
+    let node_affinity = (d.required_node_affinity.is_some()
+        || !d.preferred_node_affinity.is_empty())
+    .then(|| pb::NodeAffinity {
+        required_during_scheduling_ignored_during_execution: d.required_node_affinity.as_ref().map(
+            |s| pb::NodeSelector {
+                node_selector_terms: s.terms.iter().map(term_message).collect(),
+            },
+        ),
+        preferred_during_scheduling_ignored_during_execution: d
+            .preferred_node_affinity
+            .iter()
+            .map(|t| pb::PreferredSchedulingTerm {
+                weight: t.weight,
+                preference: Some(term_message(&t.preference)),
+            })
+            .collect(),
+    });
     Some(pb::Affinity {
-        node_affinity: p
-            .details
-            .required_node_affinity
-            .as_ref()
-            .map(|s| pb::NodeAffinity {
-                required_during_scheduling_ignored_during_execution: Some(pb::NodeSelector {
-                    node_selector_terms: s
-                        .terms
-                        .iter()
-                        .map(|t| pb::NodeSelectorTerm {
-                            match_expressions: node_requirements(&t.match_expressions),
-                            match_fields: node_requirements(&t.match_fields),
-                        })
-                        .collect(),
-                }),
-            }),
-        pod_affinity: (!p.details.pod_affinity.is_empty()).then(|| pb::PodAffinity {
+        node_affinity,
+        pod_affinity: (!d.pod_affinity.is_empty() || !d.preferred_pod_affinity.is_empty()).then(
+            || pb::PodAffinity {
+                required_during_scheduling_ignored_during_execution: affinity_terms(
+                    &d.pod_affinity,
+                ),
+                preferred_during_scheduling_ignored_during_execution: weighted_terms(
+                    &d.preferred_pod_affinity,
+                ),
+            },
+        ),
+        pod_anti_affinity: (!d.pod_anti_affinity.is_empty()
+            || !d.preferred_pod_anti_affinity.is_empty())
+        .then(|| pb::PodAntiAffinity {
             required_during_scheduling_ignored_during_execution: affinity_terms(
-                &p.details.pod_affinity,
+                &d.pod_anti_affinity,
             ),
-        }),
-        pod_anti_affinity: (!p.details.pod_anti_affinity.is_empty()).then(|| pb::PodAntiAffinity {
-            required_during_scheduling_ignored_during_execution: affinity_terms(
-                &p.details.pod_anti_affinity,
+            preferred_during_scheduling_ignored_during_execution: weighted_terms(
+                &d.preferred_pod_anti_affinity,
             ),
         }),
     })
+}
+
+fn weighted_terms(terms: &[WeightedPodAffinityTerm]) -> Vec<pb::WeightedPodAffinityTerm> {
+    terms
+        .iter()
+        .map(|t| pb::WeightedPodAffinityTerm {
+            weight: t.weight,
+            pod_affinity_term: affinity_terms(std::slice::from_ref(&t.term)).pop(),
+        })
+        .collect()
 }
 
 fn inclusion_policy_str(policy: InclusionPolicy) -> &'static str {

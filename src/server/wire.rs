@@ -461,6 +461,7 @@ fn container<'a>(encoding: &'a [u8]) -> Option<ContainerInput<'a>> {
             (container::LIMITS, Len) => c.resources.limits.push(quantity_entry(reader.bytes()?)?),
             (container::PORTS, Len) => c.ports.push(port(reader.bytes()?)?),
             (container::RESTART_POLICY, Len) => c.restart_policy = reader.str()?,
+            (container::IMAGE, Len) => c.image = reader.str()?,
             _ => return None,
         }
         Some(())

@@ -28,6 +28,7 @@ pub fn node(name: &str, cpu_milli: i64, memory: i64) -> Node {
         unschedulable: false,
         annotations: Default::default(),
         conditions: Vec::new(),
+        images: Vec::new(),
         allocatable: resources(cpu_milli, memory, 110),
     }
 }
@@ -70,6 +71,7 @@ pub fn pod(name: &str, priority: i32, cpu_milli: i64, memory: i64, node: Option<
         ]),
         ports: Vec::new(),
         restart_always: false,
+        image: "".into(),
     }];
     p.finish()
 }

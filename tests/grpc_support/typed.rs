@@ -70,6 +70,13 @@ pub fn node(o: &Value) -> pb::Node {
                 message: text(&c["message"]),
             })
             .collect(),
+        images: items(&o["status"]["images"])
+            .iter()
+            .map(|i| pb::ContainerImage {
+                names: strings(&i["names"]),
+                size_bytes: i["sizeBytes"].as_i64().unwrap_or(0),
+            })
+            .collect(),
     }
 }
 
@@ -119,6 +126,7 @@ fn container(c: &Value) -> pb::Container {
             })
             .collect(),
         restart_policy: text(&c["restartPolicy"]),
+        image: text(&c["image"]),
     }
 }
 
@@ -133,14 +141,30 @@ fn node_requirements(v: &Value) -> Vec<pb::NodeSelectorRequirement> {
         .collect()
 }
 
+fn affinity_term(t: &Value) -> pb::PodAffinityTerm {
+    pb::PodAffinityTerm {
+        label_selector: selector(&t["labelSelector"]),
+        namespaces: strings(&t["namespaces"]),
+        namespace_selector: selector(&t["namespaceSelector"]),
+        topology_key: text(&t["topologyKey"]),
+    }
+}
+
 fn affinity_terms(v: &Value) -> Vec<pb::PodAffinityTerm> {
     items(&v["requiredDuringSchedulingIgnoredDuringExecution"])
         .iter()
-        .map(|t| pb::PodAffinityTerm {
-            label_selector: selector(&t["labelSelector"]),
-            namespaces: strings(&t["namespaces"]),
-            namespace_selector: selector(&t["namespaceSelector"]),
-            topology_key: text(&t["topologyKey"]),
+        .map(affinity_term)
+        .collect()
+}
+
+fn weighted_terms(v: &Value) -> Vec<pb::WeightedPodAffinityTerm> {
+    items(&v["preferredDuringSchedulingIgnoredDuringExecution"])
+        .iter()
+        .map(|t| pb::WeightedPodAffinityTerm {
+            weight: int32(&t["weight"]).unwrap_or(0),
+            pod_affinity_term: t["podAffinityTerm"]
+                .as_object()
+                .map(|_| affinity_term(&t["podAffinityTerm"])),
         })
         .collect()
 }
@@ -161,14 +185,30 @@ fn affinity(a: &Value) -> Option<pb::Affinity> {
                         .collect(),
                 }
             }),
+            preferred_during_scheduling_ignored_during_execution: items(
+                &a["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"],
+            )
+            .iter()
+            .map(|t| pb::PreferredSchedulingTerm {
+                weight: int32(&t["weight"]).unwrap_or(0),
+                preference: t["preference"].as_object().map(|_| pb::NodeSelectorTerm {
+                    match_expressions: node_requirements(&t["preference"]["matchExpressions"]),
+                    match_fields: node_requirements(&t["preference"]["matchFields"]),
+                }),
+            })
+            .collect(),
         }),
         pod_affinity: a["podAffinity"].as_object().map(|_| pb::PodAffinity {
             required_during_scheduling_ignored_during_execution: affinity_terms(&a["podAffinity"]),
+            preferred_during_scheduling_ignored_during_execution: weighted_terms(&a["podAffinity"]),
         }),
         pod_anti_affinity: a["podAntiAffinity"]
             .as_object()
             .map(|_| pb::PodAntiAffinity {
                 required_during_scheduling_ignored_during_execution: affinity_terms(
+                    &a["podAntiAffinity"],
+                ),
+                preferred_during_scheduling_ignored_during_execution: weighted_terms(
                     &a["podAntiAffinity"],
                 ),
             }),

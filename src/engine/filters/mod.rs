@@ -23,7 +23,9 @@ use crate::model::namespace::Namespaces;
 use crate::model::{LabelSelector, Node, Pod, Resources, Str, Taint};
 
 pub use inter_pod_affinity::{AffinityTerm, INTER_POD_AFFINITY, InterPodDelta, PairCounts};
-pub use node_affinity::{NODE_AFFINITY, node_selector_matches, required_node_affinity_matches};
+pub use node_affinity::{
+    NODE_AFFINITY, node_selector_matches, required_node_affinity_matches, term_matches,
+};
 pub use node_name::NODE_NAME;
 pub use node_ports::NODE_PORTS;
 pub use node_resources_fit::{NODE_RESOURCES_FIT, Occupied, fit, fit_status};
@@ -78,6 +80,11 @@ impl Status {
     /// The node passes.
     pub fn is_success(&self) -> bool {
         self.code == Code::Success
+    }
+
+    /// The node is not in the snapshot (no plugin ran).
+    pub fn node_not_found() -> Self {
+        Status::unresolvable("", "node(s) not found")
     }
 
     fn unschedulable(plugin: &'static str, reason: impl Into<Reason>) -> Self {

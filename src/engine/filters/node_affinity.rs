@@ -1,6 +1,8 @@
 //! NodeAffinity: the pod's nodeSelector and required node affinity.
 
-use crate::model::{Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, Pod};
+use crate::model::{
+    Node, NodeSelector, NodeSelectorOperator, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+};
 
 /// The plugin's name in statuses and diagnostics.
 pub const NODE_AFFINITY: &str = "NodeAffinity";
@@ -59,14 +61,17 @@ fn field_matches(req: &NodeSelectorRequirement, node: &Node) -> bool {
 
 /// Required node affinity: OR over terms, AND within; empty terms match nothing.
 pub fn node_selector_matches(selector: &NodeSelector, node: &Node) -> bool {
-    selector.terms.iter().any(|term| {
-        (!term.match_expressions.is_empty() || !term.match_fields.is_empty())
-            && term
-                .match_expressions
-                .iter()
-                .all(|r| requirement_matches(r, node.labels.get(&r.key).map(|v| &**v)))
-            && term.match_fields.iter().all(|r| field_matches(r, node))
-    })
+    selector.terms.iter().any(|term| term_matches(term, node))
+}
+
+/// One node selector term: every requirement holds; an empty term matches nothing.
+pub fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
+    (!term.match_expressions.is_empty() || !term.match_fields.is_empty())
+        && term
+            .match_expressions
+            .iter()
+            .all(|r| requirement_matches(r, node.labels.get(&r.key).map(|v| &**v)))
+        && term.match_fields.iter().all(|r| field_matches(r, node))
 }
 
 /// nodeSelector and required node affinity (upstream `RequiredNodeAffinity.Match`).

@@ -16,7 +16,7 @@
 use triomphe::Arc;
 
 use super::decision::Outcome;
-use super::placement_stub::ClusterView;
+use super::placement::ClusterView;
 use super::policy::PdbMode;
 use super::units::{self, AllModeMembers, VictimUnit};
 use super::version::{FeatureGates, KubernetesVersion};
@@ -132,12 +132,7 @@ struct Scheduled {
 /// earlier ones assumed, the gang rule checked after each (too few left to reach the
 /// minimum stops the loop; reaching it does not: v1.37 places as many as it can). The
 /// assumed members are taken out of `view` again before returning.
-fn schedule(
-    view: &mut ClusterView<'_>,
-    members: &[Arc<Pod>],
-    min: usize,
-    bound: usize,
-) -> Scheduled {
+fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usize) -> Scheduled {
     let mut nodes = vec![None; members.len()];
     let mut choices = Vec::new();
     let mut remaining = members.len();
@@ -150,11 +145,11 @@ fn schedule(
             remaining -= 1;
             match placement.node {
                 Some(node) => {
-                    let plugins: usize = placement.scores.iter().map(|(_, s)| s.len()).sum();
                     choices.push(format!(
-                        "member {} goes to {node} (score {}, {plugins} plugin scores; tied: {})",
+                        "member {} goes to {node} (score {} of {} feasible nodes; tied: {})",
                         member.name(),
                         placement.total,
+                        placement.feasible,
                         if placement.tied.is_empty() {
                             "none".to_string()
                         } else {
@@ -165,7 +160,7 @@ fn schedule(
                     nodes[i] = Some(node);
                     scheduled += 1;
                 }
-                None if first_failure.is_empty() => first_failure = placement.status,
+                None if first_failure.is_empty() => first_failure = placement.message,
                 None => {}
             }
             if remaining + scheduled < min {
@@ -254,7 +249,7 @@ fn decide_phases(
     let key = format!("{}/{}", group.namespace, group.name);
 
     // 1. The group as it is.
-    let mut view = ClusterView::new(snapshot, version, &options.gates);
+    let mut view = ClusterView::new(snapshot, version);
     let as_is = schedule(&mut view, &ordered, min, bound);
     if as_is.feasible {
         let placed = as_is.nodes.iter().flatten().count();
@@ -486,7 +481,7 @@ impl<'p> Reprieve<'p> {
     /// Returns `unit`'s pods to `view` and keeps them if every placed member still
     /// passes Filter on its node (in order, the earlier ones assumed); else takes them
     /// out again. Whether the unit was reprieved.
-    fn try_unit(&mut self, view: &mut ClusterView<'_>, unit: &VictimUnit) -> bool {
+    fn try_unit(&mut self, view: &mut ClusterView, unit: &VictimUnit) -> bool {
         for pod in &unit.pods {
             if let Some(node) = &pod.node_name {
                 view.add_pod(pod.clone(), node);

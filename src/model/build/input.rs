@@ -39,6 +39,17 @@ pub struct NodeInput<'a> {
     pub annotations: Pairs<'a, 4>,
     /// `status.conditions`.
     pub conditions: SmallVec<[NodeConditionInput<'a>; 4]>,
+    /// `status.images`.
+    pub images: Vec<ImageInput<'a>>,
+}
+
+/// An entry of a node's `status.images`.
+#[derive(Debug, Default)]
+pub struct ImageInput<'a> {
+    /// `names`.
+    pub names: Vec<&'a str>,
+    /// `sizeBytes`.
+    pub size_bytes: i64,
 }
 
 /// A node condition.
@@ -177,6 +188,9 @@ impl UncommonPodFields<'_> {
             required_node_affinity,
             pod_affinity,
             pod_anti_affinity,
+            preferred_node_affinity,
+            preferred_pod_affinity,
+            preferred_pod_anti_affinity,
         } = &self.affinity;
         self.init_containers.is_empty()
             && self.overhead.is_empty()
@@ -185,6 +199,9 @@ impl UncommonPodFields<'_> {
             && required_node_affinity.is_none()
             && pod_affinity.is_empty()
             && pod_anti_affinity.is_empty()
+            && preferred_node_affinity.is_empty()
+            && preferred_pod_affinity.is_empty()
+            && preferred_pod_anti_affinity.is_empty()
             && self.topology_spread_constraints.is_empty()
             && self.conditions.is_empty()
     }
@@ -230,6 +247,8 @@ pub struct ContainerInput<'a> {
     pub ports: SmallVec<[PortInput<'a>; 2]>,
     /// `restartPolicy`.
     pub restart_policy: &'a str,
+    /// `image`.
+    pub image: &'a str,
 }
 
 /// A container port.
@@ -258,9 +277,15 @@ pub struct TolerationInput<'a> {
     pub effect: &'a str,
 }
 
-/// `spec.affinity`, its required terms (preferred ones do not matter to preemption).
+/// `spec.affinity`: the required terms (filters) and the preferred ones (scoring).
 #[derive(Debug, Default)]
 pub struct AffinityInput<'a> {
+    /// `nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution`.
+    pub preferred_node_affinity: Vec<PreferredTermInput<'a>>,
+    /// `podAffinity.preferredDuringSchedulingIgnoredDuringExecution`.
+    pub preferred_pod_affinity: Vec<WeightedAffinityTermInput<'a>>,
+    /// `podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution`.
+    pub preferred_pod_anti_affinity: Vec<WeightedAffinityTermInput<'a>>,
     /// `nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`;
     /// `None` without the `requiredDuringSchedulingIgnoredDuringExecution` object.
     pub required_node_affinity: Option<Vec<NodeSelectorTermInput<'a>>>,
@@ -268,6 +293,24 @@ pub struct AffinityInput<'a> {
     pub pod_affinity: Vec<AffinityTermInput<'a>>,
     /// `podAntiAffinity`: its required terms.
     pub pod_anti_affinity: Vec<AffinityTermInput<'a>>,
+}
+
+/// A preferred node affinity term.
+#[derive(Debug, Default)]
+pub struct PreferredTermInput<'a> {
+    /// `weight`.
+    pub weight: i32,
+    /// `preference`.
+    pub preference: NodeSelectorTermInput<'a>,
+}
+
+/// A preferred pod (anti-)affinity term.
+#[derive(Debug, Default)]
+pub struct WeightedAffinityTermInput<'a> {
+    /// `weight`.
+    pub weight: i32,
+    /// `podAffinityTerm`.
+    pub term: AffinityTermInput<'a>,
 }
 
 /// A node selector term.

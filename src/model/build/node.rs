@@ -1,6 +1,6 @@
 //! Nodes.
 
-use super::super::{ContainerResources, Node, NodeCondition, Taint};
+use super::super::{ContainerImage, ContainerResources, Node, NodeCondition, Taint};
 use super::input::{NodeInput, Quantities};
 use super::path::{OBJECT, Path};
 use super::{BuildError, Memo, in_key_order, labels_of, rules};
@@ -40,6 +40,18 @@ pub fn node(n: &NodeInput<'_>, memo: &mut Memo) -> Result<Node, BuildError> {
             message: c.message.into(),
         });
     }
+    let images_path = OBJECT.field("status.images");
+    let mut images = Vec::with_capacity(n.images.len());
+    for (i, image) in n.images.iter().enumerate() {
+        let size_bytes = images_path
+            .index(i)
+            .field("sizeBytes")
+            .check(rules::image_size(image.size_bytes))?;
+        images.push(ContainerImage {
+            names: image.names.iter().map(|&name| memo.str(name)).collect(),
+            size_bytes,
+        });
+    }
     let name = memo.str(n.name);
     Ok(Node {
         uid: if n.uid.is_empty() {
@@ -64,6 +76,7 @@ pub fn node(n: &NodeInput<'_>, memo: &mut Memo) -> Result<Node, BuildError> {
         // Not through the memo: annotation values are mostly unique to their node.
         annotations: labels_of(&n.annotations),
         conditions,
+        images,
     })
 }
 

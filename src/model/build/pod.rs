@@ -8,11 +8,13 @@ use super::super::resources::{pod_level_requests_defaulted, requests_defaulted_f
 use super::super::{
     Container, ContainerResources, DEFAULT_SCHEDULER, InclusionPolicy, LabelSelector, NodeSelector,
     NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, PodCondition, PodDetails,
-    Requirement, Str, Toleration, TopologySpreadConstraint, Unadmitted,
+    PreferredSchedulingTerm, Requirement, Str, Toleration, TopologySpreadConstraint, Unadmitted,
+    WeightedPodAffinityTerm,
 };
 use super::input::{
-    AffinityTermInput, ContainerInput, PodInput, RequirementInput, SelectorInput, Source,
-    SpreadInput, TolerationInput, UncommonPodFields,
+    AffinityTermInput, ContainerInput, PodInput, PreferredTermInput, RequirementInput,
+    SelectorInput, Source, SpreadInput, TolerationInput, UncommonPodFields,
+    WeightedAffinityTermInput,
 };
 use super::node::resource_list;
 use super::path::{OBJECT, Path};
@@ -175,6 +177,18 @@ fn uncommon_details(
         affinity.field("podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
         &u.affinity.pod_anti_affinity,
     )?;
+    details.preferred_node_affinity = preferred_node_terms(
+        affinity.field("nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
+        &u.affinity.preferred_node_affinity,
+    )?;
+    details.preferred_pod_affinity = weighted_pod_affinity_terms(
+        affinity.field("podAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
+        &u.affinity.preferred_pod_affinity,
+    )?;
+    details.preferred_pod_anti_affinity = weighted_pod_affinity_terms(
+        affinity.field("podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
+        &u.affinity.preferred_pod_anti_affinity,
+    )?;
     let spread = spec.field("topologySpreadConstraints");
     details.topology_spread = u
         .topology_spread_constraints
@@ -251,6 +265,7 @@ fn container(
         requests,
         ports,
         restart_always,
+        image: memo.str(c.image),
     })
 }
 
@@ -296,21 +311,65 @@ fn pod_affinity_terms(
     terms
         .iter()
         .enumerate()
+        .map(|(i, t)| pod_affinity_term(path.index(i), t))
+        .collect()
+}
+
+fn pod_affinity_term(term: Path<'_>, t: &AffinityTermInput<'_>) -> Result<PodAffinityTerm> {
+    term.field("topologyKey")
+        .check(rules::required(t.topology_key))?;
+    Ok(PodAffinityTerm {
+        label_selector: pod_selector(term.field("labelSelector"), t.label_selector.as_ref())?,
+        namespaces: strs(&t.namespaces),
+        namespace_selector: pod_selector(
+            term.field("namespaceSelector"),
+            t.namespace_selector.as_ref(),
+        )?,
+        topology_key: t.topology_key.into(),
+    })
+}
+
+fn preferred_node_terms(
+    path: Path<'_>,
+    terms: &[PreferredTermInput<'_>],
+) -> Result<Vec<PreferredSchedulingTerm>> {
+    terms
+        .iter()
+        .enumerate()
         .map(|(i, t)| {
-            let term = path.index(i);
-            term.field("topologyKey")
-                .check(rules::required(t.topology_key))?;
-            Ok(PodAffinityTerm {
-                label_selector: pod_selector(
-                    term.field("labelSelector"),
-                    t.label_selector.as_ref(),
-                )?,
-                namespaces: strs(&t.namespaces),
-                namespace_selector: pod_selector(
-                    term.field("namespaceSelector"),
-                    t.namespace_selector.as_ref(),
-                )?,
-                topology_key: t.topology_key.into(),
+            let item = path.index(i);
+            let weight = item.field("weight").check(rules::term_weight(t.weight))?;
+            let preference = item.field("preference");
+            Ok(PreferredSchedulingTerm {
+                weight,
+                preference: NodeSelectorTerm {
+                    match_expressions: node_selector_requirements(
+                        preference.field("matchExpressions"),
+                        &t.preference.match_expressions,
+                    )?,
+                    match_fields: node_selector_requirements(
+                        preference.field("matchFields"),
+                        &t.preference.match_fields,
+                    )?,
+                },
+            })
+        })
+        .collect()
+}
+
+fn weighted_pod_affinity_terms(
+    path: Path<'_>,
+    terms: &[WeightedAffinityTermInput<'_>],
+) -> Result<Vec<WeightedPodAffinityTerm>> {
+    terms
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let item = path.index(i);
+            let weight = item.field("weight").check(rules::term_weight(t.weight))?;
+            Ok(WeightedPodAffinityTerm {
+                weight,
+                term: pod_affinity_term(item.field("podAffinityTerm"), &t.term)?,
             })
         })
         .collect()

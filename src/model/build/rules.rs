@@ -213,6 +213,24 @@ pub(super) fn max_skew(value: i32) -> Rule<i32> {
     }
 }
 
+/// A preferred term's `weight`, as the API server validates it.
+pub(super) fn term_weight(value: i32) -> Rule<i32> {
+    if (1..=100).contains(&value) {
+        Ok(value)
+    } else {
+        Err(Invalid::new("must be in the range 1-100"))
+    }
+}
+
+/// An image's `sizeBytes`.
+pub(super) fn image_size(value: i64) -> Rule<i64> {
+    if value < 0 {
+        Err(Invalid::new("must be greater than or equal to 0"))
+    } else {
+        Ok(value)
+    }
+}
+
 pub(super) fn when_unsatisfiable(text: &str) -> Rule<WhenUnsatisfiable> {
     one_of(
         text,

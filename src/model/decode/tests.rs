@@ -1187,3 +1187,60 @@ fn pods_of_different_groups_do_not_share_their_details() {
     assert!(!triomphe::Arc::ptr_eq(&a.details, &b.details));
     assert!(!triomphe::Arc::ptr_eq(&a.details, &none.details));
 }
+
+#[test]
+fn scoring_inputs_are_decoded_and_weights_checked() {
+    let pod = decode_pod(&pod_with(json!({
+        "containers": [{"name": "a", "image": "nginx"}],
+        "initContainers": [{"name": "i", "image": "busybox:1.36"}],
+        "affinity": {
+            "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 30, "preference": {"matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["a"]}]}}]},
+            "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 5, "podAffinityTerm": {"topologyKey": "zone",
+                    "labelSelector": {"matchLabels": {"app": "db"}}}}]},
+            "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 7, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}
+        }
+    })))
+    .expect("pod");
+    let d = &pod.details;
+    assert_eq!(
+        d.images,
+        vec![Str::from("busybox:1.36"), Str::from("nginx:latest")]
+    );
+    assert_eq!(d.preferred_node_affinity[0].weight, 30);
+    assert_eq!(
+        &*d.preferred_node_affinity[0].preference.match_expressions[0].key,
+        "zone"
+    );
+    assert_eq!(d.preferred_pod_affinity[0].weight, 5);
+    assert_eq!(&*d.preferred_pod_affinity[0].term.topology_key, "zone");
+    assert_eq!(d.preferred_pod_anti_affinity[0].weight, 7);
+    assert!(d.pod_affinity.is_empty() && d.pod_anti_affinity.is_empty());
+    assert_eq!(
+        pod_err(json!({"containers": [], "affinity": {"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": {}}]}}})),
+        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: must be in the range 1-100"
+    );
+    assert_eq!(
+        pod_err(json!({"containers": [], "affinity": {"podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": {}}]}}})),
+        "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey: must not be empty"
+    );
+    let node = decode_node(
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+        "status": {"images": [{"names": ["nginx:latest", "sha256:ab"], "sizeBytes": 12345}]}}),
+    )
+    .expect("node");
+    assert_eq!(node.images[0].names.len(), 2);
+    assert_eq!(node.images[0].size_bytes, 12345);
+    assert_eq!(
+        err_of(decode_node(
+            &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+            "status": {"images": [{"names": ["x"], "sizeBytes": -1}]}})
+        )),
+        "status.images[0].sizeBytes: must be greater than or equal to 0"
+    );
+}

@@ -296,6 +296,7 @@ mod tests {
             allocatable: Resources::default(),
             annotations: Labels::default(),
             conditions: Vec::new(),
+            images: Vec::new(),
         }
     }
 

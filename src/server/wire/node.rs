@@ -8,10 +8,10 @@ use prost::encoding::WireType;
 
 use super::super::errors::ApiError;
 use super::super::pb;
-use super::fields::{node, node_condition, taint};
+use super::fields::{container_image, node, node_condition, taint};
 use super::{Reader, Received, lone_upsert, map_entry, quantity_entry, read_message, within_item};
 use crate::model::Node;
-use crate::model::build::{self, Memo, NodeConditionInput, NodeInput, TaintInput};
+use crate::model::build::{self, ImageInput, Memo, NodeConditionInput, NodeInput, TaintInput};
 
 /// A `Sync` node item as received.
 pub type ReceivedNode = Received<Node, pb::UpdateNodeRequest>;
@@ -53,6 +53,7 @@ fn node_fields<'a>(encoding: &'a [u8], f: &mut NodeInput<'a>) -> Option<()> {
             (node::ALLOCATABLE, Len) => f.allocatable.push(quantity_entry(reader.bytes()?)?),
             (node::ANNOTATIONS, Len) => f.annotations.push(map_entry(reader.bytes()?)?),
             (node::CONDITIONS, Len) => f.conditions.push(condition(reader.bytes()?)?),
+            (node::IMAGES, Len) => f.images.push(image(reader.bytes()?)?),
             _ => return None,
         }
     }
@@ -67,6 +68,19 @@ fn condition<'a>(encoding: &'a [u8]) -> Option<NodeConditionInput<'a>> {
             (node_condition::STATUS, Len) => c.status = reader.str()?,
             (node_condition::REASON, Len) => c.reason = reader.str()?,
             (node_condition::MESSAGE, Len) => c.message = reader.str()?,
+            _ => return None,
+        }
+        Some(())
+    })
+}
+
+fn image<'a>(encoding: &'a [u8]) -> Option<ImageInput<'a>> {
+    use WireType::{LengthDelimited as Len, Varint};
+    read_message(encoding, |i: &mut ImageInput<'a>, key, reader| {
+        match key {
+            (container_image::NAMES, Len) => i.names.push(reader.str()?),
+            // Two's complement in ten bytes, as int64 is encoded.
+            (container_image::SIZE_BYTES, Varint) => i.size_bytes = reader.varint()? as i64,
             _ => return None,
         }
         Some(())
@@ -180,7 +194,13 @@ mod tests {
 
     #[test]
     fn nodes_read_from_their_encoding_are_the_ones_prost_and_the_conversion_make() {
-        let nodes = nodes();
+        let mut nodes = nodes();
+        for (i, node) in nodes.iter_mut().enumerate().filter(|(i, _)| i % 3 == 0) {
+            node.images = vec![pb::ContainerImage {
+                names: vec![format!("registry.example/app:{i}"), format!("sha256:{i:x}")],
+                size_bytes: (i as i64 + 1) << 30,
+            }];
+        }
         assert!(
             nodes.iter().any(|n| !n.taints.is_empty()),
             "some nodes tainted"

@@ -189,6 +189,36 @@ fn pods_read_from_their_encoding_are_the_ones_prost_and_the_conversion_make() {
 }
 
 #[test]
+fn container_images_are_read_from_the_encoding() {
+    let mut memo = Memo::new(64);
+    for (i, mut pod) in pods().into_iter().take(40).enumerate() {
+        for c in &mut pod.containers {
+            c.image = format!("registry.example/app-{}:v{i}", i % 3);
+        }
+        let request = sync_request(&upsert(pod.clone()));
+        let (outcome, was_read) = with_wire(&request, &mut memo);
+        assert_eq!(outcome, with_prost(&request), "pod {}", pod.name);
+        let Outcome::Upsert(Ok(held)) = &outcome else {
+            panic!("pod {}: {outcome:?}", pod.name);
+        };
+        assert_eq!(
+            held.details.images.len(),
+            pod.containers.len() + pod.init_containers.len()
+        );
+        assert!(
+            was_read
+                || pod.affinity.is_some()
+                || !pod.init_containers.is_empty()
+                || !pod.topology_spread_constraints.is_empty()
+                || !pod.overhead.is_empty()
+                || pod.resources.is_some(),
+            "pod {} went through prost",
+            pod.name
+        );
+    }
+}
+
+#[test]
 fn pods_of_one_template_share_the_details_converted_once() {
     let mut memo = Memo::new(64);
     let pods: Vec<pb::Pod> = pods()

@@ -1,0 +1,88 @@
+//! Editing a snapshot: pods taken off or put on its nodes, for "what if" views (victims
+//! gone, members assumed). The edits go through the same per-node bookkeeping the cache
+//! keeps (requests, priority levels, label counts, anti-affinity counts, digests), so
+//! every reader of a snapshot reads an edited one exactly as it would a cache's. Only the
+//! copy changes: node entries are shared until edited, so an edit copies one entry.
+
+use triomphe::Arc;
+
+use crate::model::{Pod, Str};
+
+use super::{GROUP_NODES, LabelId, NodeGroup, NodeInfo, NodeSummary, Snapshot};
+
+impl Snapshot {
+    /// Takes the pod with `uid` off node `node`; `None` when the node does not hold it.
+    pub fn remove_bound_pod(&mut self, node: &str, uid: &str) -> Option<Arc<Pod>> {
+        let index = self.node_index(node)?;
+        let info = &self.nodes[index];
+        let pod = info.pods.iter().find(|p| p.uid() == uid)?.clone();
+        let ids: Vec<Option<LabelId>> = pod
+            .labels
+            .iter()
+            .map(|(key, value)| self.labels.get(&pod.namespace, key, value))
+            .collect();
+        self.edit_node(index, |info| info.remove_pod(uid, &ids));
+        Some(pod)
+    }
+
+    /// Puts `pod` on node `node` as bound there (its `nodeName` set to the node, its
+    /// nomination, if any, withdrawn as upstream's assume does); `false` when the
+    /// snapshot has no such node.
+    pub fn add_bound_pod(&mut self, pod: Arc<Pod>, node: &Str) -> bool {
+        let Some(index) = self.node_index(node) else {
+            return false;
+        };
+        if let Some(nominated) = pod.nomination().cloned() {
+            self.remove_nominated_pod(&nominated, pod.uid());
+        }
+        let pod = if pod.node_name.as_ref() == Some(node) {
+            pod
+        } else {
+            let mut bound = (*pod).clone();
+            bound.node_name = Some(node.clone());
+            Arc::new(bound)
+        };
+        let ids: Vec<LabelId> = pod
+            .labels
+            .iter()
+            .map(|(key, value)| self.labels.get_or_add(&pod.namespace, key, value))
+            .collect();
+        self.edit_node(index, |info| info.add_pod(pod, &ids));
+        true
+    }
+
+    /// Withdraws the nomination of the pod with `uid` to node `node`; `false` when the
+    /// node holds no such nomination.
+    pub fn remove_nominated_pod(&mut self, node: &str, uid: &str) -> bool {
+        let Some(index) = self.node_index(node) else {
+            return false;
+        };
+        if !self.nodes[index].nominated.iter().any(|p| p.uid() == uid) {
+            return false;
+        }
+        self.edit_node(index, |info| info.remove_nominated(uid));
+        true
+    }
+
+    /// Applies `change` to a copy of node entry `index`, then refreshes what digests it.
+    fn edit_node<R>(&mut self, index: usize, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
+        let mut info = (*self.nodes[index]).clone();
+        let had_anti = info.node.is_some() && info.anti_affinity_pods > 0;
+        let result = change(&mut info);
+        let has_anti = info.node.is_some() && info.anti_affinity_pods > 0;
+        self.anti_affinity_nodes = self.anti_affinity_nodes + has_anti as usize - had_anti as usize;
+        if let Some(summary) = self.summaries.get(index) {
+            let taint_set = summary.taint_set;
+            self.summaries.set(index, NodeSummary::of(&info, taint_set));
+        }
+        self.nodes.set(index, Arc::new(info));
+        let group = index / GROUP_NODES;
+        if group < self.groups.len() {
+            let start = group * GROUP_NODES;
+            let end = (start + GROUP_NODES).min(self.summaries.len());
+            let rebuilt = NodeGroup::of(self.summaries.focus().narrow(start..end));
+            self.groups.set(group, Arc::new(rebuilt));
+        }
+        result
+    }
+}

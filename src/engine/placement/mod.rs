@@ -1,0 +1,313 @@
+//! Where the kube-scheduler would put a pod: upstream's `schedulePod` — the nominated
+//! node first, then every filter over every node (with the nominated pods, as
+//! `RunFilterPluginsWithNominatedPods`), then the default profile's Score plugins over
+//! the feasible nodes — on a [`ClusterView`]: a snapshot with pods taken off (victims)
+//! or put on (victims reprieved, gang members assumed).
+//!
+//! Deliberate differences from upstream: every feasible node is scored (upstream scores
+//! a sample above 100 nodes, `numFeasibleNodesToFind`); equal totals go to the lowest
+//! node name (upstream picks at random among them, and [`Placement::tied`] lists them).
+
+mod balanced_allocation;
+mod image_locality;
+mod inter_pod_affinity;
+mod node_affinity;
+mod pod_topology_spread;
+mod resources_fit;
+mod taint_toleration;
+#[cfg(test)]
+mod tests;
+
+use triomphe::Arc;
+
+use super::filters::{PreFilter, Status, static_failure};
+use super::tally::{ReasonCounts, fit_error_message};
+use super::version::KubernetesVersion;
+use crate::cache::{NodeInfo, Snapshot};
+use crate::model::{Pod, Str};
+
+/// Upstream's MaxNodeScore.
+pub const MAX_NODE_SCORE: i64 = 100;
+
+/// The default profile's Score plugins in upstream's order, with their weights.
+pub const PLUGINS: [(&str, i64); 7] = [
+    (taint_toleration::NAME, 3),
+    (node_affinity::NAME, 2),
+    (resources_fit::NAME, 1),
+    (pod_topology_spread::NAME, 2),
+    (inter_pod_affinity::NAME, 2),
+    (balanced_allocation::NAME, 1),
+    (image_locality::NAME, 1),
+];
+
+/// What the Score plugins read besides the node.
+pub(super) struct ScoreInput<'a> {
+    pod: &'a Pod,
+    snapshot: &'a Snapshot,
+    version: KubernetesVersion,
+}
+
+/// One feasible node's scores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeScores {
+    /// The node.
+    pub node: Str,
+    /// Σ weight × normalised score.
+    pub total: i64,
+    /// Each plugin's normalised score (0–100), in [`PLUGINS`] order; multiply by the
+    /// plugin's weight for its part of `total`.
+    pub plugins: [i64; PLUGINS.len()],
+}
+
+/// Where a pod would go, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The node; `None` when none fits.
+    pub node: Option<Str>,
+    /// The chosen node's total score (0 when nothing was scored).
+    pub total: i64,
+    /// Every node with the chosen node's total, by name (the chosen one first): upstream
+    /// picks among them at random.
+    pub tied: Vec<Str>,
+    /// The scored nodes, best first (total descending, then name); empty when the pod
+    /// went to its nominated node or only one node fits (upstream scores nothing then).
+    pub scores: Vec<NodeScores>,
+    /// How many nodes passed the filters (1 when the nominated node was taken).
+    pub feasible: usize,
+    /// Why the pod fits nowhere (upstream's FitError text); empty when it fits.
+    pub message: String,
+}
+
+/// A snapshot with pods taken off and put on, on which Filter and Score run as on the
+/// cluster itself. Cloning the snapshot costs O(1); each edit copies the node entry it
+/// changes.
+#[derive(Clone, Debug)]
+pub struct ClusterView {
+    snapshot: Snapshot,
+    version: KubernetesVersion,
+}
+
+impl ClusterView {
+    /// The cluster as `snapshot` holds it, with `version`'s scoring rules.
+    pub fn new(snapshot: &Snapshot, version: KubernetesVersion) -> Self {
+        ClusterView {
+            snapshot: snapshot.clone(),
+            version,
+        }
+    }
+
+    /// The edited snapshot.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Takes a bound pod off its node (a victim); `false` when the view does not hold it.
+    pub fn remove_pod(&mut self, pod: &Pod) -> bool {
+        let Some(node) = pod.node_name.as_deref() else {
+            return false;
+        };
+        self.snapshot.remove_bound_pod(node, pod.uid()).is_some()
+    }
+
+    /// Puts `pod` on `node` (a victim back, or an assumed member); `false` when the view
+    /// has no such node.
+    pub fn add_pod(&mut self, pod: Arc<Pod>, node: &Str) -> bool {
+        self.snapshot.add_bound_pod(pod, node)
+    }
+
+    /// Every filter for `pod` on `node`, with the nominated pods.
+    pub fn fits(&self, pod: &Pod, node: &str) -> Result<(), Status> {
+        let pre = PreFilter::new(pod, &self.snapshot);
+        match self.snapshot.node(node) {
+            Some(info) => {
+                let status = filter(&pre, pod, info);
+                if status.is_success() {
+                    Ok(())
+                } else {
+                    Err(status)
+                }
+            }
+            None => Err(Status::node_not_found()),
+        }
+    }
+
+    /// Where upstream's `schedulePod` puts `pod` on this view.
+    pub fn place(&self, pod: &Pod) -> Placement {
+        let snapshot = &self.snapshot;
+        let pre = PreFilter::new(pod, snapshot);
+        if let Some(nominated) = pod.nominated_node_name.as_ref().filter(|n| !n.is_empty())
+            && let Some(info) = snapshot.node(nominated)
+            && filter(&pre, pod, info).is_success()
+        {
+            return Placement::single(nominated.clone());
+        }
+        let mut feasible: Vec<&NodeInfo> = Vec::new();
+        let mut reasons = ReasonCounts::default();
+        for info in snapshot.nodes.iter() {
+            let status = filter(&pre, pod, info);
+            if status.is_success() {
+                feasible.push(info);
+            } else {
+                reasons.add_all(&status.reasons);
+            }
+        }
+        match feasible.len() {
+            0 => Placement {
+                node: None,
+                total: 0,
+                tied: Vec::new(),
+                scores: Vec::new(),
+                feasible: 0,
+                message: fit_error_message(snapshot.nodes.len(), &reasons),
+            },
+            1 => Placement::single(feasible[0].name.clone()),
+            count => {
+                let input = ScoreInput {
+                    pod,
+                    snapshot,
+                    version: self.version,
+                };
+                let mut scores = prioritize(&input, &feasible);
+                scores.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.node.cmp(&b.node)));
+                let total = scores[0].total;
+                let tied = scores
+                    .iter()
+                    .take_while(|s| s.total == total)
+                    .map(|s| s.node.clone())
+                    .collect();
+                Placement {
+                    node: Some(scores[0].node.clone()),
+                    total,
+                    tied,
+                    scores,
+                    feasible: count,
+                    message: String::new(),
+                }
+            }
+        }
+    }
+}
+
+impl Placement {
+    /// The only feasible node, taken without scoring.
+    fn single(node: Str) -> Self {
+        Placement {
+            node: Some(node.clone()),
+            total: 0,
+            tied: vec![node],
+            scores: Vec::new(),
+            feasible: 1,
+            message: String::new(),
+        }
+    }
+}
+
+/// Every filter of `pod` on one node, with its nominated pods.
+fn filter(pre: &PreFilter<'_>, pod: &Pod, info: &NodeInfo) -> Status {
+    let Some(node) = info.node.as_deref() else {
+        return Status::node_not_found();
+    };
+    if let Some(failure) = static_failure(pod, node) {
+        return failure.status();
+    }
+    match pre.scratch(info) {
+        Some(mut scratch) => pre.fits_with_nominated(&mut scratch),
+        None => Status::node_not_found(),
+    }
+}
+
+/// Upstream `DefaultNormalizeScore`: scaled so the largest is 100 (then reversed when
+/// fewer is better); all 0 stays 0, or 100 reversed.
+fn default_normalize(scores: &mut [i64], reverse: bool) {
+    let max = scores.iter().copied().max().unwrap_or(0).max(0);
+    for score in scores.iter_mut() {
+        if max == 0 {
+            *score = if reverse { MAX_NODE_SCORE } else { 0 };
+            continue;
+        }
+        let scaled = MAX_NODE_SCORE * *score / max;
+        *score = if reverse {
+            MAX_NODE_SCORE - scaled
+        } else {
+            scaled
+        };
+    }
+}
+
+/// PreScore, Score and NormalizeScore of every plugin over the feasible nodes, weighted
+/// and summed (upstream `prioritizeNodes`).
+fn prioritize(input: &ScoreInput<'_>, feasible: &[&NodeInfo]) -> Vec<NodeScores> {
+    let pod = input.pod;
+    let n = feasible.len();
+    let mut columns: [Vec<i64>; PLUGINS.len()] = Default::default();
+
+    let mut taints: Vec<i64> = feasible
+        .iter()
+        .map(|i| taint_toleration::raw_score(pod, i))
+        .collect();
+    default_normalize(&mut taints, true);
+    columns[0] = taints;
+
+    columns[1] = if node_affinity::skips(pod) {
+        vec![0; n]
+    } else {
+        let mut raw: Vec<i64> = feasible
+            .iter()
+            .map(|i| node_affinity::raw_score(pod, i))
+            .collect();
+        default_normalize(&mut raw, false);
+        raw
+    };
+
+    columns[2] = feasible
+        .iter()
+        .map(|i| resources_fit::score(input, i))
+        .collect();
+
+    columns[3] = match pod_topology_spread::SpreadScores::gather(input, feasible) {
+        None => vec![0; n],
+        Some(spread) => {
+            let raw: Vec<Option<i64>> = feasible.iter().map(|i| spread.score(input, i)).collect();
+            pod_topology_spread::normalize(&raw)
+        }
+    };
+
+    let topology = inter_pod_affinity::TopologyScores::gather(input);
+    columns[4] = if topology.is_empty() {
+        vec![0; n]
+    } else {
+        let mut raw: Vec<i64> = feasible.iter().map(|i| topology.score(i)).collect();
+        inter_pod_affinity::normalize(&mut raw);
+        raw
+    };
+
+    columns[5] = if balanced_allocation::skips(input) {
+        vec![0; n]
+    } else {
+        feasible
+            .iter()
+            .map(|i| balanced_allocation::score(input, i))
+            .collect()
+    };
+
+    let images = image_locality::ImageSpread::new(input);
+    columns[6] = feasible.iter().map(|i| images.score(input, i)).collect();
+
+    feasible
+        .iter()
+        .enumerate()
+        .map(|(at, info)| {
+            let plugins: [i64; PLUGINS.len()] = std::array::from_fn(|p| columns[p][at]);
+            let total = plugins
+                .iter()
+                .zip(PLUGINS)
+                .map(|(score, (_, weight))| score * weight)
+                .sum();
+            NodeScores {
+                node: info.name.clone(),
+                total,
+                plugins,
+            }
+        })
+        .collect()
+}
