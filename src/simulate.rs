@@ -92,11 +92,21 @@ impl SimulateOptions {
     }
 }
 
+/// What a simulation decided: for a Pod preemptor as `Preempt` does, for a PodGroup
+/// preemptor as `PreemptGroup` does.
+#[derive(Debug)]
+pub enum Decided {
+    /// A Pod preemptor's decision.
+    Pod(Box<Decision>),
+    /// A PodGroup preemptor's decision.
+    Group(Box<crate::engine::GroupDecision>),
+}
+
 /// A decision, and a note per file that had objects skipped.
 #[derive(Debug)]
 pub struct Simulation {
     /// The decision.
-    pub decision: Decision,
+    pub decision: Decided,
     /// e.g. `cluster.yaml: skipped 3 objects of kinds preemptd does not use: Service (2),
     /// ConfigMap (1)`.
     pub notes: Vec<String>,
@@ -353,12 +363,19 @@ pub fn decide_group(
     Ok(decided.decision)
 }
 
-/// The one Pod of a preemptor file.
-fn single_pod(path: &Path, objects: Vec<Object>) -> Result<Pod, SimulateError> {
+/// A preemptor file's one object.
+enum Preemptor {
+    Pod(Pod),
+    Group(crate::model::PodGroup),
+}
+
+/// The one Pod or PodGroup of a preemptor file.
+fn single_preemptor(path: &Path, objects: Vec<Object>) -> Result<Preemptor, SimulateError> {
     let count = objects.len();
     let mut objects = objects.into_iter();
     match (objects.next(), count) {
-        (Some(Object::Pod(pod)), 1) => Ok(pod),
+        (Some(Object::Pod(pod)), 1) => Ok(Preemptor::Pod(pod)),
+        (Some(Object::PodGroup(group)), 1) => Ok(Preemptor::Group(group)),
         (first, _) => {
             let mut kinds = Skipped::default();
             for object in first.into_iter().chain(objects) {
@@ -388,7 +405,7 @@ fn single_pod(path: &Path, objects: Vec<Object>) -> Result<Pod, SimulateError> {
                 None,
                 DecodeError {
                     path: String::new(),
-                    message: format!("expected one object of kind Pod, found {found}"),
+                    message: format!("expected one object of kind Pod or PodGroup, found {found}"),
                 },
             ))
         }
@@ -425,25 +442,34 @@ fn decide_for(
     options: SimulateOptions,
 ) -> Result<Simulation, SimulateError> {
     let (objects, pod_note) = read_file(pod, options.strict)?;
-    let preemptor = single_pod(pod, objects)?;
-    crate::engine::check_pending(&preemptor).map_err(|refused| {
-        SimulateError::invalid(
-            pod,
-            None,
-            DecodeError {
-                path: refused.field().to_string(),
-                message: refused.to_string(),
-            },
-        )
-    })?;
-    // Admission refuses a pod naming a class that does not exist.
-    let decision = decide(app, preemptor, options.explain).map_err(|error| {
+    let invalid = |error: AppError| {
         let (path, message) = match error {
             AppError::InvalidArgument { path, message } => (path, message),
             other => (String::new(), other.to_string()),
         };
         SimulateError::invalid(pod, None, DecodeError { path, message })
-    })?;
+    };
+    let decision = match single_preemptor(pod, objects)? {
+        Preemptor::Group(group) => Decided::Group(Box::new(
+            decide_group(app, group, options.explain).map_err(invalid)?,
+        )),
+        Preemptor::Pod(preemptor) => {
+            crate::engine::check_pending(&preemptor).map_err(|refused| {
+                SimulateError::invalid(
+                    pod,
+                    None,
+                    DecodeError {
+                        path: refused.field().to_string(),
+                        message: refused.to_string(),
+                    },
+                )
+            })?;
+            // Admission refuses a pod naming a class that does not exist.
+            Decided::Pod(Box::new(
+                decide(app, preemptor, options.explain).map_err(invalid)?,
+            ))
+        }
+    };
     Ok(Simulation {
         decision,
         notes: cluster_note.into_iter().chain(pod_note).collect(),

@@ -271,12 +271,8 @@ async fn a_commit_records_every_member_s_nomination_in_one_batch() {
             .await
             .expect("dry run")
             .into_inner();
-        assert_eq!(
-            again.outcome(),
-            pb::Outcome::NotEligible,
-            "{}",
-            again.message
-        );
+        assert_eq!(again.outcome(), pb::Outcome::Preempt, "{}", again.message);
+        assert!(again.victims.is_empty(), "nothing more is evicted");
         assert_eq!(nominations(&again), nominations(&response));
         server.shutdown().await.expect("shutdown");
     })

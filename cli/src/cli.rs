@@ -695,8 +695,11 @@ fn run_simulate(simulation: Result<simulate::Simulation, simulate::SimulateError
     for note in &simulation.notes {
         eprintln!("preemptd: {note}");
     }
-    let rendered = server::json::decision_json(&simulation.decision)
-        .map_err(|error| error.to_string())
+    let rendered = match &simulation.decision {
+        simulate::Decided::Pod(decision) => server::json::decision_json(decision),
+        simulate::Decided::Group(decision) => server::json::group_decision_json(decision),
+    }
+    .map_err(|error| error.to_string())
         .and_then(|json| serde_json::to_string_pretty(&json).map_err(|error| error.to_string()));
     match rendered {
         Ok(text) => {

@@ -274,9 +274,10 @@ fn decide_phases(
             version,
         );
     }
+    // Upstream answers success: the members keep their nominations, nothing more is evicted.
     if ongoing_preemption(snapshot, group, &ordered) {
         let mut decision = GroupDecision::new(
-            Outcome::NotEligible,
+            Outcome::Preempt,
             format!("{unschedulable} preemption: ongoing preemption on nominated nodes"),
             version,
         );

@@ -252,12 +252,8 @@ fn a_preemption_under_way_keeps_the_current_nominations() {
     let mut nominated_member = trainer("t-0", 2000);
     nominated_member.nominated_node_name = Some("n1".into());
     let decision = decide_group(&snapshot, &training(1), &[nominated_member], &options());
-    assert_eq!(
-        decision.outcome,
-        Outcome::NotEligible,
-        "{}",
-        decision.message
-    );
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    assert!(decision.victims.is_empty(), "nothing more is evicted");
     assert_eq!(nominated(&decision), vec![("t-0", "n1")]);
     assert!(
         decision.message.contains("ongoing preemption"),

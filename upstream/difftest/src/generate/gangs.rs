@@ -213,12 +213,10 @@ fn running_group(ctx: &mut Ctx, index: usize, profile: &NodeProfile) -> (Vec<Val
 
 /// The preemptor gang's pending members; some carry a nominated node.
 fn pending_members(ctx: &mut Ctx, g: &Group, size: usize) -> Vec<Value> {
-    // Few distinct creation times, so that equal ones (ordered by name) are common.
-    let times = [
-        "2026-01-01T00:00:00Z",
-        "2026-01-01T00:00:01Z",
-        "2026-01-01T00:00:02Z",
-    ];
+    // One creation time for the whole gang (created together, as a controller does):
+    // upstream then orders members by name, as preemptd does; preemptd does not see queue
+    // times (upstream's queue orders by priority, attempts, queue time, then name).
+    let created = "2026-01-01T00:00:00Z";
     let nominate = ctx.chance(0.2);
     let mut names: Vec<usize> = (0..size).collect();
     names.shuffle(ctx.rng);
@@ -226,7 +224,7 @@ fn pending_members(ctx: &mut Ctx, g: &Group, size: usize) -> Vec<Value> {
         .into_iter()
         .map(|i| {
             let mut pod = member(g, i);
-            pod["metadata"]["creationTimestamp"] = json!(ctx.pick(&times));
+            pod["metadata"]["creationTimestamp"] = json!(created);
             let mut status = json!({"phase": "Pending"});
             if nominate && ctx.chance(0.5) {
                 status["nominatedNodeName"] = json!(ctx.pick(&ctx.nodes.clone()));
