@@ -170,8 +170,8 @@ fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usi
         }
     }
     for (member, node) in members.iter().zip(&nodes) {
-        if node.is_some() {
-            view.remove_pod(member);
+        if let Some(node) = node {
+            view.remove_pod_from(member, node);
         }
     }
     let feasible = !stopped && scheduled >= min;
@@ -501,8 +501,8 @@ impl<'p> Reprieve<'p> {
             view.add_pod(member.clone(), node);
             assumed += 1;
         }
-        for (member, _) in &self.placed[..assumed] {
-            view.remove_pod(member);
+        for (member, node) in &self.placed[..assumed] {
+            view.remove_pod_from(member, node);
         }
         let Some((member, node, status)) = failure else {
             return true;

@@ -277,3 +277,27 @@ fn a_unit_no_member_can_see_is_kept_without_filtering_and_the_answer_is_the_same
     assert_eq!(nominated(&decision), vec![("t-0", "n1")]);
     assert_eq!(victim_names(&decision), vec!["near"]);
 }
+
+#[test]
+fn the_placed_member_is_counted_once_when_units_are_reprieved() {
+    // 3 GiB: the member (1.5 GiB) fits beside the older pod (1.25 GiB) but not beside both.
+    const MI: i64 = 1 << 20;
+    let mut older = pod("older", 0, 0, 1280 * MI, Some("n1"));
+    older.start_time = Some(1).into();
+    let mut newer = pod("newer", 0, 0, 640 * MI, Some("n1"));
+    newer.start_time = Some(2).into();
+    let snapshot = snapshot_with_groups(
+        vec![node("n1", 4000, 3 * GI)],
+        vec![older, newer],
+        vec![training(1)],
+    );
+    let member = member(pod("t-0", TRAINING, 0, 1536 * MI, None), "training");
+    let decision = decide_group(&snapshot, &training(1), &[member], &options());
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    assert_eq!(
+        victim_names(&decision),
+        ["newer"],
+        "the older pod is reprieved"
+    );
+    assert_eq!(nominated(&decision), vec![("t-0", "n1")]);
+}

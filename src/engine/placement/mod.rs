@@ -106,6 +106,12 @@ impl ClusterView {
         let Some(node) = pod.node_name.as_deref() else {
             return false;
         };
+        self.remove_pod_from(pod, node)
+    }
+
+    /// Takes `pod` off `node`, where [`ClusterView::add_pod`] put it (an assumed member,
+    /// whose own `nodeName` is unset); `false` when it is not there.
+    pub fn remove_pod_from(&mut self, pod: &Pod, node: &str) -> bool {
         self.snapshot.remove_bound_pod(node, pod.uid()).is_some()
     }
 
