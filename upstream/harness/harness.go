@@ -294,7 +294,11 @@ func newWorld(c *cluster, preemptors []*v1.Pod) (*world, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &world{cs: cs, informerFactory: informerFactory, snapshot: snapshot, nominated: c.nominated, pdbs: c.pdbs}, nil
+	factory, err := withBudgets(informerFactory, c.pdbs)
+	if err != nil {
+		return nil, err
+	}
+	return &world{cs: cs, informerFactory: factory, snapshot: snapshot, nominated: c.nominated, pdbs: c.pdbs}, nil
 }
 
 // env builds prof's framework over the world; pinned pins DefaultPreemption's random

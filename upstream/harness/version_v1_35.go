@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	policyv1informers "k8s.io/client-go/informers/policy/v1"
 
 	v1 "k8s.io/api/core/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -34,3 +35,6 @@ func newEvaluator(fw framework.Framework, _ *defaultpreemption.DefaultPreemption
 func snapshotOptions(snapshot *internalcache.Snapshot) []frameworkruntime.Option {
 	return []frameworkruntime.Option{frameworkruntime.WithSnapshotSharedLister(snapshot)}
 }
+
+// budgetInformer is what the informer factory hands out for PodDisruptionBudgets.
+type budgetInformer = policyv1informers.PodDisruptionBudgetInformer

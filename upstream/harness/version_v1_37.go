@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	policyv1informers "k8s.io/client-go/informers/policy/v1"
 
 	v1 "k8s.io/api/core/v1"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -36,3 +37,6 @@ func snapshotOptions(snapshot *internalcache.Snapshot) []frameworkruntime.Option
 		frameworkruntime.WithMutableSnapshotLister(snapshot),
 	}
 }
+
+// budgetInformer is what the informer factory hands out for PodDisruptionBudgets.
+type budgetInformer = policyv1informers.TypedPodDisruptionBudgetInformer
