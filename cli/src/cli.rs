@@ -700,7 +700,7 @@ fn run_simulate(simulation: Result<simulate::Simulation, simulate::SimulateError
         simulate::Decided::Group(decision) => server::json::group_decision_json(decision),
     }
     .map_err(|error| error.to_string())
-        .and_then(|json| serde_json::to_string_pretty(&json).map_err(|error| error.to_string()));
+    .and_then(|json| serde_json::to_string_pretty(&json).map_err(|error| error.to_string()));
     match rendered {
         Ok(text) => {
             println!("{text}");

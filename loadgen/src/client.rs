@@ -199,7 +199,7 @@ pub(super) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Size
     Ok(report)
 }
 
-async fn connect(addr: SocketAddr) -> anyhow::Result<Channel> {
+pub(crate) async fn connect(addr: SocketAddr) -> anyhow::Result<Channel> {
     endpoint(addr)?
         .connect()
         .await

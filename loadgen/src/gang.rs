@@ -43,8 +43,8 @@ fn gangs_per_size(args: &BenchArgs) -> u64 {
 
 fn spec(args: &BenchArgs) -> GangClusterSpec {
     GangClusterSpec {
-        nodes: args.nodes,
-        pods_per_node: args.pods_per_node,
+        nodes: args.gang_nodes,
+        pods_per_node: args.gang_pods_per_node,
         seed: args.seed,
     }
 }
@@ -92,8 +92,14 @@ pub(super) async fn run(args: &BenchArgs) -> anyhow::Result<()> {
             "gangs of {size:>2}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} calls ({outcome}, {victims} victims)",
             latency.0.p50_ms, latency.0.p99_ms, latency.0.max_ms, latency.0.count
         );
-        json.insert(format!("gang_preempt_{size}_p50_ms"), json!(latency.0.p50_ms));
-        json.insert(format!("gang_preempt_{size}_p99_ms"), json!(latency.0.p99_ms));
+        json.insert(
+            format!("gang_preempt_{size}_p50_ms"),
+            json!(latency.0.p50_ms),
+        );
+        json.insert(
+            format!("gang_preempt_{size}_p99_ms"),
+            json!(latency.0.p99_ms),
+        );
         json.insert(format!("gang_preempt_{size}_victims"), json!(victims));
         all.add(&latency.1).context("merge histograms")?;
     }
@@ -121,11 +127,13 @@ async fn measure_size(
     let request = |i: u64| {
         let group = &gangs[(i % gangs.len() as u64) as usize].group;
         pb::PreemptGroupRequest {
-            group: Some(pb::preempt_group_request::Group::GroupRef(pb::PodGroupRef {
-                namespace: group.namespace.to_string(),
-                name: group.name.to_string(),
-                uid: String::new(),
-            })),
+            group: Some(pb::preempt_group_request::Group::GroupRef(
+                pb::PodGroupRef {
+                    namespace: group.namespace.to_string(),
+                    name: group.name.to_string(),
+                    uid: String::new(),
+                },
+            )),
             dry_run: true,
             ..Default::default()
         }

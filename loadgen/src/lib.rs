@@ -16,6 +16,7 @@
 
 mod client;
 mod extender;
+mod gang;
 mod grpc;
 mod report;
 mod scenarios;
@@ -142,6 +143,23 @@ pub struct BenchArgs {
     /// Requests per extender verb (each phase also stops at --duration).
     #[arg(long, default_value_t = 1000)]
     pub extender_requests: u64,
+    /// Measure gang preemption instead: dry-run `PreemptGroup` p50/p99 for pending gangs of
+    /// 8, 32 and 64 members on kubernetes#140651's shape (--gang-nodes nodes with
+    /// --gang-pods-per-node running pods each: plain pods and members of `single`- and
+    /// `all`-mode gangs), the server answering as kubernetes 1.37 with GenericWorkload on;
+    /// --preempts calls per size (each size also stops at --duration). With
+    /// --write-scenarios, write those objects as Kubernetes JSON to DIR/gang/ instead.
+    #[arg(long, conflicts_with_all = ["target", "in_process", "svg", "extender", "sizes"])]
+    pub gang: bool,
+    /// Nodes of the --gang cluster.
+    #[arg(long, default_value_t = 1000)]
+    pub gang_nodes: usize,
+    /// Running pods on each node of the --gang cluster (the potential victims).
+    #[arg(long, default_value_t = 10)]
+    pub gang_pods_per_node: usize,
+    /// Pending gangs of each size the --gang calls cycle over.
+    #[arg(long, default_value_t = 4)]
+    pub gang_count: u64,
     /// Candidate nodes in each /preempt request.
     #[arg(long, default_value_t = 500)]
     pub extender_candidates: usize,
@@ -197,6 +215,12 @@ impl BenchArgs {
         if self.extender_requests == 0 || self.extender_candidates == 0 {
             bail!("--extender-requests and --extender-candidates must be at least 1");
         }
+        if self.gang_nodes == 0 || self.gang_count == 0 {
+            bail!("--gang-nodes and --gang-count must be at least 1");
+        }
+        if self.gang_nodes > 100_000 || self.gang_pods_per_node > 200 {
+            bail!("--gang-nodes is at most 100000 and --gang-pods-per-node at most 200");
+        }
         if !(1..=100).contains(&self.watch_runs) {
             bail!("--watch-runs must be between 1 and 100");
         }
@@ -232,8 +256,10 @@ pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
 /// Runs the benchmark; the process exit code comes back.
 pub fn run(args: BenchArgs) -> ExitCode {
     let result = args.validate().and_then(|()| {
-        if let Some(dir) = &args.write_scenarios {
-            return scenarios::write_all(&args, dir);
+        match (&args.write_scenarios, args.gang) {
+            (Some(dir), true) => return gang::write_scenarios(&args, dir),
+            (Some(dir), false) => return scenarios::write_all(&args, dir),
+            (None, _) => {}
         }
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -253,6 +279,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
 async fn run_all(args: &BenchArgs) -> anyhow::Result<()> {
     if args.extender {
         return run_extender(args).await;
+    }
+    if args.gang {
+        return gang::run(args).await;
     }
     let mut reports = Vec::new();
     for size in args.sizes() {

@@ -84,7 +84,7 @@ fn report_size(out: &Path, size: Size) -> anyhow::Result<()> {
 }
 
 /// A v1 List written item by item: a million pods never sit in memory as one value.
-fn write_list(path: &Path, items: impl Iterator<Item = Value>) -> anyhow::Result<()> {
+pub(crate) fn write_list(path: &Path, items: impl Iterator<Item = Value>) -> anyhow::Result<()> {
     let file = File::create(path).with_context(|| format!("create {}", path.display()))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let write = |out: &mut BufWriter<File>| -> std::io::Result<()> {
@@ -134,7 +134,7 @@ fn allocatable_json(r: &Resources) -> Value {
 }
 
 /// A v1 Node.
-fn node_json(node: &Node) -> Value {
+pub(crate) fn node_json(node: &Node) -> Value {
     let taints: Vec<Value> = node
         .taints
         .iter()
@@ -376,6 +376,9 @@ pub(crate) fn pod_json(pod: &Pod) -> Value {
             "topologySpreadConstraints".into(),
             d.topology_spread.iter().map(spread_json).collect(),
         );
+    }
+    if let Some(group) = &d.scheduling_group {
+        spec.insert("schedulingGroup".into(), json!({"podGroupName": &**group}));
     }
     let mut status = Map::new();
     status.insert("phase".into(), json!(pod.phase.as_str()));
