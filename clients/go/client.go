@@ -274,6 +274,16 @@ func (c *Client) UpsertPodDisruptionBudget(ctx context.Context, pdb *pb.PodDisru
 	return c.Update(ctx, PDBItem(pdb))
 }
 
+// UpdatePodGroup sends one UpdatePodGroup request (an upsert, typed or JSON, or a delete).
+func (c *Client) UpdatePodGroup(ctx context.Context, req *pb.UpdatePodGroupRequest) (*UpdateResult, error) {
+	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_PodGroup{PodGroup: req}})
+}
+
+// UpdateWorkload sends one UpdateWorkload request (an upsert, typed or JSON, or a delete).
+func (c *Client) UpdateWorkload(ctx context.Context, req *pb.UpdateWorkloadRequest) (*UpdateResult, error) {
+	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_Workload{Workload: req}})
+}
+
 // UpsertPodGroup pushes a typed PodGroup.
 func (c *Client) UpsertPodGroup(ctx context.Context, group *pb.PodGroup) (*UpdateResult, error) {
 	return c.Update(ctx, PodGroupItem(group))
@@ -304,14 +314,14 @@ func (c *Client) DeletePodDisruptionBudget(ctx context.Context, namespace, name 
 
 // DeletePodGroup deletes a PodGroup by namespace and name; its pods keep naming it.
 func (c *Client) DeletePodGroup(ctx context.Context, namespace, name string) (*UpdateResult, error) {
-	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_PodGroup{PodGroup: &pb.UpdatePodGroupRequest{
-		Change: &pb.UpdatePodGroupRequest_Delete{Delete: &pb.ObjectRef{Namespace: namespace, Name: name}}}}})
+	return c.UpdatePodGroup(ctx, &pb.UpdatePodGroupRequest{
+		Change: &pb.UpdatePodGroupRequest_Delete{Delete: &pb.ObjectRef{Namespace: namespace, Name: name}}})
 }
 
 // DeleteWorkload deletes a Workload by namespace and name.
 func (c *Client) DeleteWorkload(ctx context.Context, namespace, name string) (*UpdateResult, error) {
-	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_Workload{Workload: &pb.UpdateWorkloadRequest{
-		Change: &pb.UpdateWorkloadRequest_Delete{Delete: &pb.ObjectRef{Namespace: namespace, Name: name}}}}})
+	return c.UpdateWorkload(ctx, &pb.UpdateWorkloadRequest{
+		Change: &pb.UpdateWorkloadRequest_Delete{Delete: &pb.ObjectRef{Namespace: namespace, Name: name}}})
 }
 
 // Sync streams items to the server in order through the client-streaming Sync RPC (a

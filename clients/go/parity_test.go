@@ -294,4 +294,21 @@ func TestPreemptGroupEvictsAnAllModeGangForEveryMember(t *testing.T) {
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("absent group: %v, want NOT_FOUND", err)
 	}
+	workload, err := preemptd.WorkloadFromJSON([]byte(`{"kind": "Workload", "metadata": {"namespace": "gang", "name": "job"},
+		"spec": {"podGroupTemplates": [{"name": "workers"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, update := range []func() (*preemptd.UpdateResult, error){
+		func() (*preemptd.UpdateResult, error) { return client.UpsertWorkload(ctx, workload) },
+		func() (*preemptd.UpdateResult, error) { return client.DeleteWorkload(ctx, "gang", "job") },
+		func() (*preemptd.UpdateResult, error) { return client.DeletePodGroup(ctx, "gang", "training") },
+	} {
+		if r, err := update(); err != nil || !r.Applied {
+			t.Fatalf("update: %v %v", r, err)
+		}
+	}
+	if _, err := client.PreemptGroup(ctx, ref, members, preemptd.PreemptOptions{DryRun: true}); status.Code(err) != codes.NotFound {
+		t.Fatalf("deleted group: %v, want NOT_FOUND", err)
+	}
 }

@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 from google.protobuf import json_format
 
-from preemptd import Client, ConversionError, from_kube, pb
+from preemptd import Client, ConversionError, from_kube, pb, workload_from_kube
 
 TESTDATA = REPO / "clients" / "testdata"
 
@@ -216,4 +216,12 @@ def test_preempt_group_evicts_an_all_mode_gang_for_every_member(server_factory: 
         assert len(client.list_nominations().nominations) == 2
         with pytest.raises(grpc.RpcError) as error:
             client.preempt_group(pb.PodGroupRef(namespace="gang", name="absent"), dry_run=True)
+        assert error.value.code() == grpc.StatusCode.NOT_FOUND
+        workload = workload_from_kube({"kind": "Workload", "metadata": {"namespace": "gang", "name": "job"},
+                                       "spec": {"podGroupTemplates": [{"name": "workers"}]}})
+        assert client.upsert(workload).applied
+        assert client.update_workload(pb.UpdateWorkloadRequest(delete=pb.ObjectRef(namespace="gang", name="job"))).applied
+        assert client.delete_pod_group("gang", "training").applied
+        with pytest.raises(grpc.RpcError) as error:
+            client.preempt_group(pb.PodGroupRef(namespace="gang", name="training"), members, dry_run=True)
         assert error.value.code() == grpc.StatusCode.NOT_FOUND

@@ -24,6 +24,7 @@ import {
   podFromKube,
   PreemptdClient,
   SyncRequest,
+  workloadFromKube,
 } from "../src";
 import { readJson, REPO, Server } from "./server";
 
@@ -228,6 +229,18 @@ test("preemptGroup evicts an all-mode gang for every member", async () => {
     assert.equal((await client.listNominations()).nominations.length, 2);
     const missing = await rejected(client.preemptGroup({ namespace: "gang", name: "absent", uid: "" }, [], { dryRun: true }));
     assert.equal(missing.code, status.NOT_FOUND);
+    const workload = workloadFromKube({
+      kind: "Workload",
+      metadata: { namespace: "gang", name: "job" },
+      spec: { podGroupTemplates: [{ name: "workers" }] },
+    });
+    assert.ok((await client.upsertWorkload(workload)).applied);
+    assert.ok((await client.updateWorkload({ delete: { namespace: "gang", name: "job", uid: undefined } })).applied);
+    assert.ok((await client.deletePodGroup("gang", "training")).applied);
+    const deleted = await rejected(
+      client.preemptGroup({ namespace: "gang", name: "training", uid: "" }, members, { dryRun: true }),
+    );
+    assert.equal(deleted.code, status.NOT_FOUND);
   } finally {
     client.close();
     await server.stop();

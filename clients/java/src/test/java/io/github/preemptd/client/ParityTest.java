@@ -23,6 +23,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
 import preemptd.v1.Preemptd.DrainOutcome;
+import preemptd.v1.Preemptd.ObjectRef;
 import preemptd.v1.Preemptd.Outcome;
 import preemptd.v1.Preemptd.PdbMode;
 import preemptd.v1.Preemptd.PlanDrainResponse;
@@ -32,6 +33,7 @@ import preemptd.v1.Preemptd.PodRef;
 import preemptd.v1.Preemptd.PreemptGroupResponse;
 import preemptd.v1.Preemptd.PreemptResponse;
 import preemptd.v1.Preemptd.SyncRequest;
+import preemptd.v1.Preemptd.UpdatePodGroupRequest;
 
 /**
  * One test per row of the client parity table (docs/clients.md) that the conformance and watch
@@ -284,6 +286,30 @@ class ParityTest {
                       List.of(gangPod("x", 1000, "absent", "")),
                       PreemptOptions.DRY_RUN));
       assertEquals(Status.Code.NOT_FOUND, missing.getStatus().getCode());
+      assertTrue(
+          client
+              .upsert(
+                  KubernetesObjects.workload(
+                      "{\"kind\": \"Workload\", \"metadata\": {\"namespace\": \"gang\", \"name\": \"job\"},"
+                          + " \"spec\": {\"podGroupTemplates\": [{\"name\": \"workers\"}]}}"))
+              .applied());
+      assertTrue(client.deleteWorkload("gang", "job").applied());
+      assertTrue(
+          client
+              .updatePodGroup(
+                  UpdatePodGroupRequest.newBuilder()
+                      .setDelete(ObjectRef.newBuilder().setNamespace("gang").setName("training"))
+                      .build())
+              .applied());
+      StatusRuntimeException deleted =
+          assertThrows(
+              StatusRuntimeException.class,
+              () ->
+                  client.preemptGroup(
+                      PodGroupRef.newBuilder().setNamespace("gang").setName("training").build(),
+                      members,
+                      PreemptOptions.DRY_RUN));
+      assertEquals(Status.Code.NOT_FOUND, deleted.getStatus().getCode());
     }
   }
 }
