@@ -43,6 +43,7 @@ fi
 
 echo "== examples against the real server"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+: >.ci/clients-server.log # a previous run's "serving" must not pass the wait below
 "$PREEMPTD_BIN" serve --listen "127.0.0.1:${port}" --metrics-listen off >.ci/clients-server.log 2>&1 &
 server_pid=$!
 children+=("${server_pid}")

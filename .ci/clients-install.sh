@@ -29,6 +29,9 @@ tls_args=(--ca-cert "${work}/tls/ca.crt" --token-file "${work}/tls/writer.token"
 
 # A fresh server for each example (each commits a decision): TLS, roles, tokens. Sets addr.
 start_server() {
+  # Emptied here, not by the child's redirect: the loop below must not read the last
+  # server's address before the new server's shell has truncated the log.
+  : >"${work}/server.log"
   "${bin}" serve --listen 127.0.0.1:0 --metrics-listen off --log-format json \
     --tls-cert "${work}/tls/server.crt" --tls-key "${work}/tls/server.key" \
     --authz "${work}/tls/authz.yaml" >"${work}/server.log" 2>&1 &

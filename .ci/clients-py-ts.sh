@@ -84,6 +84,9 @@ log=$(mktemp)
 server_pid=
 trap 'if [ -n "${server_pid}" ]; then kill "${server_pid}" 2>/dev/null || true; fi; rm -f "${log}"' EXIT
 start_server() {
+  # Emptied here, not by the child's redirect: the loop below must not read the last
+  # server's address before the new server's shell has truncated the log.
+  : >"${log}"
   "${bin}" serve --listen 127.0.0.1:0 --metrics-listen off --log-format json >"${log}" 2>&1 &
   server_pid=$!
   addr=

@@ -217,8 +217,8 @@ func (c *Client) result(r updateResponse) *UpdateResult {
 	return &UpdateResult{r.GetApplied(), r.GetResourceVersion(), r.GetRevision(), r.GetEpoch(), r.GetStale()}
 }
 
-// Update sends one update (a node, pod or PodDisruptionBudget request, as built by
-// the Upsert*/Delete* helpers or by ItemFromJSON).
+// Update sends one update (a node, pod, PodDisruptionBudget, PodGroup or Workload
+// request, as built by the Upsert*/Delete* helpers or by ItemFromJSON).
 func (c *Client) Update(ctx context.Context, item *pb.SyncRequest) (*UpdateResult, error) {
 	var r updateResponse
 	var err error
@@ -231,6 +231,14 @@ func (c *Client) Update(ctx context.Context, item *pb.SyncRequest) (*UpdateResul
 		r, err = retry(ctx, c, func(ctx context.Context) (*pb.UpdatePodDisruptionBudgetResponse, error) {
 			return c.stub.UpdatePodDisruptionBudget(ctx, it.Pdb)
 		})
+	case *pb.SyncRequest_PodGroup:
+		r, err = retry(ctx, c, func(ctx context.Context) (*pb.UpdatePodGroupResponse, error) {
+			return c.stub.UpdatePodGroup(ctx, it.PodGroup)
+		})
+	case *pb.SyncRequest_Workload:
+		r, err = retry(ctx, c, func(ctx context.Context) (*pb.UpdateWorkloadResponse, error) {
+			return c.stub.UpdateWorkload(ctx, it.Workload)
+		})
 	default:
 		return nil, errors.New("update: empty item")
 	}
@@ -240,7 +248,8 @@ func (c *Client) Update(ctx context.Context, item *pb.SyncRequest) (*UpdateResul
 	return c.result(r), nil
 }
 
-// UpsertJSON pushes one Kubernetes Node, Pod or PodDisruptionBudget given as JSON (e.g.
+// UpsertJSON pushes one Kubernetes Node, Pod, PodDisruptionBudget, PodGroup or Workload
+// given as JSON (e.g.
 // `kubectl get pod NAME -o json`); the server decodes it.
 func (c *Client) UpsertJSON(ctx context.Context, object []byte) (*UpdateResult, error) {
 	item, err := ItemFromJSON(object, false)
@@ -265,6 +274,26 @@ func (c *Client) UpsertPodDisruptionBudget(ctx context.Context, pdb *pb.PodDisru
 	return c.Update(ctx, PDBItem(pdb))
 }
 
+// UpdatePodGroup sends one UpdatePodGroup request (an upsert, typed or JSON, or a delete).
+func (c *Client) UpdatePodGroup(ctx context.Context, req *pb.UpdatePodGroupRequest) (*UpdateResult, error) {
+	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_PodGroup{PodGroup: req}})
+}
+
+// UpdateWorkload sends one UpdateWorkload request (an upsert, typed or JSON, or a delete).
+func (c *Client) UpdateWorkload(ctx context.Context, req *pb.UpdateWorkloadRequest) (*UpdateResult, error) {
+	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_Workload{Workload: req}})
+}
+
+// UpsertPodGroup pushes a typed PodGroup.
+func (c *Client) UpsertPodGroup(ctx context.Context, group *pb.PodGroup) (*UpdateResult, error) {
+	return c.Update(ctx, PodGroupItem(group))
+}
+
+// UpsertWorkload pushes a typed Workload.
+func (c *Client) UpsertWorkload(ctx context.Context, workload *pb.Workload) (*UpdateResult, error) {
+	return c.Update(ctx, WorkloadItem(workload))
+}
+
 // DeleteNode deletes a node by name.
 func (c *Client) DeleteNode(ctx context.Context, name string) (*UpdateResult, error) {
 	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_Node{Node: &pb.UpdateNodeRequest{
@@ -281,6 +310,18 @@ func (c *Client) DeletePod(ctx context.Context, namespace, name string) (*Update
 func (c *Client) DeletePodDisruptionBudget(ctx context.Context, namespace, name string) (*UpdateResult, error) {
 	return c.Update(ctx, &pb.SyncRequest{Item: &pb.SyncRequest_Pdb{Pdb: &pb.UpdatePodDisruptionBudgetRequest{
 		Change: &pb.UpdatePodDisruptionBudgetRequest_Delete{Delete: &pb.ObjectRef{Namespace: namespace, Name: name}}}}})
+}
+
+// DeletePodGroup deletes a PodGroup by namespace and name; its pods keep naming it.
+func (c *Client) DeletePodGroup(ctx context.Context, namespace, name string) (*UpdateResult, error) {
+	return c.UpdatePodGroup(ctx, &pb.UpdatePodGroupRequest{
+		Change: &pb.UpdatePodGroupRequest_Delete{Delete: &pb.ObjectRef{Namespace: namespace, Name: name}}})
+}
+
+// DeleteWorkload deletes a Workload by namespace and name.
+func (c *Client) DeleteWorkload(ctx context.Context, namespace, name string) (*UpdateResult, error) {
+	return c.UpdateWorkload(ctx, &pb.UpdateWorkloadRequest{
+		Change: &pb.UpdateWorkloadRequest_Delete{Delete: &pb.ObjectRef{Namespace: namespace, Name: name}}})
 }
 
 // Sync streams items to the server in order through the client-streaming Sync RPC (a
@@ -352,6 +393,33 @@ func (c *Client) PreemptRef(ctx context.Context, ref *pb.PodRef, opts PreemptOpt
 func (c *Client) preempt(ctx context.Context, req *pb.PreemptRequest, opts PreemptOptions) (*pb.PreemptResponse, error) {
 	req.DryRun, req.Explain, req.PdbMode = opts.DryRun, opts.Explain, opts.PdbMode
 	r, err := retry(ctx, c, func(ctx context.Context) (*pb.PreemptResponse, error) { return c.stub.Preempt(ctx, req) })
+	if err != nil {
+		return nil, err
+	}
+	c.observeEpoch(r.GetEpoch())
+	return r, nil
+}
+
+// PreemptGroup asks for a group preemption of the PodGroup the server's cache holds under
+// ref (the server must answer as kubernetes 1.37 with GenericWorkload=true, else
+// FAILED_PRECONDITION). members are the group's pending pods, typed; none means the
+// pending pods the cache holds that name the group. opts are Preempt's flags.
+func (c *Client) PreemptGroup(ctx context.Context, ref *pb.PodGroupRef, members []*pb.Pod, opts PreemptOptions) (*pb.PreemptGroupResponse, error) {
+	return c.preemptGroup(ctx, &pb.PreemptGroupRequest{Group: &pb.PreemptGroupRequest_GroupRef{GroupRef: ref}, Members: members}, opts)
+}
+
+// PreemptGroupJSON is PreemptGroup with the members given as Kubernetes JSON, one pod each.
+func (c *Client) PreemptGroupJSON(ctx context.Context, ref *pb.PodGroupRef, members [][]byte, opts PreemptOptions) (*pb.PreemptGroupResponse, error) {
+	memberJSON := make([]string, len(members))
+	for i, m := range members {
+		memberJSON[i] = string(m)
+	}
+	return c.preemptGroup(ctx, &pb.PreemptGroupRequest{Group: &pb.PreemptGroupRequest_GroupRef{GroupRef: ref}, MemberJson: memberJSON}, opts)
+}
+
+func (c *Client) preemptGroup(ctx context.Context, req *pb.PreemptGroupRequest, opts PreemptOptions) (*pb.PreemptGroupResponse, error) {
+	req.DryRun, req.Explain, req.PdbMode = opts.DryRun, opts.Explain, opts.PdbMode
+	r, err := retry(ctx, c, func(ctx context.Context) (*pb.PreemptGroupResponse, error) { return c.stub.PreemptGroup(ctx, req) })
 	if err != nil {
 		return nil, err
 	}

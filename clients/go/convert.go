@@ -34,7 +34,18 @@ func PDBItem(p *pb.PodDisruptionBudget) *pb.SyncRequest {
 	return &pb.SyncRequest{Item: &pb.SyncRequest_Pdb{Pdb: &pb.UpdatePodDisruptionBudgetRequest{Change: &pb.UpdatePodDisruptionBudgetRequest_Upsert{Upsert: p}}}}
 }
 
-// ItemFromJSON makes the update for one Node, Pod or PodDisruptionBudget (by its kind):
+// PodGroupItem wraps a typed PodGroup as a Sync item.
+func PodGroupItem(g *pb.PodGroup) *pb.SyncRequest {
+	return &pb.SyncRequest{Item: &pb.SyncRequest_PodGroup{PodGroup: &pb.UpdatePodGroupRequest{Change: &pb.UpdatePodGroupRequest_Upsert{Upsert: g}}}}
+}
+
+// WorkloadItem wraps a typed Workload as a Sync item.
+func WorkloadItem(w *pb.Workload) *pb.SyncRequest {
+	return &pb.SyncRequest{Item: &pb.SyncRequest_Workload{Workload: &pb.UpdateWorkloadRequest{Change: &pb.UpdateWorkloadRequest_Upsert{Upsert: w}}}}
+}
+
+// ItemFromJSON makes the update for one Node, Pod, PodDisruptionBudget, PodGroup or
+// Workload (by its kind):
 // its JSON as upsert_json, or with typed the converted message.
 func ItemFromJSON(object []byte, typed bool) (*pb.SyncRequest, error) {
 	obj, err := parseObject(object)
@@ -105,8 +116,20 @@ func itemOf(obj jsonObject, raw []byte, defaultKind string, typed bool) (*pb.Syn
 		}
 		p, err := pdbOf(obj)
 		return PDBItem(p), err
+	case "PodGroup":
+		if !typed {
+			return &pb.SyncRequest{Item: &pb.SyncRequest_PodGroup{PodGroup: &pb.UpdatePodGroupRequest{Change: &pb.UpdatePodGroupRequest_UpsertJson{UpsertJson: text}}}}, nil
+		}
+		g, err := podGroupOf(obj)
+		return PodGroupItem(g), err
+	case "Workload":
+		if !typed {
+			return &pb.SyncRequest{Item: &pb.SyncRequest_Workload{Workload: &pb.UpdateWorkloadRequest{Change: &pb.UpdateWorkloadRequest_UpsertJson{UpsertJson: text}}}}, nil
+		}
+		w, err := workloadOf(obj)
+		return WorkloadItem(w), err
 	}
-	return nil, fmt.Errorf("kind: unsupported kind %q: supported kinds are \"Node\", \"Pod\", \"PodDisruptionBudget\"", kind)
+	return nil, fmt.Errorf("kind: unsupported kind %q: supported kinds are \"Node\", \"Pod\", \"PodDisruptionBudget\", \"PodGroup\", \"Workload\"", kind)
 }
 
 // NodeFromJSON converts a Kubernetes v1 Node to the typed message.
@@ -134,6 +157,26 @@ func PDBFromJSON(object []byte) (*pb.PodDisruptionBudget, error) {
 		return nil, err
 	}
 	return pdbOf(obj)
+}
+
+// PodGroupFromJSON converts a Kubernetes scheduling.k8s.io/v1beta1 PodGroup to the typed
+// message.
+func PodGroupFromJSON(object []byte) (*pb.PodGroup, error) {
+	obj, err := parseObject(object)
+	if err != nil {
+		return nil, err
+	}
+	return podGroupOf(obj)
+}
+
+// WorkloadFromJSON converts a Kubernetes scheduling.k8s.io/v1beta1 Workload to the typed
+// message.
+func WorkloadFromJSON(object []byte) (*pb.Workload, error) {
+	obj, err := parseObject(object)
+	if err != nil {
+		return nil, err
+	}
+	return workloadOf(obj)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -403,6 +446,14 @@ func nodeOf(o jsonObject) (*pb.Node, error) {
 			Type: c.str("type"), Status: c.str("status"), Reason: c.str("reason"), Message: c.str("message"),
 		})
 	}
+	// Read by scoring (ImageLocality).
+	for _, image := range status.list("images") {
+		size := int64(0)
+		if s := image.int64Ptr("sizeBytes"); s != nil {
+			size = *s
+		}
+		n.Images = append(n.Images, &pb.ContainerImage{Names: image.strings("names"), SizeBytes: size})
+	}
 	return n, o.e.err
 }
 
@@ -479,7 +530,65 @@ func podOf(o jsonObject) (*pb.Pod, error) {
 	for _, c := range status.list("conditions") {
 		p.Conditions = append(p.Conditions, &pb.PodCondition{Type: c.str("type"), Status: c.str("status"), Reason: c.str("reason")})
 	}
+	if spec.has("schedulingGroup") {
+		p.SchedulingGroup = &pb.PodSchedulingGroup{PodGroupName: spec.obj("schedulingGroup").str("podGroupName")}
+	}
 	return p, o.e.err
+}
+
+// podGroupOf keeps presence: each member of schedulingPolicy and disruptionMode is set by
+// being present (the server refuses a group with none or both).
+func podGroupOf(o jsonObject) (*pb.PodGroup, error) {
+	m := metaOf(o)
+	spec := o.obj("spec")
+	g := &pb.PodGroup{
+		Namespace:                   m.namespace,
+		Name:                        m.name,
+		Uid:                         m.uid,
+		ResourceVersion:             m.resourceVersion,
+		CreationTimestamp:           o.obj("metadata").str("creationTimestamp"),
+		PriorityClassName:           spec.str("priorityClassName"),
+		Priority:                    spec.int32Ptr("priority"),
+		PreemptionPolicy:            spec.str("preemptionPolicy"),
+		ParentCompositePodGroupName: spec.str("parentCompositePodGroupName"),
+	}
+	if spec.has("schedulingPolicy") {
+		policy := spec.obj("schedulingPolicy")
+		g.SchedulingPolicy = &pb.PodGroupSchedulingPolicy{}
+		if policy.has("basic") {
+			policy.obj("basic")
+			g.SchedulingPolicy.Basic = &pb.BasicSchedulingPolicy{}
+		}
+		if policy.has("gang") {
+			g.SchedulingPolicy.Gang = &pb.GangSchedulingPolicy{MinCount: policy.obj("gang").int32("minCount")}
+		}
+	}
+	if spec.has("disruptionMode") {
+		mode := spec.obj("disruptionMode")
+		g.DisruptionMode = &pb.DisruptionMode{}
+		if mode.has("single") {
+			mode.obj("single")
+			g.DisruptionMode.Single = &pb.SingleDisruptionMode{}
+		}
+		if mode.has("all") {
+			mode.obj("all")
+			g.DisruptionMode.All = &pb.AllDisruptionMode{}
+		}
+	}
+	if spec.has("workloadRef") {
+		ref := spec.obj("workloadRef")
+		g.WorkloadRef = &pb.WorkloadReference{WorkloadName: ref.str("workloadName"), TemplateName: ref.str("templateName")}
+	}
+	return g, o.e.err
+}
+
+func workloadOf(o jsonObject) (*pb.Workload, error) {
+	m := metaOf(o)
+	w := &pb.Workload{Namespace: m.namespace, Name: m.name, Uid: m.uid, ResourceVersion: m.resourceVersion}
+	for _, t := range o.obj("spec").list("podGroupTemplates") {
+		w.PodGroupTemplates = append(w.PodGroupTemplates, &pb.PodGroupTemplate{Name: t.str("name")})
+	}
+	return w, o.e.err
 }
 
 func containers(spec jsonObject, key string, hostNetwork bool) []*pb.Container {
@@ -488,6 +597,7 @@ func containers(spec jsonObject, key string, hostNetwork bool) []*pb.Container {
 		resources := c.obj("resources")
 		container := &pb.Container{
 			Name:          c.str("name"),
+			Image:         c.str("image"),
 			Requests:      resources.quantities("requests"),
 			Limits:        resources.quantities("limits"),
 			RestartPolicy: c.str("restartPolicy"),
@@ -523,7 +633,10 @@ func labelSelector(o jsonObject, key string) *pb.LabelSelector {
 	return out
 }
 
-const required = "requiredDuringSchedulingIgnoredDuringExecution"
+const (
+	required  = "requiredDuringSchedulingIgnoredDuringExecution"
+	preferred = "preferredDuringSchedulingIgnoredDuringExecution"
+)
 
 func affinity(a jsonObject) *pb.Affinity {
 	out := &pb.Affinity{}
@@ -541,12 +654,40 @@ func affinity(a jsonObject) *pb.Affinity {
 			}
 			out.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = ns
 		}
+		for _, p := range na.list(preferred) {
+			term := &pb.PreferredSchedulingTerm{Weight: p.int32("weight")}
+			if p.has("preference") {
+				t := p.obj("preference")
+				term.Preference = &pb.NodeSelectorTerm{MatchExpressions: nodeRequirements(t, "matchExpressions"), MatchFields: nodeRequirements(t, "matchFields")}
+			}
+			out.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(out.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution, term)
+		}
 	}
 	if a.has("podAffinity") {
-		out.PodAffinity = &pb.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: podAffinityTerms(a.obj("podAffinity"))}
+		pa := a.obj("podAffinity")
+		out.PodAffinity = &pb.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution:  podAffinityTerms(pa.list(required)),
+			PreferredDuringSchedulingIgnoredDuringExecution: weightedPodAffinityTerms(pa),
+		}
 	}
 	if a.has("podAntiAffinity") {
-		out.PodAntiAffinity = &pb.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: podAffinityTerms(a.obj("podAntiAffinity"))}
+		pa := a.obj("podAntiAffinity")
+		out.PodAntiAffinity = &pb.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution:  podAffinityTerms(pa.list(required)),
+			PreferredDuringSchedulingIgnoredDuringExecution: weightedPodAffinityTerms(pa),
+		}
+	}
+	return out
+}
+
+func weightedPodAffinityTerms(a jsonObject) []*pb.WeightedPodAffinityTerm {
+	var out []*pb.WeightedPodAffinityTerm
+	for _, w := range a.list(preferred) {
+		term := &pb.WeightedPodAffinityTerm{Weight: w.int32("weight")}
+		if w.has("podAffinityTerm") {
+			term.PodAffinityTerm = podAffinityTerms([]jsonObject{w.obj("podAffinityTerm")})[0]
+		}
+		out = append(out, term)
 	}
 	return out
 }
@@ -559,9 +700,9 @@ func nodeRequirements(term jsonObject, key string) []*pb.NodeSelectorRequirement
 	return out
 }
 
-func podAffinityTerms(a jsonObject) []*pb.PodAffinityTerm {
+func podAffinityTerms(terms []jsonObject) []*pb.PodAffinityTerm {
 	var out []*pb.PodAffinityTerm
-	for _, t := range a.list(required) {
+	for _, t := range terms {
 		out = append(out, &pb.PodAffinityTerm{
 			LabelSelector:     labelSelector(t, "labelSelector"),
 			Namespaces:        t.strings("namespaces"),

@@ -227,3 +227,88 @@ func TestConverterMatchesTheSharedGolden(t *testing.T) {
 		}
 	}
 }
+
+func gangPod(name string, priority int, nodeName, group string) string {
+	phase := "Pending"
+	if nodeName != "" {
+		phase = "Running"
+	}
+	return fmt.Sprintf(`{"kind": "Pod", "metadata": {"namespace": "gang", "name": %q, "uid": "uid-%s"},
+		"spec": {"nodeName": %q, "priority": %d, "schedulingGroup": {"podGroupName": %q},
+		"containers": [{"name": "c", "resources": {"requests": {"cpu": "8"}}}]}, "status": {"phase": %q}}`,
+		name, name, nodeName, priority, group, phase)
+}
+
+func gangGroup(name string, priority int) string {
+	return fmt.Sprintf(`{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+		"metadata": {"namespace": "gang", "name": %q},
+		"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": {"all": {}}, "priority": %d}}`, name, priority)
+}
+
+func TestPreemptGroupEvictsAnAllModeGangForEveryMember(t *testing.T) {
+	srv := startServer(t, "--kubernetes-version", "1.37", "--feature-gates", "GenericWorkload=true")
+	client, err := preemptd.Dial(srv.addr, preemptd.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	ctx := context.Background()
+	list := fmt.Sprintf(`{"kind": "List", "items": [%s, %s, %s, %s, %s, %s]}`, kubeNode("n1", "8"), kubeNode("n2", "8"),
+		gangGroup("inference", 100), gangPod("inf-0", 100, "n1", "inference"), gangPod("inf-1", 100, "n2", "inference"),
+		gangGroup("training", 1000))
+	report, err := client.SyncList(ctx, []byte(list), true)
+	if err != nil || report.GetRejected() != 0 || report.GetApplied().GetPodGroups() != 2 {
+		t.Fatalf("sync: %v %v %v", err, report.GetApplied(), report.GetRejections())
+	}
+	members := []*pb.Pod{}
+	for _, name := range []string{"train-1", "train-0"} {
+		member, err := preemptd.PodFromJSON([]byte(gangPod(name, 1000, "", "training")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, member)
+	}
+	ref := &pb.PodGroupRef{Namespace: "gang", Name: "training"}
+	answer, err := client.PreemptGroup(ctx, ref, members, preemptd.PreemptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var victims, nominations []string
+	for _, v := range answer.GetVictims() {
+		victims = append(victims, v.GetName())
+	}
+	for _, n := range answer.GetNominations() {
+		nominations = append(nominations, n.GetPod().GetName()+"@"+n.GetNodeName())
+	}
+	if answer.GetOutcome() != pb.Outcome_OUTCOME_PREEMPT || answer.GetPodGroupDisruptions() != 1 ||
+		fmt.Sprint(victims) != "[inf-0 inf-1]" || fmt.Sprint(nominations) != "[train-0@n1 train-1@n2]" {
+		t.Fatalf("decision %v", answer)
+	}
+	held, err := client.ListNominations(ctx)
+	if err != nil || len(held.GetNominations()) != 2 {
+		t.Fatalf("nominations after the commit: %v %v", held, err)
+	}
+	// A group unknown to the cache is NOT_FOUND, by the same retry and deadline contract.
+	_, err = client.PreemptGroupJSON(ctx, &pb.PodGroupRef{Namespace: "gang", Name: "absent"},
+		[][]byte{[]byte(gangPod("x", 1000, "", "absent"))}, preemptd.PreemptOptions{DryRun: true})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("absent group: %v, want NOT_FOUND", err)
+	}
+	workload, err := preemptd.WorkloadFromJSON([]byte(`{"kind": "Workload", "metadata": {"namespace": "gang", "name": "job"},
+		"spec": {"podGroupTemplates": [{"name": "workers"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, update := range []func() (*preemptd.UpdateResult, error){
+		func() (*preemptd.UpdateResult, error) { return client.UpsertWorkload(ctx, workload) },
+		func() (*preemptd.UpdateResult, error) { return client.DeleteWorkload(ctx, "gang", "job") },
+		func() (*preemptd.UpdateResult, error) { return client.DeletePodGroup(ctx, "gang", "training") },
+	} {
+		if r, err := update(); err != nil || !r.Applied {
+			t.Fatalf("update: %v %v", r, err)
+		}
+	}
+	if _, err := client.PreemptGroup(ctx, ref, members, preemptd.PreemptOptions{DryRun: true}); status.Code(err) != codes.NotFound {
+		t.Fatalf("deleted group: %v, want NOT_FOUND", err)
+	}
+}

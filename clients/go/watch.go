@@ -13,7 +13,9 @@ import (
 
 // WatchHandler receives what WatchNominations delivers.
 type WatchHandler struct {
-	// Event is called for every event, in revision order, without gaps or repeats.
+	// Event is called for every event, in revision order, without gaps or repeats. The
+	// events of one change (a Preempt or PreemptGroup commit) share BatchRevision; the
+	// change is complete at the event whose Revision equals it.
 	Event func(*pb.WatchNominationsResponse) error
 	// Relist is called when the watch could not continue where it stopped (the
 	// server's history no longer holds the revision: OUT_OF_RANGE, or the server
@@ -156,7 +158,7 @@ func (w *watcher) relist(list *pb.ListNominationsResponse) error {
 	}
 	for _, n := range list.GetNominations() {
 		err := w.h.Event(&pb.WatchNominationsResponse{
-			Revision: list.GetRevision(), Type: pb.NominationEventType_NOMINATION_EVENT_TYPE_NOMINATED,
+			Revision: list.GetRevision(), BatchRevision: list.GetRevision(), Type: pb.NominationEventType_NOMINATION_EVENT_TYPE_NOMINATED,
 			Pod: n.GetPod(), Node: n.GetNode(), Priority: n.GetPriority(), Initial: true, Epoch: list.GetEpoch(),
 		})
 		if err != nil {

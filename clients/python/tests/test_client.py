@@ -123,10 +123,13 @@ def test_watch_relists_on_out_of_range(server_factory: Any) -> None:
         assert watch.relists == 1 and len(listed) == 1
         assert listed[0].revision == 7 and [n.pod.name for n in listed[0].nominations] == ["p9"]
         assert initial[0].initial and initial[0].pod.name == "p9" and initial[0].revision == 7
+        # A re-list's initial events are one batch at the list's revision, as the server's own.
+        assert initial[0].batch_revision == 7
         nominate(client, "p9", "")
         live = next(watch)
         watch.cancel()
     assert (live.revision, live.type, live.initial) == (8, pb.NOMINATION_EVENT_TYPE_CLEARED, False)
+    assert live.batch_revision == 8
 
 
 def test_restart_on_the_same_port_retries_fires_the_epoch_callback_and_the_watch_follows(

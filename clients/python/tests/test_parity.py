@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 from google.protobuf import json_format
 
-from preemptd import Client, ConversionError, from_kube, pb
+from preemptd import Client, ConversionError, from_kube, pb, workload_from_kube
 
 TESTDATA = REPO / "clients" / "testdata"
 
@@ -135,8 +135,8 @@ def test_the_converter_matches_the_shared_golden() -> None:
 
 
 def test_the_golden_sets_every_field_of_the_typed_objects() -> None:
-    """The golden is checked against the proto: a field added to Node, Pod or
-    PodDisruptionBudget (or a message inside them) fails here until the golden, and so every
+    """The golden is checked against the proto: a field added to Node, Pod, PodDisruptionBudget,
+    PodGroup or Workload (or a message inside them) fails here until the golden, and so every
     converter, maps it."""
     instances: dict[str, list[Any]] = {}
     types: dict[str, Any] = {}
@@ -167,7 +167,7 @@ def test_the_golden_sets_every_field_of_the_typed_objects() -> None:
             return bool(message.HasField(field.name))
         return bool(getattr(message, field.name) != field.default_value)
 
-    for root in (pb.Node, pb.Pod, pb.PodDisruptionBudget):
+    for root in (pb.Node, pb.Pod, pb.PodDisruptionBudget, pb.PodGroup, pb.Workload):
         reachable(root.DESCRIPTOR)
     for item in GOLDEN:
         request = json_format.ParseDict(item, pb.SyncRequest())
@@ -179,3 +179,49 @@ def test_the_golden_sets_every_field_of_the_typed_objects() -> None:
         if not any(present(m, field) for m in instances[name])
     }
     assert not unset, f"fields the golden never sets: {sorted(unset)}"
+
+
+def gang_pod(name: str, priority: int, group: str, node_name: str = "") -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {"namespace": "gang", "name": name, "uid": f"uid-{name}"},
+        "spec": {"nodeName": node_name, "priority": priority, "schedulingGroup": {"podGroupName": group},
+                 "containers": [{"name": "c", "resources": {"requests": {"cpu": "8"}}}]},
+        "status": {"phase": "Running" if node_name else "Pending"},
+    }
+
+
+def gang_group(name: str, priority: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"namespace": "gang", "name": name},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": {"all": {}}, "priority": priority}}
+
+
+def test_preempt_group_evicts_an_all_mode_gang_for_every_member(server_factory: Any) -> None:
+    server = server_factory("--kubernetes-version", "1.37", "--feature-gates", "GenericWorkload=true").start()
+    with Client(server.address) as client:
+        report = client.sync(
+            [node("n1", "8"), node("n2", "8"), gang_group("inference", 100),
+             gang_pod("inf-0", 100, "inference", "n1"), gang_pod("inf-1", 100, "inference", "n2")],
+            typed=True,
+        )
+        assert report.rejected == 0 and report.applied.pod_groups == 1
+        assert client.upsert_json(gang_group("training", 1000)).applied
+        members = [from_kube(gang_pod("train-1", 1000, "training")), gang_pod("train-0", 1000, "training")]
+        answer = client.preempt_group(pb.PodGroupRef(namespace="gang", name="training"), members)
+        assert answer.outcome == pb.OUTCOME_PREEMPT, answer.message
+        assert [v.name for v in answer.victims] == ["inf-0", "inf-1"]
+        assert [(n.pod.name, n.node_name) for n in answer.nominations] == [("train-0", "n1"), ("train-1", "n2")]
+        assert answer.pod_group_disruptions == 1 and answer.epoch == client.epoch
+        assert len(client.list_nominations().nominations) == 2
+        with pytest.raises(grpc.RpcError) as error:
+            client.preempt_group(pb.PodGroupRef(namespace="gang", name="absent"), dry_run=True)
+        assert error.value.code() == grpc.StatusCode.NOT_FOUND
+        workload = workload_from_kube({"kind": "Workload", "metadata": {"namespace": "gang", "name": "job"},
+                                       "spec": {"podGroupTemplates": [{"name": "workers"}]}})
+        assert client.upsert(workload).applied
+        assert client.update_workload(pb.UpdateWorkloadRequest(delete=pb.ObjectRef(namespace="gang", name="job"))).applied
+        assert client.delete_pod_group("gang", "training").applied
+        with pytest.raises(grpc.RpcError) as error:
+            client.preempt_group(pb.PodGroupRef(namespace="gang", name="training"), members, dry_run=True)
+        assert error.value.code() == grpc.StatusCode.NOT_FOUND

@@ -25,7 +25,11 @@ import {
   PlanDrainResponse,
   Pod,
   PodDisruptionBudget,
+  PodGroup,
+  PodGroupRef,
   PodRef,
+  PreemptGroupRequest,
+  PreemptGroupResponse,
   PreemptionClient,
   PreemptRequest,
   PreemptResponse,
@@ -33,8 +37,13 @@ import {
   SyncResponse,
   UpdateNodeResponse,
   UpdatePodDisruptionBudgetResponse,
+  UpdatePodGroupRequest,
+  UpdatePodGroupResponse,
   UpdatePodResponse,
+  UpdateWorkloadRequest,
+  UpdateWorkloadResponse,
   WatchNominationsResponse,
+  Workload,
 } from "./gen/preemptd/v1/preemptd";
 import { fromKube, type KubeObject, listItems } from "./kube";
 
@@ -143,7 +152,13 @@ type UnaryMethod<Req, Res> = (
   callback: (error: ServiceError | null, response: Res) => void,
 ) => ClientUnaryCall;
 
-export type UpdateResponse = UpdateNodeResponse | UpdatePodResponse | UpdatePodDisruptionBudgetResponse;
+export type UpdateResponse =
+  | UpdateNodeResponse
+  | UpdatePodResponse
+  | UpdatePodDisruptionBudgetResponse
+  | UpdatePodGroupResponse
+  | UpdateWorkloadResponse;
+const SUPPORTED_KINDS = "Node, Pod, PodDisruptionBudget, PodGroup, Workload";
 export type SyncItem = SyncRequest | KubeObject;
 
 // gRPC's own reconnect backoff starts at 1 s and grows to 2 min: far slower than a
@@ -242,8 +257,8 @@ export class PreemptdClient {
   // --- cluster state -----------------------------------------------------------------------
 
   /**
-   * Upserts a Node, Pod or PodDisruptionBudget given as Kubernetes JSON (an object or its
-   * text); the kind comes from the object unless given.
+   * Upserts a Node, Pod, PodDisruptionBudget, PodGroup or Workload given as Kubernetes JSON
+   * (an object or its text); the kind comes from the object unless given.
    */
   upsertJson(object: KubeObject | string, options: CallTimeout & { kind?: string } = {}): Promise<UpdateResponse> {
     const text = typeof object === "string" ? object : JSON.stringify(object);
@@ -255,8 +270,12 @@ export class PreemptdClient {
         return this.unary(this.stub.updatePod, { upsertJson: text }, options.timeoutMs);
       case "PodDisruptionBudget":
         return this.unary(this.stub.updatePodDisruptionBudget, { upsertJson: text }, options.timeoutMs);
+      case "PodGroup":
+        return this.updatePodGroup({ upsertJson: text }, options);
+      case "Workload":
+        return this.updateWorkload({ upsertJson: text }, options);
       default:
-        throw new Error(`unsupported kind ${JSON.stringify(kind)}: supported kinds are Node, Pod, PodDisruptionBudget`);
+        throw new Error(`unsupported kind ${JSON.stringify(kind)}: supported kinds are ${SUPPORTED_KINDS}`);
     }
   }
 
@@ -270,6 +289,33 @@ export class PreemptdClient {
 
   upsertPodDisruptionBudget(pdb: PodDisruptionBudget, options: CallTimeout = {}): Promise<UpdatePodDisruptionBudgetResponse> {
     return this.unary(this.stub.updatePodDisruptionBudget, { upsert: pdb }, options.timeoutMs);
+  }
+
+  /** Upserts or deletes one PodGroup (scheduling.k8s.io/v1beta1). */
+  updatePodGroup(request: UpdatePodGroupRequest, options: CallTimeout = {}): Promise<UpdatePodGroupResponse> {
+    return this.unary(this.stub.updatePodGroup, request, options.timeoutMs);
+  }
+
+  /** Upserts or deletes one Workload (scheduling.k8s.io/v1beta1). */
+  updateWorkload(request: UpdateWorkloadRequest, options: CallTimeout = {}): Promise<UpdateWorkloadResponse> {
+    return this.unary(this.stub.updateWorkload, request, options.timeoutMs);
+  }
+
+  upsertPodGroup(group: PodGroup, options: CallTimeout = {}): Promise<UpdatePodGroupResponse> {
+    return this.updatePodGroup({ upsert: group }, options);
+  }
+
+  upsertWorkload(workload: Workload, options: CallTimeout = {}): Promise<UpdateWorkloadResponse> {
+    return this.updateWorkload({ upsert: workload }, options);
+  }
+
+  /** Deletes a PodGroup; its pods keep naming it. */
+  deletePodGroup(namespace: string, name: string, options: CallTimeout = {}): Promise<UpdatePodGroupResponse> {
+    return this.updatePodGroup({ delete: { namespace, name, uid: undefined } }, options);
+  }
+
+  deleteWorkload(namespace: string, name: string, options: CallTimeout = {}): Promise<UpdateWorkloadResponse> {
+    return this.updateWorkload({ delete: { namespace, name, uid: undefined } }, options);
   }
 
   deleteNode(name: string, options: CallTimeout & { uid?: string } = {}): Promise<UpdateNodeResponse> {
@@ -362,6 +408,33 @@ export class PreemptdClient {
   }
 
   /**
+   * Decides group preemption for a PodGroup the server's cache holds (the server must answer
+   * as kubernetes 1.37 with GenericWorkload=true, else FAILED_PRECONDITION). `members` are its
+   * pending pods, typed, as Kubernetes JSON text or as Kubernetes objects (sent as JSON); none
+   * means the pending pods the cache holds that name the group.
+   */
+  preemptGroup(
+    group: PodGroupRef,
+    members: Iterable<Pod | KubeObject | string> = [],
+    options: PreemptOptions = {},
+  ): Promise<PreemptGroupResponse> {
+    const request: PreemptGroupRequest = {
+      groupRef: group,
+      members: [],
+      memberJson: [],
+      dryRun: options.dryRun ?? false,
+      explain: options.explain ?? false,
+      pdbMode: options.pdbMode ?? PdbMode.PDB_MODE_UNSPECIFIED,
+    };
+    for (const member of members) {
+      if (typeof member === "string") request.memberJson.push(member);
+      else if ("metadata" in member || "kind" in member) request.memberJson.push(JSON.stringify(member));
+      else request.members.push(member as Pod);
+    }
+    return this.unary(this.stub.preemptGroup, request, options.timeoutMs);
+  }
+
+  /**
    * Plans where the pods of the nodes about to go away would go, in eviction batches that
    * respect every PodDisruptionBudget (docs/drain-plans.md).
    */
@@ -395,6 +468,10 @@ function syncRequest(item: SyncItem, typed: boolean, path: string): SyncRequest 
         return { pod: { upsert: t.pod } };
       case "PodDisruptionBudget":
         return { pdb: { upsert: t.pdb } };
+      case "PodGroup":
+        return { podGroup: { upsert: t.podGroup } };
+      case "Workload":
+        return { workload: { upsert: t.workload } };
     }
   }
   const upsertJson = JSON.stringify(item);
@@ -405,8 +482,12 @@ function syncRequest(item: SyncItem, typed: boolean, path: string): SyncRequest 
       return { pod: { upsertJson } };
     case "PodDisruptionBudget":
       return { pdb: { upsertJson } };
+    case "PodGroup":
+      return { podGroup: { upsertJson } };
+    case "Workload":
+      return { workload: { upsertJson } };
     default:
-      throw new Error(`unsupported kind ${JSON.stringify(item.kind)}: supported kinds are Node, Pod, PodDisruptionBudget`);
+      throw new Error(`unsupported kind ${JSON.stringify(item.kind)}: supported kinds are ${SUPPORTED_KINDS}`);
   }
 }
 
@@ -459,6 +540,7 @@ export class NominationWatch implements AsyncIterable<WatchNominationsResponse> 
     for (const n of listed.nominations) {
       yield {
         revision: listed.revision,
+        batchRevision: listed.revision,
         type: NominationEventType.NOMINATION_EVENT_TYPE_NOMINATED,
         pod: n.pod,
         node: n.node,

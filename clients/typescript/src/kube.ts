@@ -18,19 +18,24 @@ import {
   Pod,
   PodAffinityTerm,
   PodDisruptionBudget,
+  PodGroup,
   TopologySpreadConstraint,
   Toleration,
+  Workload,
 } from "./gen/preemptd/v1/preemptd";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type KubeObject = { [key: string]: any };
-export type Kind = "Node" | "Pod" | "PodDisruptionBudget";
+export type Kind = "Node" | "Pod" | "PodDisruptionBudget" | "PodGroup" | "Workload";
 export type TypedObject =
   | { kind: "Node"; node: Node }
   | { kind: "Pod"; pod: Pod }
-  | { kind: "PodDisruptionBudget"; pdb: PodDisruptionBudget };
+  | { kind: "PodDisruptionBudget"; pdb: PodDisruptionBudget }
+  | { kind: "PodGroup"; podGroup: PodGroup }
+  | { kind: "Workload"; workload: Workload };
 
-const KINDS: readonly string[] = ["Node", "Pod", "PodDisruptionBudget"];
+const KINDS: readonly string[] = ["Node", "Pod", "PodDisruptionBudget", "PodGroup", "Workload"];
+const SUPPORTED_KINDS = "Node, Pod, PodDisruptionBudget, PodGroup, Workload";
 
 /** A Kubernetes object field of the wrong shape; `path` is its JSON path. */
 export class ConversionError extends Error {
@@ -190,6 +195,8 @@ function node(o: At): Node {
       reason: c.str("reason"),
       message: c.str("message"),
     })),
+    // Read by scoring (ImageLocality).
+    images: status.list("images").map((i) => ({ names: i.strList("names"), sizeBytes: i.int64("sizeBytes") })),
   };
 }
 
@@ -197,6 +204,7 @@ function container(c: At, hostNetwork: boolean): Container {
   const resources = c.obj("resources");
   return {
     name: c.str("name"),
+    image: c.str("image"),
     requests: resources.quantities("requests"),
     limits: resources.quantities("limits"),
     ports: c.list("ports").map((p) => {
@@ -224,11 +232,24 @@ function affinityTerm(t: At): PodAffinityTerm {
 }
 
 const REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution";
+const PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution";
+
+const nodeSelectorTerm = (term: At) => ({
+  matchExpressions: nodeSelectorRequirements(term.list("matchExpressions")),
+  matchFields: nodeSelectorRequirements(term.list("matchFields")),
+});
 
 function affinity(value: At): Affinity {
   const nodeAffinity = value.obj("nodeAffinity");
   const podTerms = (key: string) => ({
     requiredDuringSchedulingIgnoredDuringExecution: value.obj(key).list(REQUIRED).map(affinityTerm),
+    preferredDuringSchedulingIgnoredDuringExecution: value
+      .obj(key)
+      .list(PREFERRED)
+      .map((w) => ({
+        weight: w.int("weight"),
+        podAffinityTerm: w.present("podAffinityTerm") ? affinityTerm(w.obj("podAffinityTerm")) : undefined,
+      })),
   });
   return {
     nodeAffinity: value.present("nodeAffinity")
@@ -238,12 +259,13 @@ function affinity(value: At): Affinity {
                 nodeSelectorTerms: nodeAffinity
                   .obj(REQUIRED)
                   .list("nodeSelectorTerms")
-                  .map((term) => ({
-                    matchExpressions: nodeSelectorRequirements(term.list("matchExpressions")),
-                    matchFields: nodeSelectorRequirements(term.list("matchFields")),
-                  })),
+                  .map(nodeSelectorTerm),
               }
             : undefined,
+          preferredDuringSchedulingIgnoredDuringExecution: nodeAffinity.list(PREFERRED).map((p) => ({
+            weight: p.int("weight"),
+            preference: p.present("preference") ? nodeSelectorTerm(p.obj("preference")) : undefined,
+          })),
         }
       : undefined,
     podAffinity: value.present("podAffinity") ? podTerms("podAffinity") : undefined,
@@ -315,6 +337,9 @@ function pod(o: At): Pod {
     })),
     nominatedNodeName: status.str("nominatedNodeName"),
     phase: status.str("phase"),
+    schedulingGroup: spec.present("schedulingGroup")
+      ? { podGroupName: spec.obj("schedulingGroup").str("podGroupName") }
+      : undefined,
   };
 }
 
@@ -339,8 +364,70 @@ function pdb(o: At): PodDisruptionBudget {
   };
 }
 
+/** A scheduling.k8s.io/v1beta1 PodGroup as the typed PodGroup message. */
+export function podGroupFromKube(o: KubeObject): PodGroup {
+  return podGroup(new At("", o));
+}
+
+// Presence matters: each scheduling policy and disruption mode is set by being present.
+function podGroup(o: At): PodGroup {
+  const meta = o.obj("metadata");
+  const spec = o.obj("spec");
+  const policy = spec.obj("schedulingPolicy");
+  const mode = spec.obj("disruptionMode");
+  const ref = spec.obj("workloadRef");
+  // Set by being present; obj() refuses a value that is not an object.
+  const presence = (parent: At, key: string) => {
+    if (!parent.present(key)) return undefined;
+    parent.obj(key);
+    return {};
+  };
+  return {
+    namespace: meta.str("namespace"),
+    name: meta.str("name"),
+    uid: meta.str("uid"),
+    resourceVersion: meta.resourceVersion(),
+    creationTimestamp: meta.str("creationTimestamp"),
+    schedulingPolicy: spec.present("schedulingPolicy")
+      ? {
+          basic: presence(policy, "basic"),
+          gang: policy.present("gang") ? { minCount: policy.obj("gang").int("minCount") } : undefined,
+        }
+      : undefined,
+    disruptionMode: spec.present("disruptionMode")
+      ? { single: presence(mode, "single"), all: presence(mode, "all") }
+      : undefined,
+    priorityClassName: spec.str("priorityClassName"),
+    priority: spec.present("priority") ? spec.int("priority") : undefined,
+    preemptionPolicy: spec.str("preemptionPolicy"),
+    parentCompositePodGroupName: spec.str("parentCompositePodGroupName"),
+    workloadRef: spec.present("workloadRef")
+      ? { workloadName: ref.str("workloadName"), templateName: ref.str("templateName") }
+      : undefined,
+  };
+}
+
+/** A scheduling.k8s.io/v1beta1 Workload as the typed Workload message. */
+export function workloadFromKube(o: KubeObject): Workload {
+  return workload(new At("", o));
+}
+
+function workload(o: At): Workload {
+  const meta = o.obj("metadata");
+  return {
+    namespace: meta.str("namespace"),
+    name: meta.str("name"),
+    uid: meta.str("uid"),
+    resourceVersion: meta.resourceVersion(),
+    podGroupTemplates: o
+      .obj("spec")
+      .list("podGroupTemplates")
+      .map((t) => ({ name: t.str("name") })),
+  };
+}
+
 /**
- * A Node, Pod or PodDisruptionBudget (by `kind`, or the object's own) as its message. `path`
+ * A Node, Pod, PodDisruptionBudget, PodGroup or Workload (by `kind`, or the object's own) as its message. `path`
  * prefixes the field paths of errors (e.g. "items[3]").
  */
 export function fromKube(o: KubeObject, kind?: string, path = ""): TypedObject {
@@ -353,11 +440,12 @@ export function fromKube(o: KubeObject, kind?: string, path = ""): TypedObject {
       return { kind: "Pod", pod: pod(at) };
     case "PodDisruptionBudget":
       return { kind: "PodDisruptionBudget", pdb: pdb(at) };
+    case "PodGroup":
+      return { kind: "PodGroup", podGroup: podGroup(at) };
+    case "Workload":
+      return { kind: "Workload", workload: workload(at) };
     default:
-      throw new ConversionError(
-        at.at("kind"),
-        `unsupported kind ${JSON.stringify(k)}: supported kinds are Node, Pod, PodDisruptionBudget`,
-      );
+      throw new ConversionError(at.at("kind"), `unsupported kind ${JSON.stringify(k)}: supported kinds are ${SUPPORTED_KINDS}`);
   }
 }
 

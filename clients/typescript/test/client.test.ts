@@ -150,11 +150,14 @@ test("the watch re-lists on OUT_OF_RANGE", async () => {
   assert.equal(listed[0].revision, 7n);
   assert.deepEqual(listed[0].nominations.map((n) => n.pod!.name), ["p9"]);
   assert.ok(initial.initial && initial.pod!.name === "p9" && initial.revision === 7n);
+  // A re-list's initial events are one batch at the list's revision, as the server's own.
+  assert.equal(initial.batchRevision, 7n);
   await nominate(client, "p9", "");
   const live = (await iterator.next()).value as WatchNominationsResponse;
   watch.cancel();
   await iterator.return(undefined);
   assert.deepEqual([live.revision, live.type, live.initial], [8n, NominationEventType.NOMINATION_EVENT_TYPE_CLEARED, false]);
+  assert.equal(live.batchRevision, 8n);
 });
 
 test("a restart on the same port: retries, the epoch callback, the watch follows", async () => {

@@ -21,8 +21,10 @@ import {
   type ListNominationsResponse,
   Outcome,
   PdbMode,
+  podFromKube,
   PreemptdClient,
   SyncRequest,
+  workloadFromKube,
 } from "../src";
 import { readJson, REPO, Server } from "./server";
 
@@ -159,14 +161,88 @@ test("the converter matches the shared golden", () => {
   const golden: unknown[] = readJson(join(TESTDATA, "converter-golden.json")).items;
   const converted = listItems(input).map((item) => {
     const typed = fromKube(item);
-    return typed.kind === "Node"
-      ? SyncRequest.fromPartial({ node: { upsert: typed.node } })
-      : typed.kind === "Pod"
-        ? SyncRequest.fromPartial({ pod: { upsert: typed.pod } })
-        : SyncRequest.fromPartial({ pdb: { upsert: typed.pdb } });
+    switch (typed.kind) {
+      case "Node":
+        return SyncRequest.fromPartial({ node: { upsert: typed.node } });
+      case "Pod":
+        return SyncRequest.fromPartial({ pod: { upsert: typed.pod } });
+      case "PodDisruptionBudget":
+        return SyncRequest.fromPartial({ pdb: { upsert: typed.pdb } });
+      case "PodGroup":
+        return SyncRequest.fromPartial({ podGroup: { upsert: typed.podGroup } });
+      case "Workload":
+        return SyncRequest.fromPartial({ workload: { upsert: typed.workload } });
+    }
   });
   assert.deepEqual(
     converted.map((c) => SyncRequest.toJSON(c)),
     golden.map((g) => SyncRequest.toJSON(SyncRequest.fromJSON(g))),
   );
+});
+
+function gangPod(name: string, priority: number, group: string, nodeName = ""): KubeObject {
+  return {
+    kind: "Pod",
+    metadata: { namespace: "gang", name, uid: `uid-${name}` },
+    spec: {
+      nodeName,
+      priority,
+      schedulingGroup: { podGroupName: group },
+      containers: [{ name: "c", resources: { requests: { cpu: "8" } } }],
+    },
+    status: { phase: nodeName ? "Running" : "Pending" },
+  };
+}
+
+const gangGroup = (name: string, priority: number): KubeObject => ({
+  apiVersion: "scheduling.k8s.io/v1beta1",
+  kind: "PodGroup",
+  metadata: { namespace: "gang", name },
+  spec: { schedulingPolicy: { gang: { minCount: 2 } }, disruptionMode: { all: {} }, priority },
+});
+
+test("preemptGroup evicts an all-mode gang for every member", async () => {
+  const server = await new Server(0, ["--kubernetes-version", "1.37", "--feature-gates", "GenericWorkload=true"]).start();
+  const client = new PreemptdClient(server.address);
+  try {
+    const report = await client.sync(
+      [
+        node("n1", "8"),
+        node("n2", "8"),
+        gangGroup("inference", 100),
+        gangPod("inf-0", 100, "inference", "n1"),
+        gangPod("inf-1", 100, "inference", "n2"),
+      ],
+      { typed: true },
+    );
+    assert.deepEqual([report.rejected, report.applied?.podGroups], [0n, 1n]);
+    assert.ok((await client.upsertJson(gangGroup("training", 1000))).applied);
+    const members = [podFromKube(gangPod("train-1", 1000, "training")), gangPod("train-0", 1000, "training")];
+    const answer = await client.preemptGroup({ namespace: "gang", name: "training", uid: "" }, members);
+    assert.equal(answer.outcome, Outcome.OUTCOME_PREEMPT, answer.message);
+    assert.deepEqual(answer.victims.map((v) => v.name), ["inf-0", "inf-1"]);
+    assert.deepEqual(
+      answer.nominations.map((n) => [n.pod?.name, n.nodeName]),
+      [["train-0", "n1"], ["train-1", "n2"]],
+    );
+    assert.equal(answer.podGroupDisruptions, 1);
+    assert.equal((await client.listNominations()).nominations.length, 2);
+    const missing = await rejected(client.preemptGroup({ namespace: "gang", name: "absent", uid: "" }, [], { dryRun: true }));
+    assert.equal(missing.code, status.NOT_FOUND);
+    const workload = workloadFromKube({
+      kind: "Workload",
+      metadata: { namespace: "gang", name: "job" },
+      spec: { podGroupTemplates: [{ name: "workers" }] },
+    });
+    assert.ok((await client.upsertWorkload(workload)).applied);
+    assert.ok((await client.updateWorkload({ delete: { namespace: "gang", name: "job", uid: undefined } })).applied);
+    assert.ok((await client.deletePodGroup("gang", "training")).applied);
+    const deleted = await rejected(
+      client.preemptGroup({ namespace: "gang", name: "training", uid: "" }, members, { dryRun: true }),
+    );
+    assert.equal(deleted.code, status.NOT_FOUND);
+  } finally {
+    client.close();
+    await server.stop();
+  }
 });

@@ -9,7 +9,15 @@ The generated messages and stub are `preemptd.v1.preemptd_pb2` and `preemptd_pb2
 """
 
 from preemptd.client import Client, NominationWatch, RetryPolicy
-from preemptd.kube import ConversionError, from_kube, node_from_kube, pdb_from_kube, pod_from_kube
+from preemptd.kube import (
+    ConversionError,
+    from_kube,
+    node_from_kube,
+    pdb_from_kube,
+    pod_from_kube,
+    pod_group_from_kube,
+    workload_from_kube,
+)
 from preemptd.v1 import preemptd_pb2 as pb
 
 __all__ = [
@@ -22,4 +30,6 @@ __all__ = [
     "pdb_from_kube",
     "pb",
     "pod_from_kube",
+    "pod_group_from_kube",
+    "workload_from_kube",
 ]

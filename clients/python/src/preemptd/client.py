@@ -31,10 +31,15 @@ class _Response(Protocol):
 
 Response = TypeVar("Response", bound=_Response)
 PodInput = Union[pb.Pod, pb.PodRef, Mapping[str, Any], str]
-SyncItem = Union[pb.SyncRequest, pb.Node, pb.Pod, pb.PodDisruptionBudget, Mapping[str, Any]]
+SyncItem = Union[pb.SyncRequest, pb.Node, pb.Pod, pb.PodDisruptionBudget, pb.PodGroup, pb.Workload, Mapping[str, Any]]
 UpdateResponse = Union[
-    pb.UpdateNodeResponse, pb.UpdatePodResponse, pb.UpdatePodDisruptionBudgetResponse
+    pb.UpdateNodeResponse,
+    pb.UpdatePodResponse,
+    pb.UpdatePodDisruptionBudgetResponse,
+    pb.UpdatePodGroupResponse,
+    pb.UpdateWorkloadResponse,
 ]
+_SUPPORTED_KINDS = "Node, Pod, PodDisruptionBudget, PodGroup, Workload"
 EpochCallback = Callable[[str, str], None]
 
 _RECONNECT_OPTIONS = [
@@ -187,8 +192,8 @@ class Client:
     def upsert_json(
         self, obj: Mapping[str, Any] | str, *, kind: str | None = None, timeout: float | None = None
     ) -> UpdateResponse:
-        """Upserts a Node, Pod or PodDisruptionBudget given as Kubernetes JSON (a dict or its
-        text); the kind comes from the object unless given."""
+        """Upserts a Node, Pod, PodDisruptionBudget, PodGroup or Workload given as Kubernetes
+        JSON (a dict or its text); the kind comes from the object unless given."""
         text = obj if isinstance(obj, str) else json.dumps(obj)
         if kind is None:
             kind = str((json.loads(text) if isinstance(obj, str) else obj).get("kind", ""))
@@ -199,15 +204,23 @@ class Client:
         if kind == "PodDisruptionBudget":
             request = pb.UpdatePodDisruptionBudgetRequest(upsert_json=text)
             return self._call(self._stub.UpdatePodDisruptionBudget, request, timeout, pb.UpdatePodDisruptionBudgetResponse)
-        raise ValueError(f"unsupported kind {kind!r}: supported kinds are Node, Pod, PodDisruptionBudget")
+        if kind == "PodGroup":
+            return self.update_pod_group(pb.UpdatePodGroupRequest(upsert_json=text), timeout=timeout)
+        if kind == "Workload":
+            return self.update_workload(pb.UpdateWorkloadRequest(upsert_json=text), timeout=timeout)
+        raise ValueError(f"unsupported kind {kind!r}: supported kinds are {_SUPPORTED_KINDS}")
 
     def upsert(self, obj: kube.TypedObject, *, timeout: float | None = None) -> UpdateResponse:
-        """Upserts a typed Node, Pod or PodDisruptionBudget (see preemptd.kube to convert
-        Kubernetes objects)."""
+        """Upserts a typed Node, Pod, PodDisruptionBudget, PodGroup or Workload (see
+        preemptd.kube to convert Kubernetes objects)."""
         if isinstance(obj, pb.Node):
             return self._call(self._stub.UpdateNode, pb.UpdateNodeRequest(upsert=obj), timeout, pb.UpdateNodeResponse)
         if isinstance(obj, pb.Pod):
             return self._call(self._stub.UpdatePod, pb.UpdatePodRequest(upsert=obj), timeout, pb.UpdatePodResponse)
+        if isinstance(obj, pb.PodGroup):
+            return self.update_pod_group(pb.UpdatePodGroupRequest(upsert=obj), timeout=timeout)
+        if isinstance(obj, pb.Workload):
+            return self.update_workload(pb.UpdateWorkloadRequest(upsert=obj), timeout=timeout)
         request = pb.UpdatePodDisruptionBudgetRequest(upsert=obj)
         return self._call(self._stub.UpdatePodDisruptionBudget, request, timeout, pb.UpdatePodDisruptionBudgetResponse)
 
@@ -229,6 +242,27 @@ class Client:
         ref = pb.ObjectRef(namespace=namespace, name=name)
         request = pb.UpdatePodDisruptionBudgetRequest(delete=ref)
         return self._call(self._stub.UpdatePodDisruptionBudget, request, timeout, pb.UpdatePodDisruptionBudgetResponse)
+
+    def update_pod_group(
+        self, request: pb.UpdatePodGroupRequest, *, timeout: float | None = None
+    ) -> pb.UpdatePodGroupResponse:
+        """Upserts or deletes one PodGroup (scheduling.k8s.io/v1beta1)."""
+        return self._call(self._stub.UpdatePodGroup, request, timeout, pb.UpdatePodGroupResponse)
+
+    def update_workload(
+        self, request: pb.UpdateWorkloadRequest, *, timeout: float | None = None
+    ) -> pb.UpdateWorkloadResponse:
+        """Upserts or deletes one Workload (scheduling.k8s.io/v1beta1)."""
+        return self._call(self._stub.UpdateWorkload, request, timeout, pb.UpdateWorkloadResponse)
+
+    def delete_pod_group(self, namespace: str, name: str, *, timeout: float | None = None) -> pb.UpdatePodGroupResponse:
+        """Deletes a PodGroup; its pods keep naming it."""
+        ref = pb.ObjectRef(namespace=namespace, name=name)
+        return self.update_pod_group(pb.UpdatePodGroupRequest(delete=ref), timeout=timeout)
+
+    def delete_workload(self, namespace: str, name: str, *, timeout: float | None = None) -> pb.UpdateWorkloadResponse:
+        ref = pb.ObjectRef(namespace=namespace, name=name)
+        return self.update_workload(pb.UpdateWorkloadRequest(delete=ref), timeout=timeout)
 
     def sync(self, items: Iterable[SyncItem], *, typed: bool = False, timeout: float | None = None) -> pb.SyncResponse:
         """Applies updates in order through one client-streaming Sync call. Items are
@@ -277,6 +311,32 @@ class Client:
         else:
             raise TypeError(f"pod: expected a Pod, PodRef, dict or JSON text, got {type(pod).__name__}")
         return self._call(self._stub.Preempt, request, timeout, pb.PreemptResponse)
+
+    def preempt_group(
+        self,
+        group: pb.PodGroupRef,
+        members: Iterable[pb.Pod | Mapping[str, Any] | str] = (),
+        *,
+        dry_run: bool = False,
+        explain: bool = False,
+        pdb_mode: pb.PdbMode = pb.PDB_MODE_UNSPECIFIED,
+        timeout: float | None = None,
+    ) -> pb.PreemptGroupResponse:
+        """Decides group preemption for a PodGroup the server's cache holds (the server must
+        answer as kubernetes 1.37 with GenericWorkload=true, else FAILED_PRECONDITION).
+        `members` are its pending pods, typed, as Kubernetes JSON text or as dicts (sent as
+        JSON); none means the pending pods the cache holds that name the group."""
+        request = pb.PreemptGroupRequest(group_ref=group, dry_run=dry_run, explain=explain, pdb_mode=pdb_mode)
+        for member in members:
+            if isinstance(member, pb.Pod):
+                request.members.append(member)
+            elif isinstance(member, str):
+                request.member_json.append(member)
+            elif isinstance(member, Mapping):
+                request.member_json.append(json.dumps(member))
+            else:
+                raise TypeError(f"members: expected Pods, dicts or JSON text, got {type(member).__name__}")
+        return self._call(self._stub.PreemptGroup, request, timeout, pb.PreemptGroupResponse)
 
     def plan_drain(
         self,
@@ -330,6 +390,10 @@ def _sync_request(item: SyncItem, typed: bool, path: str = "") -> pb.SyncRequest
         return pb.SyncRequest(pod=pb.UpdatePodRequest(upsert=item))
     if isinstance(item, pb.PodDisruptionBudget):
         return pb.SyncRequest(pdb=pb.UpdatePodDisruptionBudgetRequest(upsert=item))
+    if isinstance(item, pb.PodGroup):
+        return pb.SyncRequest(pod_group=pb.UpdatePodGroupRequest(upsert=item))
+    if isinstance(item, pb.Workload):
+        return pb.SyncRequest(workload=pb.UpdateWorkloadRequest(upsert=item))
     if typed:
         return _sync_request(kube.from_kube(item, path=path), typed)
     kind, text = str(item.get("kind", "")), json.dumps(item)
@@ -339,7 +403,11 @@ def _sync_request(item: SyncItem, typed: bool, path: str = "") -> pb.SyncRequest
         return pb.SyncRequest(pod=pb.UpdatePodRequest(upsert_json=text))
     if kind == "PodDisruptionBudget":
         return pb.SyncRequest(pdb=pb.UpdatePodDisruptionBudgetRequest(upsert_json=text))
-    raise ValueError(f"unsupported kind {kind!r}: supported kinds are Node, Pod, PodDisruptionBudget")
+    if kind == "PodGroup":
+        return pb.SyncRequest(pod_group=pb.UpdatePodGroupRequest(upsert_json=text))
+    if kind == "Workload":
+        return pb.SyncRequest(workload=pb.UpdateWorkloadRequest(upsert_json=text))
+    raise ValueError(f"unsupported kind {kind!r}: supported kinds are {_SUPPORTED_KINDS}")
 
 
 class NominationWatch:
@@ -398,6 +466,7 @@ class NominationWatch:
         for n in listed.nominations:
             yield pb.WatchNominationsResponse(
                 revision=listed.revision,
+                batch_revision=listed.revision,
                 type=pb.NOMINATION_EVENT_TYPE_NOMINATED,
                 pod=n.pod,
                 node=n.node,

@@ -18,7 +18,7 @@ from typing import Any, Union
 from preemptd.v1 import preemptd_pb2 as pb
 
 KubeObject = Mapping[str, Any]
-TypedObject = Union[pb.Node, pb.Pod, pb.PodDisruptionBudget]
+TypedObject = Union[pb.Node, pb.Pod, pb.PodDisruptionBudget, pb.PodGroup, pb.Workload]
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -163,6 +163,11 @@ def _node(o: _At) -> pb.Node:
             )
             for c in status.array("conditions")
         ],
+        # Read by scoring (ImageLocality).
+        images=[
+            pb.ContainerImage(names=i.str_list("names"), size_bytes=i.integer("sizeBytes", 64))
+            for i in status.array("images")
+        ],
     )
 
 
@@ -181,6 +186,7 @@ def _container(c: _At, host_network: bool) -> pb.Container:
         )
     return pb.Container(
         name=c.text("name"),
+        image=c.text("image"),
         requests=resources.quantities("requests"),
         limits=resources.quantities("limits"),
         ports=ports,
@@ -216,12 +222,12 @@ def _affinity(value: _At) -> pb.Affinity:
             selector = node_affinity.required_during_scheduling_ignored_during_execution
             selector.SetInParent()
             for term in required.obj(required_key).array("nodeSelectorTerms"):
-                selector.node_selector_terms.append(
-                    pb.NodeSelectorTerm(
-                        match_expressions=_node_selector_requirements(term.array("matchExpressions")),
-                        match_fields=_node_selector_requirements(term.array("matchFields")),
-                    )
-                )
+                selector.node_selector_terms.append(_node_selector_term(term))
+        for preferred in required.array(_PREFERRED):
+            scheduling_term = pb.PreferredSchedulingTerm(weight=preferred.integer("weight"))
+            if preferred.present("preference"):
+                scheduling_term.preference.CopyFrom(_node_selector_term(preferred.obj("preference")))
+            node_affinity.preferred_during_scheduling_ignored_during_execution.append(scheduling_term)
     for key, target in (
         ("podAffinity", affinity.pod_affinity),
         ("podAntiAffinity", affinity.pod_anti_affinity),
@@ -230,7 +236,22 @@ def _affinity(value: _At) -> pb.Affinity:
             target.SetInParent()
             terms = value.obj(key).array("requiredDuringSchedulingIgnoredDuringExecution")
             target.required_during_scheduling_ignored_during_execution.extend(_affinity_term(t) for t in terms)
+            for preferred in value.obj(key).array(_PREFERRED):
+                weighted = pb.WeightedPodAffinityTerm(weight=preferred.integer("weight"))
+                if preferred.present("podAffinityTerm"):
+                    weighted.pod_affinity_term.CopyFrom(_affinity_term(preferred.obj("podAffinityTerm")))
+                target.preferred_during_scheduling_ignored_during_execution.append(weighted)
     return affinity
+
+
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _node_selector_term(term: _At) -> pb.NodeSelectorTerm:
+    return pb.NodeSelectorTerm(
+        match_expressions=_node_selector_requirements(term.array("matchExpressions")),
+        match_fields=_node_selector_requirements(term.array("matchFields")),
+    )
 
 
 def _spread(c: _At) -> pb.TopologySpreadConstraint:
@@ -300,6 +321,9 @@ def _pod(o: _At) -> pb.Pod:
         )
     if spec.present("affinity"):
         pod.affinity.CopyFrom(_affinity(spec.obj("affinity")))
+    if spec.present("schedulingGroup"):
+        pod.scheduling_group.pod_group_name = spec.obj("schedulingGroup").text("podGroupName")
+        pod.scheduling_group.SetInParent()
     return pod
 
 
@@ -324,15 +348,79 @@ def _pdb(o: _At) -> pb.PodDisruptionBudget:
     return pdb
 
 
+def pod_group_from_kube(obj: KubeObject) -> pb.PodGroup:
+    """A scheduling.k8s.io/v1beta1 PodGroup as the typed PodGroup message."""
+    return _pod_group(_At("", obj))
+
+
+def _pod_group(o: _At) -> pb.PodGroup:
+    meta, spec = o.obj("metadata"), o.obj("spec")
+    group = pb.PodGroup(
+        namespace=meta.text("namespace"),
+        name=meta.text("name"),
+        uid=meta.text("uid"),
+        resource_version=meta.resource_version(),
+        creation_timestamp=meta.text("creationTimestamp"),
+        priority_class_name=spec.text("priorityClassName"),
+        preemption_policy=spec.text("preemptionPolicy"),
+        parent_composite_pod_group_name=spec.text("parentCompositePodGroupName"),
+    )
+    # Presence matters: each policy and mode is set by being present.
+    if spec.present("schedulingPolicy"):
+        policy = spec.obj("schedulingPolicy")
+        group.scheduling_policy.SetInParent()
+        if policy.present("basic"):
+            policy.obj("basic")
+            group.scheduling_policy.basic.SetInParent()
+        if policy.present("gang"):
+            group.scheduling_policy.gang.min_count = policy.obj("gang").integer("minCount")
+            group.scheduling_policy.gang.SetInParent()
+    if spec.present("disruptionMode"):
+        mode = spec.obj("disruptionMode")
+        group.disruption_mode.SetInParent()
+        if mode.present("single"):
+            mode.obj("single")
+            group.disruption_mode.single.SetInParent()
+        if mode.present("all"):
+            mode.obj("all")
+            getattr(group.disruption_mode, "all").SetInParent()
+    if spec.present("priority"):
+        group.priority = spec.integer("priority")
+    if spec.present("workloadRef"):
+        ref = spec.obj("workloadRef")
+        group.workload_ref.CopyFrom(
+            pb.WorkloadReference(workload_name=ref.text("workloadName"), template_name=ref.text("templateName"))
+        )
+    return group
+
+
+def workload_from_kube(obj: KubeObject) -> pb.Workload:
+    """A scheduling.k8s.io/v1beta1 Workload as the typed Workload message."""
+    return _workload(_At("", obj))
+
+
+def _workload(o: _At) -> pb.Workload:
+    meta = o.obj("metadata")
+    return pb.Workload(
+        namespace=meta.text("namespace"),
+        name=meta.text("name"),
+        uid=meta.text("uid"),
+        resource_version=meta.resource_version(),
+        pod_group_templates=[pb.PodGroupTemplate(name=t.text("name")) for t in o.obj("spec").array("podGroupTemplates")],
+    )
+
+
 _CONVERTERS: dict[str, Callable[[_At], TypedObject]] = {
     "Node": _node,
     "Pod": _pod,
     "PodDisruptionBudget": _pdb,
+    "PodGroup": _pod_group,
+    "Workload": _workload,
 }
 
 
 def from_kube(obj: KubeObject, kind: str | None = None, *, path: str = "") -> TypedObject:
-    """A Node, Pod or PodDisruptionBudget (by `kind`, or the object's own) as its message.
+    """A Node, Pod, PodDisruptionBudget, PodGroup or Workload (by `kind`, or the object's own) as its message.
     `path` prefixes the field paths of errors (e.g. "items[3]")."""
     at = _At(path, obj)
     kind = kind or at.text("kind")
@@ -340,7 +428,7 @@ def from_kube(obj: KubeObject, kind: str | None = None, *, path: str = "") -> Ty
         convert = _CONVERTERS[kind]
     except KeyError:
         raise ConversionError(
-            at.at("kind"), f"unsupported kind {kind!r}: supported kinds are Node, Pod, PodDisruptionBudget"
+            at.at("kind"), f"unsupported kind {kind!r}: supported kinds are Node, Pod, PodDisruptionBudget, PodGroup, Workload"
         ) from None
     message: TypedObject = convert(at)
     return message

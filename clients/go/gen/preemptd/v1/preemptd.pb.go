@@ -331,13 +331,13 @@ func (DrainOutcome) EnumDescriptor() ([]byte, []int) {
 // ObjectRef names an object to delete.
 type ObjectRef struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Namespace of a pod or PodDisruptionBudget; ignored for cluster-scoped kinds (nodes,
-	// PriorityClasses, Namespaces). Empty means "default".
+	// Namespace of a pod, PodDisruptionBudget, PodGroup or Workload; ignored for
+	// cluster-scoped kinds (nodes, PriorityClasses, Namespaces). Empty means "default".
 	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// Name of the object; required.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// When set, a pod or node is deleted only if it holds this uid (else NOT_FOUND);
-	// PodDisruptionBudgets are deleted by namespace/name alone.
+	// PodDisruptionBudgets, PodGroups and Workloads are deleted by namespace/name alone.
 	Uid           *string `protobuf:"bytes,3,opt,name=uid,proto3,oneof" json:"uid,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -599,7 +599,9 @@ type Node struct {
 	// metadata.annotations. Only a placement policy's termination-notice signals read them.
 	Annotations map[string]string `protobuf:"bytes,8,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// status.conditions. Only a placement policy's termination-notice signals read them.
-	Conditions    []*NodeCondition `protobuf:"bytes,9,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	Conditions []*NodeCondition `protobuf:"bytes,9,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// status.images: the images the node holds. Only scoring (ImageLocality) reads them.
+	Images        []*ContainerImage `protobuf:"bytes,10,rep,name=images,proto3" json:"images,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -697,6 +699,68 @@ func (x *Node) GetConditions() []*NodeCondition {
 	return nil
 }
 
+func (x *Node) GetImages() []*ContainerImage {
+	if x != nil {
+		return x.Images
+	}
+	return nil
+}
+
+// ContainerImage is one of a node's status.images.
+type ContainerImage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// names: every name the image is known by ("registry.k8s.io/pause:3.10", a digest).
+	Names []string `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
+	// sizeBytes; not negative.
+	SizeBytes     int64 `protobuf:"varint,2,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerImage) Reset() {
+	*x = ContainerImage{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerImage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerImage) ProtoMessage() {}
+
+func (x *ContainerImage) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerImage.ProtoReflect.Descriptor instead.
+func (*ContainerImage) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ContainerImage) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *ContainerImage) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
 // NodeCondition is one of a node's status.conditions.
 type NodeCondition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -714,7 +778,7 @@ type NodeCondition struct {
 
 func (x *NodeCondition) Reset() {
 	*x = NodeCondition{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[5]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -726,7 +790,7 @@ func (x *NodeCondition) String() string {
 func (*NodeCondition) ProtoMessage() {}
 
 func (x *NodeCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[5]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -739,7 +803,7 @@ func (x *NodeCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCondition.ProtoReflect.Descriptor instead.
 func (*NodeCondition) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{5}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NodeCondition) GetType() string {
@@ -785,7 +849,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[6]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +861,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[6]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +874,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{6}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Taint) GetKey() string {
@@ -851,7 +915,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[7]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +927,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[7]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +940,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{7}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateNodeRequest) GetChange() isUpdateNodeRequest_Change {
@@ -957,7 +1021,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[8]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1033,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[8]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1046,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{8}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UpdateNodeResponse) GetApplied() bool {
@@ -1053,7 +1117,7 @@ type Pod struct {
 	Tolerations []*Toleration `protobuf:"bytes,14,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
 	// spec.nodeSelector.
 	NodeSelector map[string]string `protobuf:"bytes,15,rep,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// spec.affinity (required terms only; preferred terms do not affect preemption).
+	// spec.affinity: required terms (filters) and preferred terms (scoring only).
 	Affinity *Affinity `protobuf:"bytes,16,opt,name=affinity,proto3" json:"affinity,omitempty"`
 	// spec.topologySpreadConstraints.
 	TopologySpreadConstraints []*TopologySpreadConstraint `protobuf:"bytes,17,rep,name=topology_spread_constraints,json=topologySpreadConstraints,proto3" json:"topology_spread_constraints,omitempty"`
@@ -1072,13 +1136,15 @@ type Pod struct {
 	// preemption_policy is empty, its policy) come from this PriorityClass, as the Priority
 	// admission plugin sets them. Empty means the global default class, if any.
 	PriorityClassName string `protobuf:"bytes,23,opt,name=priority_class_name,json=priorityClassName,proto3" json:"priority_class_name,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// spec.schedulingGroup: the PodGroup (in the pod's namespace) the pod is a member of.
+	SchedulingGroup *PodSchedulingGroup `protobuf:"bytes,24,opt,name=scheduling_group,json=schedulingGroup,proto3" json:"scheduling_group,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Pod) Reset() {
 	*x = Pod{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[9]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1156,7 @@ func (x *Pod) String() string {
 func (*Pod) ProtoMessage() {}
 
 func (x *Pod) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[9]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1169,7 @@ func (x *Pod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pod.ProtoReflect.Descriptor instead.
 func (*Pod) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{9}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Pod) GetNamespace() string {
@@ -1267,6 +1333,59 @@ func (x *Pod) GetPriorityClassName() string {
 	return ""
 }
 
+func (x *Pod) GetSchedulingGroup() *PodSchedulingGroup {
+	if x != nil {
+		return x.SchedulingGroup
+	}
+	return nil
+}
+
+// PodSchedulingGroup is a v1 PodSchedulingGroup.
+type PodSchedulingGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// podGroupName: the PodGroup's name; empty means the pod is in no group.
+	PodGroupName  string `protobuf:"bytes,1,opt,name=pod_group_name,json=podGroupName,proto3" json:"pod_group_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodSchedulingGroup) Reset() {
+	*x = PodSchedulingGroup{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodSchedulingGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodSchedulingGroup) ProtoMessage() {}
+
+func (x *PodSchedulingGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodSchedulingGroup.ProtoReflect.Descriptor instead.
+func (*PodSchedulingGroup) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PodSchedulingGroup) GetPodGroupName() string {
+	if x != nil {
+		return x.PodGroupName
+	}
+	return ""
+}
+
 // Container is the scheduling-relevant subset of a v1 Container.
 type Container struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1282,13 +1401,15 @@ type Container struct {
 	// restartPolicy: empty, "Always" (a sidecar when on an init container), "OnFailure",
 	// "Never".
 	RestartPolicy string `protobuf:"bytes,5,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
+	// image. Only scoring (ImageLocality) reads it.
+	Image         string `protobuf:"bytes,6,opt,name=image,proto3" json:"image,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[10]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1421,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[10]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1434,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{10}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Container) GetName() string {
@@ -1351,6 +1472,13 @@ func (x *Container) GetRestartPolicy() string {
 	return ""
 }
 
+func (x *Container) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
 // ContainerPort is a container port; only host ports affect scheduling.
 type ContainerPort struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1368,7 +1496,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[11]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1508,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[11]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1521,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{11}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ContainerPort) GetHostPort() int32 {
@@ -1437,7 +1565,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[12]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +1577,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[12]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +1590,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{12}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -1498,7 +1626,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[13]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1638,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[13]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1651,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{13}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Toleration) GetKey() string {
@@ -1561,7 +1689,7 @@ func (x *Toleration) GetTolerationSeconds() int64 {
 	return 0
 }
 
-// Affinity is v1 Affinity, required terms only.
+// Affinity is v1 Affinity.
 type Affinity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Node affinity.
@@ -1576,7 +1704,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[14]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1716,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[14]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1729,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{14}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -1625,18 +1753,20 @@ func (x *Affinity) GetPodAntiAffinity() *PodAntiAffinity {
 	return nil
 }
 
-// NodeAffinity holds the required node selector.
+// NodeAffinity holds the required node selector and the preferred terms.
 type NodeAffinity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Absent means no requirement; present with no terms matches no node.
 	RequiredDuringSchedulingIgnoredDuringExecution *NodeSelector `protobuf:"bytes,1,opt,name=required_during_scheduling_ignored_during_execution,json=requiredDuringSchedulingIgnoredDuringExecution,proto3" json:"required_during_scheduling_ignored_during_execution,omitempty"`
-	unknownFields                                  protoimpl.UnknownFields
-	sizeCache                                      protoimpl.SizeCache
+	// Scoring only: each matching term adds its weight to a node's NodeAffinity score.
+	PreferredDuringSchedulingIgnoredDuringExecution []*PreferredSchedulingTerm `protobuf:"bytes,2,rep,name=preferred_during_scheduling_ignored_during_execution,json=preferredDuringSchedulingIgnoredDuringExecution,proto3" json:"preferred_during_scheduling_ignored_during_execution,omitempty"`
+	unknownFields                                   protoimpl.UnknownFields
+	sizeCache                                       protoimpl.SizeCache
 }
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[15]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1778,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[15]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,12 +1791,74 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{15}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
 	if x != nil {
 		return x.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+func (x *NodeAffinity) GetPreferredDuringSchedulingIgnoredDuringExecution() []*PreferredSchedulingTerm {
+	if x != nil {
+		return x.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+// PreferredSchedulingTerm is a v1 PreferredSchedulingTerm.
+type PreferredSchedulingTerm struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// weight, 1-100.
+	Weight int32 `protobuf:"varint,1,opt,name=weight,proto3" json:"weight,omitempty"`
+	// The node selector term; an empty one matches no node.
+	Preference    *NodeSelectorTerm `protobuf:"bytes,2,opt,name=preference,proto3" json:"preference,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreferredSchedulingTerm) Reset() {
+	*x = PreferredSchedulingTerm{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreferredSchedulingTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreferredSchedulingTerm) ProtoMessage() {}
+
+func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
+func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *PreferredSchedulingTerm) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *PreferredSchedulingTerm) GetPreference() *NodeSelectorTerm {
+	if x != nil {
+		return x.Preference
 	}
 	return nil
 }
@@ -1682,7 +1874,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[16]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1694,7 +1886,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[16]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1707,7 +1899,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{16}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -1730,7 +1922,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[17]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1742,7 +1934,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[17]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1755,7 +1947,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{17}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -1787,7 +1979,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[18]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1991,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[18]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +2004,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{18}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -1836,18 +2028,20 @@ func (x *NodeSelectorRequirement) GetValues() []string {
 	return nil
 }
 
-// PodAffinity holds required pod affinity terms.
+// PodAffinity holds pod affinity terms.
 type PodAffinity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Every term must be satisfied.
 	RequiredDuringSchedulingIgnoredDuringExecution []*PodAffinityTerm `protobuf:"bytes,1,rep,name=required_during_scheduling_ignored_during_execution,json=requiredDuringSchedulingIgnoredDuringExecution,proto3" json:"required_during_scheduling_ignored_during_execution,omitempty"`
-	unknownFields                                  protoimpl.UnknownFields
-	sizeCache                                      protoimpl.SizeCache
+	// Scoring only (InterPodAffinity).
+	PreferredDuringSchedulingIgnoredDuringExecution []*WeightedPodAffinityTerm `protobuf:"bytes,2,rep,name=preferred_during_scheduling_ignored_during_execution,json=preferredDuringSchedulingIgnoredDuringExecution,proto3" json:"preferred_during_scheduling_ignored_during_execution,omitempty"`
+	unknownFields                                   protoimpl.UnknownFields
+	sizeCache                                       protoimpl.SizeCache
 }
 
 func (x *PodAffinity) Reset() {
 	*x = PodAffinity{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[19]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +2053,7 @@ func (x *PodAffinity) String() string {
 func (*PodAffinity) ProtoMessage() {}
 
 func (x *PodAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[19]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +2066,7 @@ func (x *PodAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
 func (*PodAffinity) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{19}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -1882,18 +2076,27 @@ func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*Pod
 	return nil
 }
 
-// PodAntiAffinity holds required pod anti-affinity terms.
+func (x *PodAffinity) GetPreferredDuringSchedulingIgnoredDuringExecution() []*WeightedPodAffinityTerm {
+	if x != nil {
+		return x.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+// PodAntiAffinity holds pod anti-affinity terms.
 type PodAntiAffinity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Every term must be satisfied.
 	RequiredDuringSchedulingIgnoredDuringExecution []*PodAffinityTerm `protobuf:"bytes,1,rep,name=required_during_scheduling_ignored_during_execution,json=requiredDuringSchedulingIgnoredDuringExecution,proto3" json:"required_during_scheduling_ignored_during_execution,omitempty"`
-	unknownFields                                  protoimpl.UnknownFields
-	sizeCache                                      protoimpl.SizeCache
+	// Scoring only (InterPodAffinity).
+	PreferredDuringSchedulingIgnoredDuringExecution []*WeightedPodAffinityTerm `protobuf:"bytes,2,rep,name=preferred_during_scheduling_ignored_during_execution,json=preferredDuringSchedulingIgnoredDuringExecution,proto3" json:"preferred_during_scheduling_ignored_during_execution,omitempty"`
+	unknownFields                                   protoimpl.UnknownFields
+	sizeCache                                       protoimpl.SizeCache
 }
 
 func (x *PodAntiAffinity) Reset() {
 	*x = PodAntiAffinity{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[20]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2108,7 @@ func (x *PodAntiAffinity) String() string {
 func (*PodAntiAffinity) ProtoMessage() {}
 
 func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[20]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,12 +2121,74 @@ func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
 func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{20}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PodAntiAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
 	if x != nil {
 		return x.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+func (x *PodAntiAffinity) GetPreferredDuringSchedulingIgnoredDuringExecution() []*WeightedPodAffinityTerm {
+	if x != nil {
+		return x.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+// WeightedPodAffinityTerm is a v1 WeightedPodAffinityTerm.
+type WeightedPodAffinityTerm struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// weight, 1-100.
+	Weight int32 `protobuf:"varint,1,opt,name=weight,proto3" json:"weight,omitempty"`
+	// The term.
+	PodAffinityTerm *PodAffinityTerm `protobuf:"bytes,2,opt,name=pod_affinity_term,json=podAffinityTerm,proto3" json:"pod_affinity_term,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *WeightedPodAffinityTerm) Reset() {
+	*x = WeightedPodAffinityTerm{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WeightedPodAffinityTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WeightedPodAffinityTerm) ProtoMessage() {}
+
+func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
+func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *WeightedPodAffinityTerm) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *WeightedPodAffinityTerm) GetPodAffinityTerm() *PodAffinityTerm {
+	if x != nil {
+		return x.PodAffinityTerm
 	}
 	return nil
 }
@@ -1945,7 +2210,7 @@ type PodAffinityTerm struct {
 
 func (x *PodAffinityTerm) Reset() {
 	*x = PodAffinityTerm{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[21]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2222,7 @@ func (x *PodAffinityTerm) String() string {
 func (*PodAffinityTerm) ProtoMessage() {}
 
 func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[21]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2235,7 @@ func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{21}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
@@ -2026,7 +2291,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[22]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2303,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[22]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2316,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{22}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -2125,7 +2390,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[23]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2402,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[23]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2415,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{23}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PodCondition) GetType() string {
@@ -2191,7 +2456,7 @@ type UpdatePodRequest struct {
 
 func (x *UpdatePodRequest) Reset() {
 	*x = UpdatePodRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[24]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2468,7 @@ func (x *UpdatePodRequest) String() string {
 func (*UpdatePodRequest) ProtoMessage() {}
 
 func (x *UpdatePodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[24]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2481,7 @@ func (x *UpdatePodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePodRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePodRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{24}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UpdatePodRequest) GetChange() isUpdatePodRequest_Change {
@@ -2297,7 +2562,7 @@ type UpdatePodResponse struct {
 
 func (x *UpdatePodResponse) Reset() {
 	*x = UpdatePodResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[25]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2574,7 @@ func (x *UpdatePodResponse) String() string {
 func (*UpdatePodResponse) ProtoMessage() {}
 
 func (x *UpdatePodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[25]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2587,7 @@ func (x *UpdatePodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePodResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePodResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{25}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdatePodResponse) GetApplied() bool {
@@ -2384,7 +2649,7 @@ type PodDisruptionBudget struct {
 
 func (x *PodDisruptionBudget) Reset() {
 	*x = PodDisruptionBudget{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[26]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2661,7 @@ func (x *PodDisruptionBudget) String() string {
 func (*PodDisruptionBudget) ProtoMessage() {}
 
 func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[26]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2409,7 +2674,7 @@ func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudget.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudget) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{26}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PodDisruptionBudget) GetNamespace() string {
@@ -2478,7 +2743,7 @@ type UpdatePodDisruptionBudgetRequest struct {
 
 func (x *UpdatePodDisruptionBudgetRequest) Reset() {
 	*x = UpdatePodDisruptionBudgetRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[27]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2490,7 +2755,7 @@ func (x *UpdatePodDisruptionBudgetRequest) String() string {
 func (*UpdatePodDisruptionBudgetRequest) ProtoMessage() {}
 
 func (x *UpdatePodDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[27]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2503,7 +2768,7 @@ func (x *UpdatePodDisruptionBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePodDisruptionBudgetRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePodDisruptionBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{27}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdatePodDisruptionBudgetRequest) GetChange() isUpdatePodDisruptionBudgetRequest_Change {
@@ -2584,7 +2849,7 @@ type UpdatePodDisruptionBudgetResponse struct {
 
 func (x *UpdatePodDisruptionBudgetResponse) Reset() {
 	*x = UpdatePodDisruptionBudgetResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2596,7 +2861,7 @@ func (x *UpdatePodDisruptionBudgetResponse) String() string {
 func (*UpdatePodDisruptionBudgetResponse) ProtoMessage() {}
 
 func (x *UpdatePodDisruptionBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[28]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2609,7 +2874,7 @@ func (x *UpdatePodDisruptionBudgetResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use UpdatePodDisruptionBudgetResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePodDisruptionBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{28}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdatePodDisruptionBudgetResponse) GetApplied() bool {
@@ -2670,7 +2935,7 @@ type PriorityClass struct {
 
 func (x *PriorityClass) Reset() {
 	*x = PriorityClass{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2947,7 @@ func (x *PriorityClass) String() string {
 func (*PriorityClass) ProtoMessage() {}
 
 func (x *PriorityClass) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[29]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2960,7 @@ func (x *PriorityClass) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriorityClass.ProtoReflect.Descriptor instead.
 func (*PriorityClass) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{29}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PriorityClass) GetName() string {
@@ -2757,7 +3022,7 @@ type UpdatePriorityClassRequest struct {
 
 func (x *UpdatePriorityClassRequest) Reset() {
 	*x = UpdatePriorityClassRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +3034,7 @@ func (x *UpdatePriorityClassRequest) String() string {
 func (*UpdatePriorityClassRequest) ProtoMessage() {}
 
 func (x *UpdatePriorityClassRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[30]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +3047,7 @@ func (x *UpdatePriorityClassRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePriorityClassRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePriorityClassRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{30}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UpdatePriorityClassRequest) GetChange() isUpdatePriorityClassRequest_Change {
@@ -2863,7 +3128,7 @@ type UpdatePriorityClassResponse struct {
 
 func (x *UpdatePriorityClassResponse) Reset() {
 	*x = UpdatePriorityClassResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3140,7 @@ func (x *UpdatePriorityClassResponse) String() string {
 func (*UpdatePriorityClassResponse) ProtoMessage() {}
 
 func (x *UpdatePriorityClassResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[31]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3153,7 @@ func (x *UpdatePriorityClassResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePriorityClassResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePriorityClassResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{31}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UpdatePriorityClassResponse) GetApplied() bool {
@@ -2944,7 +3209,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2956,7 +3221,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[32]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2969,7 +3234,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{32}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Namespace) GetName() string {
@@ -3017,7 +3282,7 @@ type UpdateNamespaceRequest struct {
 
 func (x *UpdateNamespaceRequest) Reset() {
 	*x = UpdateNamespaceRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3029,7 +3294,7 @@ func (x *UpdateNamespaceRequest) String() string {
 func (*UpdateNamespaceRequest) ProtoMessage() {}
 
 func (x *UpdateNamespaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[33]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3042,7 +3307,7 @@ func (x *UpdateNamespaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNamespaceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNamespaceRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{33}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UpdateNamespaceRequest) GetChange() isUpdateNamespaceRequest_Change {
@@ -3123,7 +3388,7 @@ type UpdateNamespaceResponse struct {
 
 func (x *UpdateNamespaceResponse) Reset() {
 	*x = UpdateNamespaceResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3135,7 +3400,7 @@ func (x *UpdateNamespaceResponse) String() string {
 func (*UpdateNamespaceResponse) ProtoMessage() {}
 
 func (x *UpdateNamespaceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[34]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3148,7 +3413,7 @@ func (x *UpdateNamespaceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNamespaceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNamespaceResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{34}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *UpdateNamespaceResponse) GetApplied() bool {
@@ -3186,6 +3451,977 @@ func (x *UpdateNamespaceResponse) GetStale() string {
 	return ""
 }
 
+// PodGroup is the scheduling-relevant subset of a scheduling.k8s.io/v1beta1 PodGroup: the
+// unit a gang of pods is scheduled and preempted as (GenericWorkload).
+type PodGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// metadata.namespace; empty means "default".
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// metadata.name; required.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// metadata.uid. Empty means "namespace/name".
+	Uid string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	// metadata.resourceVersion as a number; 0 means unversioned (always applied).
+	ResourceVersion uint64 `protobuf:"varint,4,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// metadata.creationTimestamp, RFC 3339; empty means unset.
+	CreationTimestamp string `protobuf:"bytes,5,opt,name=creation_timestamp,json=creationTimestamp,proto3" json:"creation_timestamp,omitempty"`
+	// spec.schedulingPolicy: exactly one of basic and gang.
+	SchedulingPolicy *PodGroupSchedulingPolicy `protobuf:"bytes,6,opt,name=scheduling_policy,json=schedulingPolicy,proto3" json:"scheduling_policy,omitempty"`
+	// spec.disruptionMode: at most one of single and all; unset means single. all is
+	// refused with the basic policy.
+	DisruptionMode *DisruptionMode `protobuf:"bytes,7,opt,name=disruption_mode,json=disruptionMode,proto3" json:"disruption_mode,omitempty"`
+	// spec.priorityClassName: when priority is unset, the group's priority comes from this
+	// PriorityClass as the Priority admission plugin sets it (and follows the class as it
+	// changes). Empty means the global default class, if any; none means 0.
+	PriorityClassName string `protobuf:"bytes,8,opt,name=priority_class_name,json=priorityClassName,proto3" json:"priority_class_name,omitempty"`
+	// spec.priority.
+	Priority *int32 `protobuf:"varint,9,opt,name=priority,proto3,oneof" json:"priority,omitempty"`
+	// spec.preemptionPolicy: "PreemptLowerPriority", "Never", or empty (unset).
+	PreemptionPolicy string `protobuf:"bytes,10,opt,name=preemption_policy,json=preemptionPolicy,proto3" json:"preemption_policy,omitempty"`
+	// spec.parentCompositePodGroupName; needs workload_ref.
+	ParentCompositePodGroupName string `protobuf:"bytes,11,opt,name=parent_composite_pod_group_name,json=parentCompositePodGroupName,proto3" json:"parent_composite_pod_group_name,omitempty"`
+	// spec.workloadRef.
+	WorkloadRef   *WorkloadReference `protobuf:"bytes,12,opt,name=workload_ref,json=workloadRef,proto3" json:"workload_ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodGroup) Reset() {
+	*x = PodGroup{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodGroup) ProtoMessage() {}
+
+func (x *PodGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodGroup.ProtoReflect.Descriptor instead.
+func (*PodGroup) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PodGroup) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodGroup) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodGroup) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *PodGroup) GetResourceVersion() uint64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *PodGroup) GetCreationTimestamp() string {
+	if x != nil {
+		return x.CreationTimestamp
+	}
+	return ""
+}
+
+func (x *PodGroup) GetSchedulingPolicy() *PodGroupSchedulingPolicy {
+	if x != nil {
+		return x.SchedulingPolicy
+	}
+	return nil
+}
+
+func (x *PodGroup) GetDisruptionMode() *DisruptionMode {
+	if x != nil {
+		return x.DisruptionMode
+	}
+	return nil
+}
+
+func (x *PodGroup) GetPriorityClassName() string {
+	if x != nil {
+		return x.PriorityClassName
+	}
+	return ""
+}
+
+func (x *PodGroup) GetPriority() int32 {
+	if x != nil && x.Priority != nil {
+		return *x.Priority
+	}
+	return 0
+}
+
+func (x *PodGroup) GetPreemptionPolicy() string {
+	if x != nil {
+		return x.PreemptionPolicy
+	}
+	return ""
+}
+
+func (x *PodGroup) GetParentCompositePodGroupName() string {
+	if x != nil {
+		return x.ParentCompositePodGroupName
+	}
+	return ""
+}
+
+func (x *PodGroup) GetWorkloadRef() *WorkloadReference {
+	if x != nil {
+		return x.WorkloadRef
+	}
+	return nil
+}
+
+// PodGroupSchedulingPolicy is spec.schedulingPolicy of a PodGroup.
+type PodGroupSchedulingPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// basic: members are scheduled one by one.
+	Basic *BasicSchedulingPolicy `protobuf:"bytes,1,opt,name=basic,proto3" json:"basic,omitempty"`
+	// gang: at least min_count members are scheduled together, or none is.
+	Gang          *GangSchedulingPolicy `protobuf:"bytes,2,opt,name=gang,proto3" json:"gang,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodGroupSchedulingPolicy) Reset() {
+	*x = PodGroupSchedulingPolicy{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodGroupSchedulingPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodGroupSchedulingPolicy) ProtoMessage() {}
+
+func (x *PodGroupSchedulingPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodGroupSchedulingPolicy.ProtoReflect.Descriptor instead.
+func (*PodGroupSchedulingPolicy) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *PodGroupSchedulingPolicy) GetBasic() *BasicSchedulingPolicy {
+	if x != nil {
+		return x.Basic
+	}
+	return nil
+}
+
+func (x *PodGroupSchedulingPolicy) GetGang() *GangSchedulingPolicy {
+	if x != nil {
+		return x.Gang
+	}
+	return nil
+}
+
+// BasicSchedulingPolicy is set by being present.
+type BasicSchedulingPolicy struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BasicSchedulingPolicy) Reset() {
+	*x = BasicSchedulingPolicy{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BasicSchedulingPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BasicSchedulingPolicy) ProtoMessage() {}
+
+func (x *BasicSchedulingPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BasicSchedulingPolicy.ProtoReflect.Descriptor instead.
+func (*BasicSchedulingPolicy) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{41}
+}
+
+// GangSchedulingPolicy is the gang policy's parameters.
+type GangSchedulingPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// minCount; at least 1.
+	MinCount      int32 `protobuf:"varint,1,opt,name=min_count,json=minCount,proto3" json:"min_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GangSchedulingPolicy) Reset() {
+	*x = GangSchedulingPolicy{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GangSchedulingPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GangSchedulingPolicy) ProtoMessage() {}
+
+func (x *GangSchedulingPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GangSchedulingPolicy.ProtoReflect.Descriptor instead.
+func (*GangSchedulingPolicy) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *GangSchedulingPolicy) GetMinCount() int32 {
+	if x != nil {
+		return x.MinCount
+	}
+	return 0
+}
+
+// DisruptionMode is spec.disruptionMode of a PodGroup: at most one member is set.
+type DisruptionMode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// single: each member pod is a victim of its own.
+	Single *SingleDisruptionMode `protobuf:"bytes,1,opt,name=single,proto3" json:"single,omitempty"`
+	// all: the group is one victim, all its pods evicted together on every node.
+	All           *AllDisruptionMode `protobuf:"bytes,2,opt,name=all,proto3" json:"all,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DisruptionMode) Reset() {
+	*x = DisruptionMode{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DisruptionMode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DisruptionMode) ProtoMessage() {}
+
+func (x *DisruptionMode) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DisruptionMode.ProtoReflect.Descriptor instead.
+func (*DisruptionMode) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *DisruptionMode) GetSingle() *SingleDisruptionMode {
+	if x != nil {
+		return x.Single
+	}
+	return nil
+}
+
+func (x *DisruptionMode) GetAll() *AllDisruptionMode {
+	if x != nil {
+		return x.All
+	}
+	return nil
+}
+
+// SingleDisruptionMode is set by being present.
+type SingleDisruptionMode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SingleDisruptionMode) Reset() {
+	*x = SingleDisruptionMode{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SingleDisruptionMode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SingleDisruptionMode) ProtoMessage() {}
+
+func (x *SingleDisruptionMode) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SingleDisruptionMode.ProtoReflect.Descriptor instead.
+func (*SingleDisruptionMode) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{44}
+}
+
+// AllDisruptionMode is set by being present.
+type AllDisruptionMode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AllDisruptionMode) Reset() {
+	*x = AllDisruptionMode{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AllDisruptionMode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AllDisruptionMode) ProtoMessage() {}
+
+func (x *AllDisruptionMode) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AllDisruptionMode.ProtoReflect.Descriptor instead.
+func (*AllDisruptionMode) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{45}
+}
+
+// WorkloadReference is spec.workloadRef of a PodGroup.
+type WorkloadReference struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// workloadName; required.
+	WorkloadName string `protobuf:"bytes,1,opt,name=workload_name,json=workloadName,proto3" json:"workload_name,omitempty"`
+	// templateName; required.
+	TemplateName  string `protobuf:"bytes,2,opt,name=template_name,json=templateName,proto3" json:"template_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkloadReference) Reset() {
+	*x = WorkloadReference{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkloadReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkloadReference) ProtoMessage() {}
+
+func (x *WorkloadReference) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkloadReference.ProtoReflect.Descriptor instead.
+func (*WorkloadReference) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *WorkloadReference) GetWorkloadName() string {
+	if x != nil {
+		return x.WorkloadName
+	}
+	return ""
+}
+
+func (x *WorkloadReference) GetTemplateName() string {
+	if x != nil {
+		return x.TemplateName
+	}
+	return ""
+}
+
+// UpdatePodGroupRequest upserts or deletes one PodGroup.
+type UpdatePodGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change to apply; exactly one is required.
+	//
+	// Types that are valid to be assigned to Change:
+	//
+	//	*UpdatePodGroupRequest_Upsert
+	//	*UpdatePodGroupRequest_UpsertJson
+	//	*UpdatePodGroupRequest_Delete
+	Change        isUpdatePodGroupRequest_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePodGroupRequest) Reset() {
+	*x = UpdatePodGroupRequest{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePodGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePodGroupRequest) ProtoMessage() {}
+
+func (x *UpdatePodGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePodGroupRequest.ProtoReflect.Descriptor instead.
+func (*UpdatePodGroupRequest) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *UpdatePodGroupRequest) GetChange() isUpdatePodGroupRequest_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *UpdatePodGroupRequest) GetUpsert() *PodGroup {
+	if x != nil {
+		if x, ok := x.Change.(*UpdatePodGroupRequest_Upsert); ok {
+			return x.Upsert
+		}
+	}
+	return nil
+}
+
+func (x *UpdatePodGroupRequest) GetUpsertJson() string {
+	if x != nil {
+		if x, ok := x.Change.(*UpdatePodGroupRequest_UpsertJson); ok {
+			return x.UpsertJson
+		}
+	}
+	return ""
+}
+
+func (x *UpdatePodGroupRequest) GetDelete() *ObjectRef {
+	if x != nil {
+		if x, ok := x.Change.(*UpdatePodGroupRequest_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+type isUpdatePodGroupRequest_Change interface {
+	isUpdatePodGroupRequest_Change()
+}
+
+type UpdatePodGroupRequest_Upsert struct {
+	// The group, typed.
+	Upsert *PodGroup `protobuf:"bytes,1,opt,name=upsert,proto3,oneof"`
+}
+
+type UpdatePodGroupRequest_UpsertJson struct {
+	// The group as Kubernetes JSON (or YAML).
+	UpsertJson string `protobuf:"bytes,2,opt,name=upsert_json,json=upsertJson,proto3,oneof"`
+}
+
+type UpdatePodGroupRequest_Delete struct {
+	// The group to delete (namespace, name). Its pods keep naming it.
+	Delete *ObjectRef `protobuf:"bytes,3,opt,name=delete,proto3,oneof"`
+}
+
+func (*UpdatePodGroupRequest_Upsert) isUpdatePodGroupRequest_Change() {}
+
+func (*UpdatePodGroupRequest_UpsertJson) isUpdatePodGroupRequest_Change() {}
+
+func (*UpdatePodGroupRequest_Delete) isUpdatePodGroupRequest_Change() {}
+
+// UpdatePodGroupResponse reports what an update did.
+type UpdatePodGroupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the update was older than the object held (see stale).
+	Applied bool `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
+	// The resource_version the cache holds for the object afterwards (0 once deleted).
+	ResourceVersion uint64 `protobuf:"varint,2,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// The cache revision after the update.
+	Revision uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The server's epoch.
+	Epoch string `protobuf:"bytes,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Why the update was not applied; empty when applied.
+	Stale         string `protobuf:"bytes,5,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdatePodGroupResponse) Reset() {
+	*x = UpdatePodGroupResponse{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePodGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePodGroupResponse) ProtoMessage() {}
+
+func (x *UpdatePodGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePodGroupResponse.ProtoReflect.Descriptor instead.
+func (*UpdatePodGroupResponse) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *UpdatePodGroupResponse) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+func (x *UpdatePodGroupResponse) GetResourceVersion() uint64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *UpdatePodGroupResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *UpdatePodGroupResponse) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *UpdatePodGroupResponse) GetStale() string {
+	if x != nil {
+		return x.Stale
+	}
+	return ""
+}
+
+// Workload is the subset of a scheduling.k8s.io/v1beta1 Workload preemptd keeps.
+type Workload struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// metadata.namespace; empty means "default".
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// metadata.name; required.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// metadata.uid. Empty means "namespace/name".
+	Uid string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	// metadata.resourceVersion as a number; 0 means unversioned (always applied).
+	ResourceVersion uint64 `protobuf:"varint,4,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// spec.podGroupTemplates.
+	PodGroupTemplates []*PodGroupTemplate `protobuf:"bytes,5,rep,name=pod_group_templates,json=podGroupTemplates,proto3" json:"pod_group_templates,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Workload) Reset() {
+	*x = Workload{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Workload) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Workload) ProtoMessage() {}
+
+func (x *Workload) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Workload.ProtoReflect.Descriptor instead.
+func (*Workload) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *Workload) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Workload) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Workload) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *Workload) GetResourceVersion() uint64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *Workload) GetPodGroupTemplates() []*PodGroupTemplate {
+	if x != nil {
+		return x.PodGroupTemplates
+	}
+	return nil
+}
+
+// PodGroupTemplate is the subset of a Workload's pod group template preemptd keeps.
+type PodGroupTemplate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name; required, unique within the Workload.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodGroupTemplate) Reset() {
+	*x = PodGroupTemplate{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodGroupTemplate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodGroupTemplate) ProtoMessage() {}
+
+func (x *PodGroupTemplate) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodGroupTemplate.ProtoReflect.Descriptor instead.
+func (*PodGroupTemplate) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *PodGroupTemplate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// UpdateWorkloadRequest upserts or deletes one Workload.
+type UpdateWorkloadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change to apply; exactly one is required.
+	//
+	// Types that are valid to be assigned to Change:
+	//
+	//	*UpdateWorkloadRequest_Upsert
+	//	*UpdateWorkloadRequest_UpsertJson
+	//	*UpdateWorkloadRequest_Delete
+	Change        isUpdateWorkloadRequest_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWorkloadRequest) Reset() {
+	*x = UpdateWorkloadRequest{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWorkloadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWorkloadRequest) ProtoMessage() {}
+
+func (x *UpdateWorkloadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWorkloadRequest.ProtoReflect.Descriptor instead.
+func (*UpdateWorkloadRequest) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *UpdateWorkloadRequest) GetChange() isUpdateWorkloadRequest_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *UpdateWorkloadRequest) GetUpsert() *Workload {
+	if x != nil {
+		if x, ok := x.Change.(*UpdateWorkloadRequest_Upsert); ok {
+			return x.Upsert
+		}
+	}
+	return nil
+}
+
+func (x *UpdateWorkloadRequest) GetUpsertJson() string {
+	if x != nil {
+		if x, ok := x.Change.(*UpdateWorkloadRequest_UpsertJson); ok {
+			return x.UpsertJson
+		}
+	}
+	return ""
+}
+
+func (x *UpdateWorkloadRequest) GetDelete() *ObjectRef {
+	if x != nil {
+		if x, ok := x.Change.(*UpdateWorkloadRequest_Delete); ok {
+			return x.Delete
+		}
+	}
+	return nil
+}
+
+type isUpdateWorkloadRequest_Change interface {
+	isUpdateWorkloadRequest_Change()
+}
+
+type UpdateWorkloadRequest_Upsert struct {
+	// The workload, typed.
+	Upsert *Workload `protobuf:"bytes,1,opt,name=upsert,proto3,oneof"`
+}
+
+type UpdateWorkloadRequest_UpsertJson struct {
+	// The workload as Kubernetes JSON (or YAML).
+	UpsertJson string `protobuf:"bytes,2,opt,name=upsert_json,json=upsertJson,proto3,oneof"`
+}
+
+type UpdateWorkloadRequest_Delete struct {
+	// The workload to delete (namespace, name).
+	Delete *ObjectRef `protobuf:"bytes,3,opt,name=delete,proto3,oneof"`
+}
+
+func (*UpdateWorkloadRequest_Upsert) isUpdateWorkloadRequest_Change() {}
+
+func (*UpdateWorkloadRequest_UpsertJson) isUpdateWorkloadRequest_Change() {}
+
+func (*UpdateWorkloadRequest_Delete) isUpdateWorkloadRequest_Change() {}
+
+// UpdateWorkloadResponse reports what an update did.
+type UpdateWorkloadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the update was older than the object held (see stale).
+	Applied bool `protobuf:"varint,1,opt,name=applied,proto3" json:"applied,omitempty"`
+	// The resource_version the cache holds for the object afterwards (0 once deleted).
+	ResourceVersion uint64 `protobuf:"varint,2,opt,name=resource_version,json=resourceVersion,proto3" json:"resource_version,omitempty"`
+	// The cache revision after the update.
+	Revision uint64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The server's epoch.
+	Epoch string `protobuf:"bytes,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Why the update was not applied; empty when applied.
+	Stale         string `protobuf:"bytes,5,opt,name=stale,proto3" json:"stale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateWorkloadResponse) Reset() {
+	*x = UpdateWorkloadResponse{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateWorkloadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateWorkloadResponse) ProtoMessage() {}
+
+func (x *UpdateWorkloadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateWorkloadResponse.ProtoReflect.Descriptor instead.
+func (*UpdateWorkloadResponse) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *UpdateWorkloadResponse) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+func (x *UpdateWorkloadResponse) GetResourceVersion() uint64 {
+	if x != nil {
+		return x.ResourceVersion
+	}
+	return 0
+}
+
+func (x *UpdateWorkloadResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *UpdateWorkloadResponse) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *UpdateWorkloadResponse) GetStale() string {
+	if x != nil {
+		return x.Stale
+	}
+	return ""
+}
+
 // PreemptRequest asks for a preemption decision for a pod that failed scheduling.
 //
 // The request's pod is what is decided on. When it carries no nominated_node_name, the
@@ -3216,7 +4452,7 @@ type PreemptRequest struct {
 
 func (x *PreemptRequest) Reset() {
 	*x = PreemptRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3228,7 +4464,7 @@ func (x *PreemptRequest) String() string {
 func (*PreemptRequest) ProtoMessage() {}
 
 func (x *PreemptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[35]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3241,7 +4477,7 @@ func (x *PreemptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptRequest.ProtoReflect.Descriptor instead.
 func (*PreemptRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{35}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PreemptRequest) GetPreemptor() isPreemptRequest_Preemptor {
@@ -3340,7 +4576,7 @@ type FilterStatus struct {
 
 func (x *FilterStatus) Reset() {
 	*x = FilterStatus{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3352,7 +4588,7 @@ func (x *FilterStatus) String() string {
 func (*FilterStatus) ProtoMessage() {}
 
 func (x *FilterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[36]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3365,7 +4601,7 @@ func (x *FilterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilterStatus.ProtoReflect.Descriptor instead.
 func (*FilterStatus) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{36}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *FilterStatus) GetCode() StatusCode {
@@ -3413,7 +4649,7 @@ type NodeDiagnostic struct {
 
 func (x *NodeDiagnostic) Reset() {
 	*x = NodeDiagnostic{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +4661,7 @@ func (x *NodeDiagnostic) String() string {
 func (*NodeDiagnostic) ProtoMessage() {}
 
 func (x *NodeDiagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[37]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +4674,7 @@ func (x *NodeDiagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDiagnostic.ProtoReflect.Descriptor instead.
 func (*NodeDiagnostic) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{37}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *NodeDiagnostic) GetNode() string {
@@ -3522,13 +4758,16 @@ type PreemptResponse struct {
 	// The Kubernetes version whose kube-scheduler the decision answers as ("1.35", "1.36"
 	// or "1.37": the server's --kubernetes-version).
 	KubernetesVersion string `protobuf:"bytes,12,opt,name=kubernetes_version,json=kubernetesVersion,proto3" json:"kubernetes_version,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// For OUTCOME_FITS with explain: the node the kube-scheduler would bind the pod to, and
+	// why.
+	Placement     *Placement `protobuf:"bytes,13,opt,name=placement,proto3" json:"placement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PreemptResponse) Reset() {
 	*x = PreemptResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3540,7 +4779,7 @@ func (x *PreemptResponse) String() string {
 func (*PreemptResponse) ProtoMessage() {}
 
 func (x *PreemptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[38]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3553,7 +4792,7 @@ func (x *PreemptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptResponse.ProtoReflect.Descriptor instead.
 func (*PreemptResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{38}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PreemptResponse) GetOutcome() Outcome {
@@ -3640,6 +4879,623 @@ func (x *PreemptResponse) GetKubernetesVersion() string {
 	return ""
 }
 
+func (x *PreemptResponse) GetPlacement() *Placement {
+	if x != nil {
+		return x.Placement
+	}
+	return nil
+}
+
+// Placement is where the kube-scheduler would bind a pod that fits: its nominated node
+// when the pod fits there, the only feasible node, or the feasible node with the highest
+// total of the default profile's scores (ties to the lowest name; upstream picks among
+// tied_nodes at random).
+type Placement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node.
+	NodeName string `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// Its total score: the sum of weight x score over the plugins (0 when nothing was
+	// scored).
+	Score int64 `protobuf:"varint,2,opt,name=score,proto3" json:"score,omitempty"`
+	// Every node with that total, by name, the chosen one first.
+	TiedNodes []string `protobuf:"bytes,3,rep,name=tied_nodes,json=tiedNodes,proto3" json:"tied_nodes,omitempty"`
+	// The chosen node's scores, then the runner-up's (the best other feasible node); empty
+	// when nothing was scored (the nominated node, or a single feasible node).
+	NodeScores []*NodeScore `protobuf:"bytes,4,rep,name=node_scores,json=nodeScores,proto3" json:"node_scores,omitempty"`
+	// How many nodes passed the filters (1 when the nominated node was taken).
+	FeasibleNodes int32 `protobuf:"varint,5,opt,name=feasible_nodes,json=feasibleNodes,proto3" json:"feasible_nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Placement) Reset() {
+	*x = Placement{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Placement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Placement) ProtoMessage() {}
+
+func (x *Placement) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Placement.ProtoReflect.Descriptor instead.
+func (*Placement) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *Placement) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *Placement) GetScore() int64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *Placement) GetTiedNodes() []string {
+	if x != nil {
+		return x.TiedNodes
+	}
+	return nil
+}
+
+func (x *Placement) GetNodeScores() []*NodeScore {
+	if x != nil {
+		return x.NodeScores
+	}
+	return nil
+}
+
+func (x *Placement) GetFeasibleNodes() int32 {
+	if x != nil {
+		return x.FeasibleNodes
+	}
+	return 0
+}
+
+// NodeScore is one feasible node's scores.
+type NodeScore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node.
+	NodeName string `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// The sum of weight x score over the plugins.
+	Total int64 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	// Each Score plugin of the default profile, in the profile's order.
+	Plugins       []*PluginScore `protobuf:"bytes,3,rep,name=plugins,proto3" json:"plugins,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeScore) Reset() {
+	*x = NodeScore{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeScore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeScore) ProtoMessage() {}
+
+func (x *NodeScore) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeScore.ProtoReflect.Descriptor instead.
+func (*NodeScore) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *NodeScore) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *NodeScore) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *NodeScore) GetPlugins() []*PluginScore {
+	if x != nil {
+		return x.Plugins
+	}
+	return nil
+}
+
+// PluginScore is one Score plugin's normalised score of a node.
+type PluginScore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The plugin ("TaintToleration", "NodeAffinity", "NodeResourcesFit",
+	// "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation",
+	// "ImageLocality").
+	Plugin string `protobuf:"bytes,1,opt,name=plugin,proto3" json:"plugin,omitempty"`
+	// Its score, 0-100.
+	Score int64 `protobuf:"varint,2,opt,name=score,proto3" json:"score,omitempty"`
+	// Its weight in the default profile.
+	Weight        int64 `protobuf:"varint,3,opt,name=weight,proto3" json:"weight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PluginScore) Reset() {
+	*x = PluginScore{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PluginScore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PluginScore) ProtoMessage() {}
+
+func (x *PluginScore) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PluginScore.ProtoReflect.Descriptor instead.
+func (*PluginScore) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *PluginScore) GetPlugin() string {
+	if x != nil {
+		return x.Plugin
+	}
+	return ""
+}
+
+func (x *PluginScore) GetScore() int64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *PluginScore) GetWeight() int64 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+// PodGroupRef names a PodGroup (scheduling.k8s.io/v1beta1) the cache holds.
+type PodGroupRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace; empty means "default".
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// When set, the held group's uid must match (else NOT_FOUND).
+	Uid           string `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodGroupRef) Reset() {
+	*x = PodGroupRef{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodGroupRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodGroupRef) ProtoMessage() {}
+
+func (x *PodGroupRef) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodGroupRef.ProtoReflect.Descriptor instead.
+func (*PodGroupRef) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *PodGroupRef) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodGroupRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodGroupRef) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+// PreemptGroupRequest asks for a group preemption.
+type PreemptGroupRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The preempting group; required.
+	//
+	// Types that are valid to be assigned to Group:
+	//
+	//	*PreemptGroupRequest_GroupRef
+	Group isPreemptGroupRequest_Group `protobuf_oneof:"group"`
+	// The group's pending member pods, typed. With neither members nor member_json, the
+	// members are the pending pods the cache holds in the group's namespace whose
+	// spec.schedulingGroup.podGroupName names it. Members are placed in kube-scheduler's
+	// queue order: higher priority first, then by name.
+	Members []*Pod `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	// The members as Kubernetes JSON (or YAML), one pod per entry; after `members`.
+	MemberJson []string `protobuf:"bytes,5,rep,name=member_json,json=memberJson,proto3" json:"member_json,omitempty"`
+	// Decide only: record nothing. Otherwise OUTCOME_PREEMPT commits as one change (every
+	// placed member is nominated to its node, victims are marked terminating by preemption,
+	// the nominations to clear are cleared): WatchNominations shows its events with one
+	// batch_revision. OUTCOME_NO_CANDIDATE clears the members' own nominations.
+	DryRun bool `protobuf:"varint,6,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Fill PreemptGroupResponse.notes: where each member goes and why units stay victims.
+	Explain bool `protobuf:"varint,7,opt,name=explain,proto3" json:"explain,omitempty"`
+	// As PreemptRequest.pdb_mode: PDB_MODE_STRICT makes a preemption that violates any
+	// budget OUTCOME_NO_CANDIDATE.
+	PdbMode       PdbMode `protobuf:"varint,8,opt,name=pdb_mode,json=pdbMode,proto3,enum=preemptd.v1.PdbMode" json:"pdb_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreemptGroupRequest) Reset() {
+	*x = PreemptGroupRequest{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreemptGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreemptGroupRequest) ProtoMessage() {}
+
+func (x *PreemptGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreemptGroupRequest.ProtoReflect.Descriptor instead.
+func (*PreemptGroupRequest) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *PreemptGroupRequest) GetGroup() isPreemptGroupRequest_Group {
+	if x != nil {
+		return x.Group
+	}
+	return nil
+}
+
+func (x *PreemptGroupRequest) GetGroupRef() *PodGroupRef {
+	if x != nil {
+		if x, ok := x.Group.(*PreemptGroupRequest_GroupRef); ok {
+			return x.GroupRef
+		}
+	}
+	return nil
+}
+
+func (x *PreemptGroupRequest) GetMembers() []*Pod {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *PreemptGroupRequest) GetMemberJson() []string {
+	if x != nil {
+		return x.MemberJson
+	}
+	return nil
+}
+
+func (x *PreemptGroupRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *PreemptGroupRequest) GetExplain() bool {
+	if x != nil {
+		return x.Explain
+	}
+	return false
+}
+
+func (x *PreemptGroupRequest) GetPdbMode() PdbMode {
+	if x != nil {
+		return x.PdbMode
+	}
+	return PdbMode_PDB_MODE_UNSPECIFIED
+}
+
+type isPreemptGroupRequest_Group interface {
+	isPreemptGroupRequest_Group()
+}
+
+type PreemptGroupRequest_GroupRef struct {
+	// A PodGroup the cache holds.
+	GroupRef *PodGroupRef `protobuf:"bytes,1,opt,name=group_ref,json=groupRef,proto3,oneof"`
+}
+
+func (*PreemptGroupRequest_GroupRef) isPreemptGroupRequest_Group() {}
+
+// GroupNomination is the node one member of a group is nominated to.
+type GroupNomination struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The member.
+	Pod *PodRef `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// Its node.
+	NodeName      string `protobuf:"bytes,2,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupNomination) Reset() {
+	*x = GroupNomination{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupNomination) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupNomination) ProtoMessage() {}
+
+func (x *GroupNomination) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupNomination.ProtoReflect.Descriptor instead.
+func (*GroupNomination) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *GroupNomination) GetPod() *PodRef {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+func (x *GroupNomination) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+// PreemptGroupResponse is what group preemption decided.
+type PreemptGroupResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// OUTCOME_FITS: the group schedules without preemption (nominations say where);
+	// OUTCOME_PREEMPT: victims must go (none when a preemption of the group is already
+	// under way: as upstream, the members keep their current nominations);
+	// OUTCOME_NOT_ELIGIBLE: preemptionPolicy Never; OUTCOME_NO_CANDIDATE: no preemption
+	// makes the group fit.
+	Outcome Outcome `protobuf:"varint,1,opt,name=outcome,proto3,enum=preemptd.v1.Outcome" json:"outcome,omitempty"`
+	// The pods to evict: victim units (a pod, or a whole PodGroup in disruption mode
+	// `all`, on every node it runs on) most important first, each unit's pods in turn.
+	Victims []*PodRef `protobuf:"bytes,2,rep,name=victims,proto3" json:"victims,omitempty"`
+	// How many victims violate a PodDisruptionBudget.
+	PdbViolations int32 `protobuf:"varint,3,opt,name=pdb_violations,json=pdbViolations,proto3" json:"pdb_violations,omitempty"`
+	// One per placed member, in member order.
+	Nominations []*GroupNomination `protobuf:"bytes,4,rep,name=nominations,proto3" json:"nominations,omitempty"`
+	// Lower-priority pods whose nominations must be cleared.
+	NominatedPodsToClear []*PodRef `protobuf:"bytes,5,rep,name=nominated_pods_to_clear,json=nominatedPodsToClear,proto3" json:"nominated_pods_to_clear,omitempty"`
+	// kube-scheduler style summary.
+	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	// The Kubernetes version whose kube-scheduler the decision answers as.
+	KubernetesVersion string `protobuf:"bytes,7,opt,name=kubernetes_version,json=kubernetesVersion,proto3" json:"kubernetes_version,omitempty"`
+	// How many victim units are PodGroups (or members of one).
+	PodGroupDisruptions int32 `protobuf:"varint,8,opt,name=pod_group_disruptions,json=podGroupDisruptions,proto3" json:"pod_group_disruptions,omitempty"`
+	// With explain: where each member goes and why units stay victims.
+	Notes []string `protobuf:"bytes,9,rep,name=notes,proto3" json:"notes,omitempty"`
+	// The server's epoch.
+	Epoch string `protobuf:"bytes,10,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The cache revision the decision was made on, or, after a commit, the cache revision
+	// after it.
+	Revision uint64 `protobuf:"varint,11,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The nominations-log revision after this request's events (the current one when it
+	// recorded none).
+	NominationsRevision uint64 `protobuf:"varint,12,opt,name=nominations_revision,json=nominationsRevision,proto3" json:"nominations_revision,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *PreemptGroupResponse) Reset() {
+	*x = PreemptGroupResponse{}
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreemptGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreemptGroupResponse) ProtoMessage() {}
+
+func (x *PreemptGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreemptGroupResponse.ProtoReflect.Descriptor instead.
+func (*PreemptGroupResponse) Descriptor() ([]byte, []int) {
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *PreemptGroupResponse) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *PreemptGroupResponse) GetVictims() []*PodRef {
+	if x != nil {
+		return x.Victims
+	}
+	return nil
+}
+
+func (x *PreemptGroupResponse) GetPdbViolations() int32 {
+	if x != nil {
+		return x.PdbViolations
+	}
+	return 0
+}
+
+func (x *PreemptGroupResponse) GetNominations() []*GroupNomination {
+	if x != nil {
+		return x.Nominations
+	}
+	return nil
+}
+
+func (x *PreemptGroupResponse) GetNominatedPodsToClear() []*PodRef {
+	if x != nil {
+		return x.NominatedPodsToClear
+	}
+	return nil
+}
+
+func (x *PreemptGroupResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PreemptGroupResponse) GetKubernetesVersion() string {
+	if x != nil {
+		return x.KubernetesVersion
+	}
+	return ""
+}
+
+func (x *PreemptGroupResponse) GetPodGroupDisruptions() int32 {
+	if x != nil {
+		return x.PodGroupDisruptions
+	}
+	return 0
+}
+
+func (x *PreemptGroupResponse) GetNotes() []string {
+	if x != nil {
+		return x.Notes
+	}
+	return nil
+}
+
+func (x *PreemptGroupResponse) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *PreemptGroupResponse) GetRevision() uint64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *PreemptGroupResponse) GetNominationsRevision() uint64 {
+	if x != nil {
+		return x.NominationsRevision
+	}
+	return 0
+}
+
 // Nomination is a pending pod nominated to a node.
 type Nomination struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3655,7 +5511,7 @@ type Nomination struct {
 
 func (x *Nomination) Reset() {
 	*x = Nomination{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3667,7 +5523,7 @@ func (x *Nomination) String() string {
 func (*Nomination) ProtoMessage() {}
 
 func (x *Nomination) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[39]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3680,7 +5536,7 @@ func (x *Nomination) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Nomination.ProtoReflect.Descriptor instead.
 func (*Nomination) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{39}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Nomination) GetPod() *PodRef {
@@ -3713,7 +5569,7 @@ type ListNominationsRequest struct {
 
 func (x *ListNominationsRequest) Reset() {
 	*x = ListNominationsRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3725,7 +5581,7 @@ func (x *ListNominationsRequest) String() string {
 func (*ListNominationsRequest) ProtoMessage() {}
 
 func (x *ListNominationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[40]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3738,7 +5594,7 @@ func (x *ListNominationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNominationsRequest.ProtoReflect.Descriptor instead.
 func (*ListNominationsRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{40}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{65}
 }
 
 // ListNominationsResponse is every current nomination, sorted by node then pod.
@@ -3757,7 +5613,7 @@ type ListNominationsResponse struct {
 
 func (x *ListNominationsResponse) Reset() {
 	*x = ListNominationsResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3769,7 +5625,7 @@ func (x *ListNominationsResponse) String() string {
 func (*ListNominationsResponse) ProtoMessage() {}
 
 func (x *ListNominationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[41]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3782,7 +5638,7 @@ func (x *ListNominationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNominationsResponse.ProtoReflect.Descriptor instead.
 func (*ListNominationsResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{41}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListNominationsResponse) GetNominations() []*Nomination {
@@ -3817,7 +5673,7 @@ type WatchNominationsRequest struct {
 
 func (x *WatchNominationsRequest) Reset() {
 	*x = WatchNominationsRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3829,7 +5685,7 @@ func (x *WatchNominationsRequest) String() string {
 func (*WatchNominationsRequest) ProtoMessage() {}
 
 func (x *WatchNominationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[42]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3842,7 +5698,7 @@ func (x *WatchNominationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchNominationsRequest.ProtoReflect.Descriptor instead.
 func (*WatchNominationsRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{42}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *WatchNominationsRequest) GetAfterRevision() uint64 {
@@ -3869,14 +5725,19 @@ type WatchNominationsResponse struct {
 	// True for the events listing the nominations current when a watch from 0 started.
 	Initial bool `protobuf:"varint,6,opt,name=initial,proto3" json:"initial,omitempty"`
 	// The server's epoch.
-	Epoch         string `protobuf:"bytes,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch string `protobuf:"bytes,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The revision of the last event of the change this event belongs to: the events one
+	// change records together (a Preempt or PreemptGroup commit: victims marked,
+	// nominations cleared, every nomination) share it, and the change is complete at the
+	// event whose revision equals it. Initial events carry the list's revision.
+	BatchRevision uint64 `protobuf:"varint,8,opt,name=batch_revision,json=batchRevision,proto3" json:"batch_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchNominationsResponse) Reset() {
 	*x = WatchNominationsResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3888,7 +5749,7 @@ func (x *WatchNominationsResponse) String() string {
 func (*WatchNominationsResponse) ProtoMessage() {}
 
 func (x *WatchNominationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[43]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3901,7 +5762,7 @@ func (x *WatchNominationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchNominationsResponse.ProtoReflect.Descriptor instead.
 func (*WatchNominationsResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{43}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *WatchNominationsResponse) GetRevision() uint64 {
@@ -3953,6 +5814,13 @@ func (x *WatchNominationsResponse) GetEpoch() string {
 	return ""
 }
 
+func (x *WatchNominationsResponse) GetBatchRevision() uint64 {
+	if x != nil {
+		return x.BatchRevision
+	}
+	return 0
+}
+
 // SyncRequest is one item of a Sync stream: the same request a unary update takes.
 type SyncRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3965,6 +5833,8 @@ type SyncRequest struct {
 	//	*SyncRequest_Pdb
 	//	*SyncRequest_PriorityClass
 	//	*SyncRequest_Namespace
+	//	*SyncRequest_PodGroup
+	//	*SyncRequest_Workload
 	Item          isSyncRequest_Item `protobuf_oneof:"item"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3972,7 +5842,7 @@ type SyncRequest struct {
 
 func (x *SyncRequest) Reset() {
 	*x = SyncRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3984,7 +5854,7 @@ func (x *SyncRequest) String() string {
 func (*SyncRequest) ProtoMessage() {}
 
 func (x *SyncRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[44]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3997,7 +5867,7 @@ func (x *SyncRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRequest.ProtoReflect.Descriptor instead.
 func (*SyncRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{44}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SyncRequest) GetItem() isSyncRequest_Item {
@@ -4052,6 +5922,24 @@ func (x *SyncRequest) GetNamespace() *UpdateNamespaceRequest {
 	return nil
 }
 
+func (x *SyncRequest) GetPodGroup() *UpdatePodGroupRequest {
+	if x != nil {
+		if x, ok := x.Item.(*SyncRequest_PodGroup); ok {
+			return x.PodGroup
+		}
+	}
+	return nil
+}
+
+func (x *SyncRequest) GetWorkload() *UpdateWorkloadRequest {
+	if x != nil {
+		if x, ok := x.Item.(*SyncRequest_Workload); ok {
+			return x.Workload
+		}
+	}
+	return nil
+}
+
 type isSyncRequest_Item interface {
 	isSyncRequest_Item()
 }
@@ -4081,6 +5969,16 @@ type SyncRequest_Namespace struct {
 	Namespace *UpdateNamespaceRequest `protobuf:"bytes,5,opt,name=namespace,proto3,oneof"`
 }
 
+type SyncRequest_PodGroup struct {
+	// As UpdatePodGroup.
+	PodGroup *UpdatePodGroupRequest `protobuf:"bytes,6,opt,name=pod_group,json=podGroup,proto3,oneof"`
+}
+
+type SyncRequest_Workload struct {
+	// As UpdateWorkload.
+	Workload *UpdateWorkloadRequest `protobuf:"bytes,7,opt,name=workload,proto3,oneof"`
+}
+
 func (*SyncRequest_Node) isSyncRequest_Item() {}
 
 func (*SyncRequest_Pod) isSyncRequest_Item() {}
@@ -4090,6 +5988,10 @@ func (*SyncRequest_Pdb) isSyncRequest_Item() {}
 func (*SyncRequest_PriorityClass) isSyncRequest_Item() {}
 
 func (*SyncRequest_Namespace) isSyncRequest_Item() {}
+
+func (*SyncRequest_PodGroup) isSyncRequest_Item() {}
+
+func (*SyncRequest_Workload) isSyncRequest_Item() {}
 
 // SyncCounts counts items per kind.
 type SyncCounts struct {
@@ -4103,14 +6005,18 @@ type SyncCounts struct {
 	// PriorityClass items.
 	PriorityClasses uint64 `protobuf:"varint,4,opt,name=priority_classes,json=priorityClasses,proto3" json:"priority_classes,omitempty"`
 	// Namespace items.
-	Namespaces    uint64 `protobuf:"varint,5,opt,name=namespaces,proto3" json:"namespaces,omitempty"`
+	Namespaces uint64 `protobuf:"varint,5,opt,name=namespaces,proto3" json:"namespaces,omitempty"`
+	// PodGroup items.
+	PodGroups uint64 `protobuf:"varint,6,opt,name=pod_groups,json=podGroups,proto3" json:"pod_groups,omitempty"`
+	// Workload items.
+	Workloads     uint64 `protobuf:"varint,7,opt,name=workloads,proto3" json:"workloads,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SyncCounts) Reset() {
 	*x = SyncCounts{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4122,7 +6028,7 @@ func (x *SyncCounts) String() string {
 func (*SyncCounts) ProtoMessage() {}
 
 func (x *SyncCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[45]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4135,7 +6041,7 @@ func (x *SyncCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncCounts.ProtoReflect.Descriptor instead.
 func (*SyncCounts) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{45}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SyncCounts) GetNodes() uint64 {
@@ -4173,6 +6079,20 @@ func (x *SyncCounts) GetNamespaces() uint64 {
 	return 0
 }
 
+func (x *SyncCounts) GetPodGroups() uint64 {
+	if x != nil {
+		return x.PodGroups
+	}
+	return 0
+}
+
+func (x *SyncCounts) GetWorkloads() uint64 {
+	if x != nil {
+		return x.Workloads
+	}
+	return 0
+}
+
 // SyncRejection is one item that was not applied because it is invalid or conflicts.
 type SyncRejection struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4192,7 +6112,7 @@ type SyncRejection struct {
 
 func (x *SyncRejection) Reset() {
 	*x = SyncRejection{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4204,7 +6124,7 @@ func (x *SyncRejection) String() string {
 func (*SyncRejection) ProtoMessage() {}
 
 func (x *SyncRejection) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[46]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4217,7 +6137,7 @@ func (x *SyncRejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncRejection.ProtoReflect.Descriptor instead.
 func (*SyncRejection) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{46}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SyncRejection) GetIndex() uint64 {
@@ -4272,7 +6192,7 @@ type SyncResponse struct {
 
 func (x *SyncResponse) Reset() {
 	*x = SyncResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[47]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4284,7 +6204,7 @@ func (x *SyncResponse) String() string {
 func (*SyncResponse) ProtoMessage() {}
 
 func (x *SyncResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[47]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4297,7 +6217,7 @@ func (x *SyncResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SyncResponse.ProtoReflect.Descriptor instead.
 func (*SyncResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{47}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SyncResponse) GetApplied() *SyncCounts {
@@ -4365,7 +6285,7 @@ type PlanDrainRequest struct {
 
 func (x *PlanDrainRequest) Reset() {
 	*x = PlanDrainRequest{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[48]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4377,7 +6297,7 @@ func (x *PlanDrainRequest) String() string {
 func (*PlanDrainRequest) ProtoMessage() {}
 
 func (x *PlanDrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[48]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4390,7 +6310,7 @@ func (x *PlanDrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanDrainRequest.ProtoReflect.Descriptor instead.
 func (*PlanDrainRequest) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{48}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *PlanDrainRequest) GetNodeNames() []string {
@@ -4447,7 +6367,7 @@ type PodDrainPlan struct {
 
 func (x *PodDrainPlan) Reset() {
 	*x = PodDrainPlan{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[49]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4459,7 +6379,7 @@ func (x *PodDrainPlan) String() string {
 func (*PodDrainPlan) ProtoMessage() {}
 
 func (x *PodDrainPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[49]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4472,7 +6392,7 @@ func (x *PodDrainPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDrainPlan.ProtoReflect.Descriptor instead.
 func (*PodDrainPlan) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{49}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *PodDrainPlan) GetPod() *PodRef {
@@ -4564,7 +6484,7 @@ type DrainBatch struct {
 
 func (x *DrainBatch) Reset() {
 	*x = DrainBatch{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[50]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4576,7 +6496,7 @@ func (x *DrainBatch) String() string {
 func (*DrainBatch) ProtoMessage() {}
 
 func (x *DrainBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[50]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4589,7 +6509,7 @@ func (x *DrainBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainBatch.ProtoReflect.Descriptor instead.
 func (*DrainBatch) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{50}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *DrainBatch) GetPods() []*PodRef {
@@ -4612,7 +6532,7 @@ type NoticedNode struct {
 
 func (x *NoticedNode) Reset() {
 	*x = NoticedNode{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[51]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4624,7 +6544,7 @@ func (x *NoticedNode) String() string {
 func (*NoticedNode) ProtoMessage() {}
 
 func (x *NoticedNode) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[51]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4637,7 +6557,7 @@ func (x *NoticedNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NoticedNode.ProtoReflect.Descriptor instead.
 func (*NoticedNode) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{51}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *NoticedNode) GetNode() string {
@@ -4673,7 +6593,7 @@ type PlanDrainResponse struct {
 
 func (x *PlanDrainResponse) Reset() {
 	*x = PlanDrainResponse{}
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[52]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4685,7 +6605,7 @@ func (x *PlanDrainResponse) String() string {
 func (*PlanDrainResponse) ProtoMessage() {}
 
 func (x *PlanDrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_preemptd_v1_preemptd_proto_msgTypes[52]
+	mi := &file_preemptd_v1_preemptd_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4698,7 +6618,7 @@ func (x *PlanDrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanDrainResponse.ProtoReflect.Descriptor instead.
 func (*PlanDrainResponse) Descriptor() ([]byte, []int) {
-	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{52}
+	return file_preemptd_v1_preemptd_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *PlanDrainResponse) GetPods() []*PodDrainPlan {
@@ -4759,7 +6679,7 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x18LabelSelectorRequirement\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
 	"\boperator\x18\x02 \x01(\tR\boperator\x12\x16\n" +
-	"\x06values\x18\x03 \x03(\tR\x06values\"\xe3\x04\n" +
+	"\x06values\x18\x03 \x03(\tR\x06values\"\x98\x05\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\tR\x03uid\x12)\n" +
@@ -4771,7 +6691,9 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\vannotations\x18\b \x03(\v2\".preemptd.v1.Node.AnnotationsEntryR\vannotations\x12:\n" +
 	"\n" +
 	"conditions\x18\t \x03(\v2\x1a.preemptd.v1.NodeConditionR\n" +
-	"conditions\x1a9\n" +
+	"conditions\x123\n" +
+	"\x06images\x18\n" +
+	" \x03(\v2\x1b.preemptd.v1.ContainerImageR\x06images\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
@@ -4780,7 +6702,11 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"m\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"E\n" +
+	"\x0eContainerImage\x12\x14\n" +
+	"\x05names\x18\x01 \x03(\tR\x05names\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\"m\n" +
 	"\rNodeCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
@@ -4801,7 +6727,7 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x10resource_version\x18\x02 \x01(\x04R\x0fresourceVersion\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x14\n" +
-	"\x05stale\x18\x05 \x01(\tR\x05stale\"\x95\n" +
+	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xe1\n" +
 	"\n" +
 	"\x03Pod\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
@@ -4832,7 +6758,8 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"conditions\x12.\n" +
 	"\x13nominated_node_name\x18\x15 \x01(\tR\x11nominatedNodeName\x12\x14\n" +
 	"\x05phase\x18\x16 \x01(\tR\x05phase\x12.\n" +
-	"\x13priority_class_name\x18\x17 \x01(\tR\x11priorityClassName\x1a9\n" +
+	"\x13priority_class_name\x18\x17 \x01(\tR\x11priorityClassName\x12J\n" +
+	"\x10scheduling_group\x18\x18 \x01(\v2\x1f.preemptd.v1.PodSchedulingGroupR\x0fschedulingGroup\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
@@ -4842,13 +6769,16 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
-	"\t_priority\"\xee\x02\n" +
+	"\t_priority\":\n" +
+	"\x12PodSchedulingGroup\x12$\n" +
+	"\x0epod_group_name\x18\x01 \x01(\tR\fpodGroupName\"\x84\x03\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
 	"\brequests\x18\x02 \x03(\v2$.preemptd.v1.Container.RequestsEntryR\brequests\x12:\n" +
 	"\x06limits\x18\x03 \x03(\v2\".preemptd.v1.Container.LimitsEntryR\x06limits\x120\n" +
 	"\x05ports\x18\x04 \x03(\v2\x1a.preemptd.v1.ContainerPortR\x05ports\x12%\n" +
-	"\x0erestart_policy\x18\x05 \x01(\tR\rrestartPolicy\x1a;\n" +
+	"\x0erestart_policy\x18\x05 \x01(\tR\rrestartPolicy\x12\x14\n" +
+	"\x05image\x18\x06 \x01(\tR\x05image\x1a;\n" +
 	"\rRequestsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
@@ -4880,9 +6810,15 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\bAffinity\x12>\n" +
 	"\rnode_affinity\x18\x01 \x01(\v2\x19.preemptd.v1.NodeAffinityR\fnodeAffinity\x12;\n" +
 	"\fpod_affinity\x18\x02 \x01(\v2\x18.preemptd.v1.PodAffinityR\vpodAffinity\x12H\n" +
-	"\x11pod_anti_affinity\x18\x03 \x01(\v2\x1c.preemptd.v1.PodAntiAffinityR\x0fpodAntiAffinity\"\x97\x01\n" +
+	"\x11pod_anti_affinity\x18\x03 \x01(\v2\x1c.preemptd.v1.PodAntiAffinityR\x0fpodAntiAffinity\"\xad\x02\n" +
 	"\fNodeAffinity\x12\x86\x01\n" +
-	"3required_during_scheduling_ignored_during_execution\x18\x01 \x01(\v2\x19.preemptd.v1.NodeSelectorR.requiredDuringSchedulingIgnoredDuringExecution\"]\n" +
+	"3required_during_scheduling_ignored_during_execution\x18\x01 \x01(\v2\x19.preemptd.v1.NodeSelectorR.requiredDuringSchedulingIgnoredDuringExecution\x12\x93\x01\n" +
+	"4preferred_during_scheduling_ignored_during_execution\x18\x02 \x03(\v2$.preemptd.v1.PreferredSchedulingTermR/preferredDuringSchedulingIgnoredDuringExecution\"p\n" +
+	"\x17PreferredSchedulingTerm\x12\x16\n" +
+	"\x06weight\x18\x01 \x01(\x05R\x06weight\x12=\n" +
+	"\n" +
+	"preference\x18\x02 \x01(\v2\x1d.preemptd.v1.NodeSelectorTermR\n" +
+	"preference\"]\n" +
 	"\fNodeSelector\x12M\n" +
 	"\x13node_selector_terms\x18\x01 \x03(\v2\x1d.preemptd.v1.NodeSelectorTermR\x11nodeSelectorTerms\"\xae\x01\n" +
 	"\x10NodeSelectorTerm\x12Q\n" +
@@ -4891,11 +6827,16 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x17NodeSelectorRequirement\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
 	"\boperator\x18\x02 \x01(\tR\boperator\x12\x16\n" +
-	"\x06values\x18\x03 \x03(\tR\x06values\"\x99\x01\n" +
+	"\x06values\x18\x03 \x03(\tR\x06values\"\xaf\x02\n" +
 	"\vPodAffinity\x12\x89\x01\n" +
-	"3required_during_scheduling_ignored_during_execution\x18\x01 \x03(\v2\x1c.preemptd.v1.PodAffinityTermR.requiredDuringSchedulingIgnoredDuringExecution\"\x9d\x01\n" +
+	"3required_during_scheduling_ignored_during_execution\x18\x01 \x03(\v2\x1c.preemptd.v1.PodAffinityTermR.requiredDuringSchedulingIgnoredDuringExecution\x12\x93\x01\n" +
+	"4preferred_during_scheduling_ignored_during_execution\x18\x02 \x03(\v2$.preemptd.v1.WeightedPodAffinityTermR/preferredDuringSchedulingIgnoredDuringExecution\"\xb3\x02\n" +
 	"\x0fPodAntiAffinity\x12\x89\x01\n" +
-	"3required_during_scheduling_ignored_during_execution\x18\x01 \x03(\v2\x1c.preemptd.v1.PodAffinityTermR.requiredDuringSchedulingIgnoredDuringExecution\"\xe2\x01\n" +
+	"3required_during_scheduling_ignored_during_execution\x18\x01 \x03(\v2\x1c.preemptd.v1.PodAffinityTermR.requiredDuringSchedulingIgnoredDuringExecution\x12\x93\x01\n" +
+	"4preferred_during_scheduling_ignored_during_execution\x18\x02 \x03(\v2$.preemptd.v1.WeightedPodAffinityTermR/preferredDuringSchedulingIgnoredDuringExecution\"{\n" +
+	"\x17WeightedPodAffinityTerm\x12\x16\n" +
+	"\x06weight\x18\x01 \x01(\x05R\x06weight\x12H\n" +
+	"\x11pod_affinity_term\x18\x02 \x01(\v2\x1c.preemptd.v1.PodAffinityTermR\x0fpodAffinityTerm\"\xe2\x01\n" +
 	"\x0fPodAffinityTerm\x12A\n" +
 	"\x0elabel_selector\x18\x01 \x01(\v2\x1a.preemptd.v1.LabelSelectorR\rlabelSelector\x12\x1e\n" +
 	"\n" +
@@ -4988,6 +6929,67 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x10resource_version\x18\x02 \x01(\x04R\x0fresourceVersion\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x14\n" +
+	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xd6\x04\n" +
+	"\bPodGroup\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\x12)\n" +
+	"\x10resource_version\x18\x04 \x01(\x04R\x0fresourceVersion\x12-\n" +
+	"\x12creation_timestamp\x18\x05 \x01(\tR\x11creationTimestamp\x12R\n" +
+	"\x11scheduling_policy\x18\x06 \x01(\v2%.preemptd.v1.PodGroupSchedulingPolicyR\x10schedulingPolicy\x12D\n" +
+	"\x0fdisruption_mode\x18\a \x01(\v2\x1b.preemptd.v1.DisruptionModeR\x0edisruptionMode\x12.\n" +
+	"\x13priority_class_name\x18\b \x01(\tR\x11priorityClassName\x12\x1f\n" +
+	"\bpriority\x18\t \x01(\x05H\x00R\bpriority\x88\x01\x01\x12+\n" +
+	"\x11preemption_policy\x18\n" +
+	" \x01(\tR\x10preemptionPolicy\x12D\n" +
+	"\x1fparent_composite_pod_group_name\x18\v \x01(\tR\x1bparentCompositePodGroupName\x12A\n" +
+	"\fworkload_ref\x18\f \x01(\v2\x1e.preemptd.v1.WorkloadReferenceR\vworkloadRefB\v\n" +
+	"\t_priority\"\x8b\x01\n" +
+	"\x18PodGroupSchedulingPolicy\x128\n" +
+	"\x05basic\x18\x01 \x01(\v2\".preemptd.v1.BasicSchedulingPolicyR\x05basic\x125\n" +
+	"\x04gang\x18\x02 \x01(\v2!.preemptd.v1.GangSchedulingPolicyR\x04gang\"\x17\n" +
+	"\x15BasicSchedulingPolicy\"3\n" +
+	"\x14GangSchedulingPolicy\x12\x1b\n" +
+	"\tmin_count\x18\x01 \x01(\x05R\bminCount\"}\n" +
+	"\x0eDisruptionMode\x129\n" +
+	"\x06single\x18\x01 \x01(\v2!.preemptd.v1.SingleDisruptionModeR\x06single\x120\n" +
+	"\x03all\x18\x02 \x01(\v2\x1e.preemptd.v1.AllDisruptionModeR\x03all\"\x16\n" +
+	"\x14SingleDisruptionMode\"\x13\n" +
+	"\x11AllDisruptionMode\"]\n" +
+	"\x11WorkloadReference\x12#\n" +
+	"\rworkload_name\x18\x01 \x01(\tR\fworkloadName\x12#\n" +
+	"\rtemplate_name\x18\x02 \x01(\tR\ftemplateName\"\xa7\x01\n" +
+	"\x15UpdatePodGroupRequest\x12/\n" +
+	"\x06upsert\x18\x01 \x01(\v2\x15.preemptd.v1.PodGroupH\x00R\x06upsert\x12!\n" +
+	"\vupsert_json\x18\x02 \x01(\tH\x00R\n" +
+	"upsertJson\x120\n" +
+	"\x06delete\x18\x03 \x01(\v2\x16.preemptd.v1.ObjectRefH\x00R\x06deleteB\b\n" +
+	"\x06change\"\xa5\x01\n" +
+	"\x16UpdatePodGroupResponse\x12\x18\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied\x12)\n" +
+	"\x10resource_version\x18\x02 \x01(\x04R\x0fresourceVersion\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x14\n" +
+	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xc8\x01\n" +
+	"\bWorkload\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\x12)\n" +
+	"\x10resource_version\x18\x04 \x01(\x04R\x0fresourceVersion\x12M\n" +
+	"\x13pod_group_templates\x18\x05 \x03(\v2\x1d.preemptd.v1.PodGroupTemplateR\x11podGroupTemplates\"&\n" +
+	"\x10PodGroupTemplate\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xa7\x01\n" +
+	"\x15UpdateWorkloadRequest\x12/\n" +
+	"\x06upsert\x18\x01 \x01(\v2\x15.preemptd.v1.WorkloadH\x00R\x06upsert\x12!\n" +
+	"\vupsert_json\x18\x02 \x01(\tH\x00R\n" +
+	"upsertJson\x120\n" +
+	"\x06delete\x18\x03 \x01(\v2\x16.preemptd.v1.ObjectRefH\x00R\x06deleteB\b\n" +
+	"\x06change\"\xa5\x01\n" +
+	"\x16UpdateWorkloadResponse\x12\x18\n" +
+	"\aapplied\x18\x01 \x01(\bR\aapplied\x12)\n" +
+	"\x10resource_version\x18\x02 \x01(\x04R\x0fresourceVersion\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x04R\brevision\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x14\n" +
 	"\x05stale\x18\x05 \x01(\tR\x05stale\"\xf4\x01\n" +
 	"\x0ePreemptRequest\x12$\n" +
 	"\x03pod\x18\x01 \x01(\v2\x10.preemptd.v1.PodH\x00R\x03pod\x12\x1b\n" +
@@ -5010,7 +7012,7 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\avictims\x18\x04 \x03(\v2\x13.preemptd.v1.PodRefR\avictims\x12%\n" +
 	"\x0epdb_violations\x18\x05 \x01(\x05R\rpdbViolations\x12\x1c\n" +
 	"\tcandidate\x18\x06 \x01(\bR\tcandidate\x12\x14\n" +
-	"\x05notes\x18\a \x03(\tR\x05notes\"\xa7\x04\n" +
+	"\x05notes\x18\a \x03(\tR\x05notes\"\xdd\x04\n" +
 	"\x0fPreemptResponse\x12.\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x14.preemptd.v1.OutcomeR\aoutcome\x12.\n" +
 	"\x13nominated_node_name\x18\x02 \x01(\tR\x11nominatedNodeName\x12-\n" +
@@ -5024,7 +7026,54 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\brevision\x18\n" +
 	" \x01(\x04R\brevision\x121\n" +
 	"\x14nominations_revision\x18\v \x01(\x04R\x13nominationsRevision\x12-\n" +
-	"\x12kubernetes_version\x18\f \x01(\tR\x11kubernetesVersion\"c\n" +
+	"\x12kubernetes_version\x18\f \x01(\tR\x11kubernetesVersion\x124\n" +
+	"\tplacement\x18\r \x01(\v2\x16.preemptd.v1.PlacementR\tplacement\"\xbd\x01\n" +
+	"\tPlacement\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x03R\x05score\x12\x1d\n" +
+	"\n" +
+	"tied_nodes\x18\x03 \x03(\tR\ttiedNodes\x127\n" +
+	"\vnode_scores\x18\x04 \x03(\v2\x16.preemptd.v1.NodeScoreR\n" +
+	"nodeScores\x12%\n" +
+	"\x0efeasible_nodes\x18\x05 \x01(\x05R\rfeasibleNodes\"r\n" +
+	"\tNodeScore\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x03R\x05total\x122\n" +
+	"\aplugins\x18\x03 \x03(\v2\x18.preemptd.v1.PluginScoreR\aplugins\"S\n" +
+	"\vPluginScore\x12\x16\n" +
+	"\x06plugin\x18\x01 \x01(\tR\x06plugin\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x03R\x05score\x12\x16\n" +
+	"\x06weight\x18\x03 \x01(\x03R\x06weight\"Q\n" +
+	"\vPodGroupRef\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\"\x88\x02\n" +
+	"\x13PreemptGroupRequest\x127\n" +
+	"\tgroup_ref\x18\x01 \x01(\v2\x18.preemptd.v1.PodGroupRefH\x00R\bgroupRef\x12*\n" +
+	"\amembers\x18\x04 \x03(\v2\x10.preemptd.v1.PodR\amembers\x12\x1f\n" +
+	"\vmember_json\x18\x05 \x03(\tR\n" +
+	"memberJson\x12\x17\n" +
+	"\adry_run\x18\x06 \x01(\bR\x06dryRun\x12\x18\n" +
+	"\aexplain\x18\a \x01(\bR\aexplain\x12/\n" +
+	"\bpdb_mode\x18\b \x01(\x0e2\x14.preemptd.v1.PdbModeR\apdbModeB\a\n" +
+	"\x05group\"U\n" +
+	"\x0fGroupNomination\x12%\n" +
+	"\x03pod\x18\x01 \x01(\v2\x13.preemptd.v1.PodRefR\x03pod\x12\x1b\n" +
+	"\tnode_name\x18\x02 \x01(\tR\bnodeName\"\xa0\x04\n" +
+	"\x14PreemptGroupResponse\x12.\n" +
+	"\aoutcome\x18\x01 \x01(\x0e2\x14.preemptd.v1.OutcomeR\aoutcome\x12-\n" +
+	"\avictims\x18\x02 \x03(\v2\x13.preemptd.v1.PodRefR\avictims\x12%\n" +
+	"\x0epdb_violations\x18\x03 \x01(\x05R\rpdbViolations\x12>\n" +
+	"\vnominations\x18\x04 \x03(\v2\x1c.preemptd.v1.GroupNominationR\vnominations\x12J\n" +
+	"\x17nominated_pods_to_clear\x18\x05 \x03(\v2\x13.preemptd.v1.PodRefR\x14nominatedPodsToClear\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12-\n" +
+	"\x12kubernetes_version\x18\a \x01(\tR\x11kubernetesVersion\x122\n" +
+	"\x15pod_group_disruptions\x18\b \x01(\x05R\x13podGroupDisruptions\x12\x14\n" +
+	"\x05notes\x18\t \x03(\tR\x05notes\x12\x14\n" +
+	"\x05epoch\x18\n" +
+	" \x01(\tR\x05epoch\x12\x1a\n" +
+	"\brevision\x18\v \x01(\x04R\brevision\x121\n" +
+	"\x14nominations_revision\x18\f \x01(\x04R\x13nominationsRevision\"c\n" +
 	"\n" +
 	"Nomination\x12%\n" +
 	"\x03pod\x18\x01 \x01(\v2\x13.preemptd.v1.PodRefR\x03pod\x12\x1a\n" +
@@ -5036,7 +7085,7 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\brevision\x18\x02 \x01(\x04R\brevision\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\tR\x05epoch\"@\n" +
 	"\x17WatchNominationsRequest\x12%\n" +
-	"\x0eafter_revision\x18\x01 \x01(\x04R\rafterRevision\"\xf3\x01\n" +
+	"\x0eafter_revision\x18\x01 \x01(\x04R\rafterRevision\"\x9a\x02\n" +
 	"\x18WatchNominationsResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\x04R\brevision\x124\n" +
 	"\x04type\x18\x02 \x01(\x0e2 .preemptd.v1.NominationEventTypeR\x04type\x12%\n" +
@@ -5044,14 +7093,17 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x04node\x18\x04 \x01(\tR\x04node\x12\x1a\n" +
 	"\bpriority\x18\x05 \x01(\x05R\bpriority\x12\x18\n" +
 	"\ainitial\x18\x06 \x01(\bR\ainitial\x12\x14\n" +
-	"\x05epoch\x18\a \x01(\tR\x05epoch\"\xd8\x02\n" +
+	"\x05epoch\x18\a \x01(\tR\x05epoch\x12%\n" +
+	"\x0ebatch_revision\x18\b \x01(\x04R\rbatchRevision\"\xdd\x03\n" +
 	"\vSyncRequest\x124\n" +
 	"\x04node\x18\x01 \x01(\v2\x1e.preemptd.v1.UpdateNodeRequestH\x00R\x04node\x121\n" +
 	"\x03pod\x18\x02 \x01(\v2\x1d.preemptd.v1.UpdatePodRequestH\x00R\x03pod\x12A\n" +
 	"\x03pdb\x18\x03 \x01(\v2-.preemptd.v1.UpdatePodDisruptionBudgetRequestH\x00R\x03pdb\x12P\n" +
 	"\x0epriority_class\x18\x04 \x01(\v2'.preemptd.v1.UpdatePriorityClassRequestH\x00R\rpriorityClass\x12C\n" +
-	"\tnamespace\x18\x05 \x01(\v2#.preemptd.v1.UpdateNamespaceRequestH\x00R\tnamespaceB\x06\n" +
-	"\x04item\"\x95\x01\n" +
+	"\tnamespace\x18\x05 \x01(\v2#.preemptd.v1.UpdateNamespaceRequestH\x00R\tnamespace\x12A\n" +
+	"\tpod_group\x18\x06 \x01(\v2\".preemptd.v1.UpdatePodGroupRequestH\x00R\bpodGroup\x12@\n" +
+	"\bworkload\x18\a \x01(\v2\".preemptd.v1.UpdateWorkloadRequestH\x00R\bworkloadB\x06\n" +
+	"\x04item\"\xd2\x01\n" +
 	"\n" +
 	"SyncCounts\x12\x14\n" +
 	"\x05nodes\x18\x01 \x01(\x04R\x05nodes\x12\x12\n" +
@@ -5060,7 +7112,10 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x10priority_classes\x18\x04 \x01(\x04R\x0fpriorityClasses\x12\x1e\n" +
 	"\n" +
 	"namespaces\x18\x05 \x01(\x04R\n" +
-	"namespaces\"i\n" +
+	"namespaces\x12\x1d\n" +
+	"\n" +
+	"pod_groups\x18\x06 \x01(\x04R\tpodGroups\x12\x1c\n" +
+	"\tworkloads\x18\a \x01(\x04R\tworkloads\"i\n" +
 	"\rSyncRejection\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x14\n" +
@@ -5131,7 +7186,7 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\x19DRAIN_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DRAIN_OUTCOME_FITS\x10\x01\x12\x19\n" +
 	"\x15DRAIN_OUTCOME_PREEMPT\x10\x02\x12\x19\n" +
-	"\x15DRAIN_OUTCOME_NOWHERE\x10\x032\xfd\x06\n" +
+	"\x15DRAIN_OUTCOME_NOWHERE\x10\x032\x88\t\n" +
 	"\n" +
 	"Preemption\x12M\n" +
 	"\n" +
@@ -5139,12 +7194,15 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\tUpdatePod\x12\x1d.preemptd.v1.UpdatePodRequest\x1a\x1e.preemptd.v1.UpdatePodResponse\x12z\n" +
 	"\x19UpdatePodDisruptionBudget\x12-.preemptd.v1.UpdatePodDisruptionBudgetRequest\x1a..preemptd.v1.UpdatePodDisruptionBudgetResponse\x12h\n" +
 	"\x13UpdatePriorityClass\x12'.preemptd.v1.UpdatePriorityClassRequest\x1a(.preemptd.v1.UpdatePriorityClassResponse\x12\\\n" +
-	"\x0fUpdateNamespace\x12#.preemptd.v1.UpdateNamespaceRequest\x1a$.preemptd.v1.UpdateNamespaceResponse\x12D\n" +
+	"\x0fUpdateNamespace\x12#.preemptd.v1.UpdateNamespaceRequest\x1a$.preemptd.v1.UpdateNamespaceResponse\x12Y\n" +
+	"\x0eUpdatePodGroup\x12\".preemptd.v1.UpdatePodGroupRequest\x1a#.preemptd.v1.UpdatePodGroupResponse\x12Y\n" +
+	"\x0eUpdateWorkload\x12\".preemptd.v1.UpdateWorkloadRequest\x1a#.preemptd.v1.UpdateWorkloadResponse\x12D\n" +
 	"\aPreempt\x12\x1b.preemptd.v1.PreemptRequest\x1a\x1c.preemptd.v1.PreemptResponse\x12\\\n" +
 	"\x0fListNominations\x12#.preemptd.v1.ListNominationsRequest\x1a$.preemptd.v1.ListNominationsResponse\x12a\n" +
 	"\x10WatchNominations\x12$.preemptd.v1.WatchNominationsRequest\x1a%.preemptd.v1.WatchNominationsResponse0\x01\x12=\n" +
 	"\x04Sync\x12\x18.preemptd.v1.SyncRequest\x1a\x19.preemptd.v1.SyncResponse(\x01\x12J\n" +
-	"\tPlanDrain\x12\x1d.preemptd.v1.PlanDrainRequest\x1a\x1e.preemptd.v1.PlanDrainResponseb\x06proto3"
+	"\tPlanDrain\x12\x1d.preemptd.v1.PlanDrainRequest\x1a\x1e.preemptd.v1.PlanDrainResponse\x12S\n" +
+	"\fPreemptGroup\x12 .preemptd.v1.PreemptGroupRequest\x1a!.preemptd.v1.PreemptGroupResponseb\x06proto3"
 
 var (
 	file_preemptd_v1_preemptd_proto_rawDescOnce sync.Once
@@ -5159,7 +7217,7 @@ func file_preemptd_v1_preemptd_proto_rawDescGZIP() []byte {
 }
 
 var file_preemptd_v1_preemptd_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_preemptd_v1_preemptd_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_preemptd_v1_preemptd_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
 var file_preemptd_v1_preemptd_proto_goTypes = []any{
 	(PdbMode)(0),                              // 0: preemptd.v1.PdbMode
 	(Outcome)(0),                              // 1: preemptd.v1.Outcome
@@ -5171,172 +7229,235 @@ var file_preemptd_v1_preemptd_proto_goTypes = []any{
 	(*LabelSelector)(nil),                     // 7: preemptd.v1.LabelSelector
 	(*LabelSelectorRequirement)(nil),          // 8: preemptd.v1.LabelSelectorRequirement
 	(*Node)(nil),                              // 9: preemptd.v1.Node
-	(*NodeCondition)(nil),                     // 10: preemptd.v1.NodeCondition
-	(*Taint)(nil),                             // 11: preemptd.v1.Taint
-	(*UpdateNodeRequest)(nil),                 // 12: preemptd.v1.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),                // 13: preemptd.v1.UpdateNodeResponse
-	(*Pod)(nil),                               // 14: preemptd.v1.Pod
-	(*Container)(nil),                         // 15: preemptd.v1.Container
-	(*ContainerPort)(nil),                     // 16: preemptd.v1.ContainerPort
-	(*ResourceRequirements)(nil),              // 17: preemptd.v1.ResourceRequirements
-	(*Toleration)(nil),                        // 18: preemptd.v1.Toleration
-	(*Affinity)(nil),                          // 19: preemptd.v1.Affinity
-	(*NodeAffinity)(nil),                      // 20: preemptd.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 21: preemptd.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 22: preemptd.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),           // 23: preemptd.v1.NodeSelectorRequirement
-	(*PodAffinity)(nil),                       // 24: preemptd.v1.PodAffinity
-	(*PodAntiAffinity)(nil),                   // 25: preemptd.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),                   // 26: preemptd.v1.PodAffinityTerm
-	(*TopologySpreadConstraint)(nil),          // 27: preemptd.v1.TopologySpreadConstraint
-	(*PodCondition)(nil),                      // 28: preemptd.v1.PodCondition
-	(*UpdatePodRequest)(nil),                  // 29: preemptd.v1.UpdatePodRequest
-	(*UpdatePodResponse)(nil),                 // 30: preemptd.v1.UpdatePodResponse
-	(*PodDisruptionBudget)(nil),               // 31: preemptd.v1.PodDisruptionBudget
-	(*UpdatePodDisruptionBudgetRequest)(nil),  // 32: preemptd.v1.UpdatePodDisruptionBudgetRequest
-	(*UpdatePodDisruptionBudgetResponse)(nil), // 33: preemptd.v1.UpdatePodDisruptionBudgetResponse
-	(*PriorityClass)(nil),                     // 34: preemptd.v1.PriorityClass
-	(*UpdatePriorityClassRequest)(nil),        // 35: preemptd.v1.UpdatePriorityClassRequest
-	(*UpdatePriorityClassResponse)(nil),       // 36: preemptd.v1.UpdatePriorityClassResponse
-	(*Namespace)(nil),                         // 37: preemptd.v1.Namespace
-	(*UpdateNamespaceRequest)(nil),            // 38: preemptd.v1.UpdateNamespaceRequest
-	(*UpdateNamespaceResponse)(nil),           // 39: preemptd.v1.UpdateNamespaceResponse
-	(*PreemptRequest)(nil),                    // 40: preemptd.v1.PreemptRequest
-	(*FilterStatus)(nil),                      // 41: preemptd.v1.FilterStatus
-	(*NodeDiagnostic)(nil),                    // 42: preemptd.v1.NodeDiagnostic
-	(*PreemptResponse)(nil),                   // 43: preemptd.v1.PreemptResponse
-	(*Nomination)(nil),                        // 44: preemptd.v1.Nomination
-	(*ListNominationsRequest)(nil),            // 45: preemptd.v1.ListNominationsRequest
-	(*ListNominationsResponse)(nil),           // 46: preemptd.v1.ListNominationsResponse
-	(*WatchNominationsRequest)(nil),           // 47: preemptd.v1.WatchNominationsRequest
-	(*WatchNominationsResponse)(nil),          // 48: preemptd.v1.WatchNominationsResponse
-	(*SyncRequest)(nil),                       // 49: preemptd.v1.SyncRequest
-	(*SyncCounts)(nil),                        // 50: preemptd.v1.SyncCounts
-	(*SyncRejection)(nil),                     // 51: preemptd.v1.SyncRejection
-	(*SyncResponse)(nil),                      // 52: preemptd.v1.SyncResponse
-	(*PlanDrainRequest)(nil),                  // 53: preemptd.v1.PlanDrainRequest
-	(*PodDrainPlan)(nil),                      // 54: preemptd.v1.PodDrainPlan
-	(*DrainBatch)(nil),                        // 55: preemptd.v1.DrainBatch
-	(*NoticedNode)(nil),                       // 56: preemptd.v1.NoticedNode
-	(*PlanDrainResponse)(nil),                 // 57: preemptd.v1.PlanDrainResponse
-	nil,                                       // 58: preemptd.v1.LabelSelector.MatchLabelsEntry
-	nil,                                       // 59: preemptd.v1.Node.LabelsEntry
-	nil,                                       // 60: preemptd.v1.Node.AllocatableEntry
-	nil,                                       // 61: preemptd.v1.Node.AnnotationsEntry
-	nil,                                       // 62: preemptd.v1.Pod.LabelsEntry
-	nil,                                       // 63: preemptd.v1.Pod.OverheadEntry
-	nil,                                       // 64: preemptd.v1.Pod.NodeSelectorEntry
-	nil,                                       // 65: preemptd.v1.Container.RequestsEntry
-	nil,                                       // 66: preemptd.v1.Container.LimitsEntry
-	nil,                                       // 67: preemptd.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 68: preemptd.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 69: preemptd.v1.Namespace.LabelsEntry
+	(*ContainerImage)(nil),                    // 10: preemptd.v1.ContainerImage
+	(*NodeCondition)(nil),                     // 11: preemptd.v1.NodeCondition
+	(*Taint)(nil),                             // 12: preemptd.v1.Taint
+	(*UpdateNodeRequest)(nil),                 // 13: preemptd.v1.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),                // 14: preemptd.v1.UpdateNodeResponse
+	(*Pod)(nil),                               // 15: preemptd.v1.Pod
+	(*PodSchedulingGroup)(nil),                // 16: preemptd.v1.PodSchedulingGroup
+	(*Container)(nil),                         // 17: preemptd.v1.Container
+	(*ContainerPort)(nil),                     // 18: preemptd.v1.ContainerPort
+	(*ResourceRequirements)(nil),              // 19: preemptd.v1.ResourceRequirements
+	(*Toleration)(nil),                        // 20: preemptd.v1.Toleration
+	(*Affinity)(nil),                          // 21: preemptd.v1.Affinity
+	(*NodeAffinity)(nil),                      // 22: preemptd.v1.NodeAffinity
+	(*PreferredSchedulingTerm)(nil),           // 23: preemptd.v1.PreferredSchedulingTerm
+	(*NodeSelector)(nil),                      // 24: preemptd.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 25: preemptd.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 26: preemptd.v1.NodeSelectorRequirement
+	(*PodAffinity)(nil),                       // 27: preemptd.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 28: preemptd.v1.PodAntiAffinity
+	(*WeightedPodAffinityTerm)(nil),           // 29: preemptd.v1.WeightedPodAffinityTerm
+	(*PodAffinityTerm)(nil),                   // 30: preemptd.v1.PodAffinityTerm
+	(*TopologySpreadConstraint)(nil),          // 31: preemptd.v1.TopologySpreadConstraint
+	(*PodCondition)(nil),                      // 32: preemptd.v1.PodCondition
+	(*UpdatePodRequest)(nil),                  // 33: preemptd.v1.UpdatePodRequest
+	(*UpdatePodResponse)(nil),                 // 34: preemptd.v1.UpdatePodResponse
+	(*PodDisruptionBudget)(nil),               // 35: preemptd.v1.PodDisruptionBudget
+	(*UpdatePodDisruptionBudgetRequest)(nil),  // 36: preemptd.v1.UpdatePodDisruptionBudgetRequest
+	(*UpdatePodDisruptionBudgetResponse)(nil), // 37: preemptd.v1.UpdatePodDisruptionBudgetResponse
+	(*PriorityClass)(nil),                     // 38: preemptd.v1.PriorityClass
+	(*UpdatePriorityClassRequest)(nil),        // 39: preemptd.v1.UpdatePriorityClassRequest
+	(*UpdatePriorityClassResponse)(nil),       // 40: preemptd.v1.UpdatePriorityClassResponse
+	(*Namespace)(nil),                         // 41: preemptd.v1.Namespace
+	(*UpdateNamespaceRequest)(nil),            // 42: preemptd.v1.UpdateNamespaceRequest
+	(*UpdateNamespaceResponse)(nil),           // 43: preemptd.v1.UpdateNamespaceResponse
+	(*PodGroup)(nil),                          // 44: preemptd.v1.PodGroup
+	(*PodGroupSchedulingPolicy)(nil),          // 45: preemptd.v1.PodGroupSchedulingPolicy
+	(*BasicSchedulingPolicy)(nil),             // 46: preemptd.v1.BasicSchedulingPolicy
+	(*GangSchedulingPolicy)(nil),              // 47: preemptd.v1.GangSchedulingPolicy
+	(*DisruptionMode)(nil),                    // 48: preemptd.v1.DisruptionMode
+	(*SingleDisruptionMode)(nil),              // 49: preemptd.v1.SingleDisruptionMode
+	(*AllDisruptionMode)(nil),                 // 50: preemptd.v1.AllDisruptionMode
+	(*WorkloadReference)(nil),                 // 51: preemptd.v1.WorkloadReference
+	(*UpdatePodGroupRequest)(nil),             // 52: preemptd.v1.UpdatePodGroupRequest
+	(*UpdatePodGroupResponse)(nil),            // 53: preemptd.v1.UpdatePodGroupResponse
+	(*Workload)(nil),                          // 54: preemptd.v1.Workload
+	(*PodGroupTemplate)(nil),                  // 55: preemptd.v1.PodGroupTemplate
+	(*UpdateWorkloadRequest)(nil),             // 56: preemptd.v1.UpdateWorkloadRequest
+	(*UpdateWorkloadResponse)(nil),            // 57: preemptd.v1.UpdateWorkloadResponse
+	(*PreemptRequest)(nil),                    // 58: preemptd.v1.PreemptRequest
+	(*FilterStatus)(nil),                      // 59: preemptd.v1.FilterStatus
+	(*NodeDiagnostic)(nil),                    // 60: preemptd.v1.NodeDiagnostic
+	(*PreemptResponse)(nil),                   // 61: preemptd.v1.PreemptResponse
+	(*Placement)(nil),                         // 62: preemptd.v1.Placement
+	(*NodeScore)(nil),                         // 63: preemptd.v1.NodeScore
+	(*PluginScore)(nil),                       // 64: preemptd.v1.PluginScore
+	(*PodGroupRef)(nil),                       // 65: preemptd.v1.PodGroupRef
+	(*PreemptGroupRequest)(nil),               // 66: preemptd.v1.PreemptGroupRequest
+	(*GroupNomination)(nil),                   // 67: preemptd.v1.GroupNomination
+	(*PreemptGroupResponse)(nil),              // 68: preemptd.v1.PreemptGroupResponse
+	(*Nomination)(nil),                        // 69: preemptd.v1.Nomination
+	(*ListNominationsRequest)(nil),            // 70: preemptd.v1.ListNominationsRequest
+	(*ListNominationsResponse)(nil),           // 71: preemptd.v1.ListNominationsResponse
+	(*WatchNominationsRequest)(nil),           // 72: preemptd.v1.WatchNominationsRequest
+	(*WatchNominationsResponse)(nil),          // 73: preemptd.v1.WatchNominationsResponse
+	(*SyncRequest)(nil),                       // 74: preemptd.v1.SyncRequest
+	(*SyncCounts)(nil),                        // 75: preemptd.v1.SyncCounts
+	(*SyncRejection)(nil),                     // 76: preemptd.v1.SyncRejection
+	(*SyncResponse)(nil),                      // 77: preemptd.v1.SyncResponse
+	(*PlanDrainRequest)(nil),                  // 78: preemptd.v1.PlanDrainRequest
+	(*PodDrainPlan)(nil),                      // 79: preemptd.v1.PodDrainPlan
+	(*DrainBatch)(nil),                        // 80: preemptd.v1.DrainBatch
+	(*NoticedNode)(nil),                       // 81: preemptd.v1.NoticedNode
+	(*PlanDrainResponse)(nil),                 // 82: preemptd.v1.PlanDrainResponse
+	nil,                                       // 83: preemptd.v1.LabelSelector.MatchLabelsEntry
+	nil,                                       // 84: preemptd.v1.Node.LabelsEntry
+	nil,                                       // 85: preemptd.v1.Node.AllocatableEntry
+	nil,                                       // 86: preemptd.v1.Node.AnnotationsEntry
+	nil,                                       // 87: preemptd.v1.Pod.LabelsEntry
+	nil,                                       // 88: preemptd.v1.Pod.OverheadEntry
+	nil,                                       // 89: preemptd.v1.Pod.NodeSelectorEntry
+	nil,                                       // 90: preemptd.v1.Container.RequestsEntry
+	nil,                                       // 91: preemptd.v1.Container.LimitsEntry
+	nil,                                       // 92: preemptd.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 93: preemptd.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 94: preemptd.v1.Namespace.LabelsEntry
 }
 var file_preemptd_v1_preemptd_proto_depIdxs = []int32{
-	58, // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
-	8,  // 1: preemptd.v1.LabelSelector.match_expressions:type_name -> preemptd.v1.LabelSelectorRequirement
-	59, // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
-	11, // 3: preemptd.v1.Node.taints:type_name -> preemptd.v1.Taint
-	60, // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
-	61, // 5: preemptd.v1.Node.annotations:type_name -> preemptd.v1.Node.AnnotationsEntry
-	10, // 6: preemptd.v1.Node.conditions:type_name -> preemptd.v1.NodeCondition
-	9,  // 7: preemptd.v1.UpdateNodeRequest.upsert:type_name -> preemptd.v1.Node
-	5,  // 8: preemptd.v1.UpdateNodeRequest.delete:type_name -> preemptd.v1.ObjectRef
-	62, // 9: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
-	15, // 10: preemptd.v1.Pod.containers:type_name -> preemptd.v1.Container
-	15, // 11: preemptd.v1.Pod.init_containers:type_name -> preemptd.v1.Container
-	63, // 12: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
-	17, // 13: preemptd.v1.Pod.resources:type_name -> preemptd.v1.ResourceRequirements
-	18, // 14: preemptd.v1.Pod.tolerations:type_name -> preemptd.v1.Toleration
-	64, // 15: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
-	19, // 16: preemptd.v1.Pod.affinity:type_name -> preemptd.v1.Affinity
-	27, // 17: preemptd.v1.Pod.topology_spread_constraints:type_name -> preemptd.v1.TopologySpreadConstraint
-	28, // 18: preemptd.v1.Pod.conditions:type_name -> preemptd.v1.PodCondition
-	65, // 19: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
-	66, // 20: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
-	16, // 21: preemptd.v1.Container.ports:type_name -> preemptd.v1.ContainerPort
-	67, // 22: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
-	68, // 23: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
-	20, // 24: preemptd.v1.Affinity.node_affinity:type_name -> preemptd.v1.NodeAffinity
-	24, // 25: preemptd.v1.Affinity.pod_affinity:type_name -> preemptd.v1.PodAffinity
-	25, // 26: preemptd.v1.Affinity.pod_anti_affinity:type_name -> preemptd.v1.PodAntiAffinity
-	21, // 27: preemptd.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.NodeSelector
-	22, // 28: preemptd.v1.NodeSelector.node_selector_terms:type_name -> preemptd.v1.NodeSelectorTerm
-	23, // 29: preemptd.v1.NodeSelectorTerm.match_expressions:type_name -> preemptd.v1.NodeSelectorRequirement
-	23, // 30: preemptd.v1.NodeSelectorTerm.match_fields:type_name -> preemptd.v1.NodeSelectorRequirement
-	26, // 31: preemptd.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
-	26, // 32: preemptd.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
-	7,  // 33: preemptd.v1.PodAffinityTerm.label_selector:type_name -> preemptd.v1.LabelSelector
-	7,  // 34: preemptd.v1.PodAffinityTerm.namespace_selector:type_name -> preemptd.v1.LabelSelector
-	7,  // 35: preemptd.v1.TopologySpreadConstraint.label_selector:type_name -> preemptd.v1.LabelSelector
-	14, // 36: preemptd.v1.UpdatePodRequest.upsert:type_name -> preemptd.v1.Pod
-	5,  // 37: preemptd.v1.UpdatePodRequest.delete:type_name -> preemptd.v1.ObjectRef
-	7,  // 38: preemptd.v1.PodDisruptionBudget.selector:type_name -> preemptd.v1.LabelSelector
-	31, // 39: preemptd.v1.UpdatePodDisruptionBudgetRequest.upsert:type_name -> preemptd.v1.PodDisruptionBudget
-	5,  // 40: preemptd.v1.UpdatePodDisruptionBudgetRequest.delete:type_name -> preemptd.v1.ObjectRef
-	34, // 41: preemptd.v1.UpdatePriorityClassRequest.upsert:type_name -> preemptd.v1.PriorityClass
-	5,  // 42: preemptd.v1.UpdatePriorityClassRequest.delete:type_name -> preemptd.v1.ObjectRef
-	69, // 43: preemptd.v1.Namespace.labels:type_name -> preemptd.v1.Namespace.LabelsEntry
-	37, // 44: preemptd.v1.UpdateNamespaceRequest.upsert:type_name -> preemptd.v1.Namespace
-	5,  // 45: preemptd.v1.UpdateNamespaceRequest.delete:type_name -> preemptd.v1.ObjectRef
-	14, // 46: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
-	6,  // 47: preemptd.v1.PreemptRequest.pod_ref:type_name -> preemptd.v1.PodRef
-	0,  // 48: preemptd.v1.PreemptRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
-	2,  // 49: preemptd.v1.FilterStatus.code:type_name -> preemptd.v1.StatusCode
-	41, // 50: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
-	41, // 51: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
-	6,  // 52: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
-	1,  // 53: preemptd.v1.PreemptResponse.outcome:type_name -> preemptd.v1.Outcome
-	6,  // 54: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
-	6,  // 55: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
-	42, // 56: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
-	6,  // 57: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
-	44, // 58: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
-	3,  // 59: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
-	6,  // 60: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
-	12, // 61: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
-	29, // 62: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
-	32, // 63: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	35, // 64: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
-	38, // 65: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
-	50, // 66: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
-	50, // 67: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
-	51, // 68: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
-	0,  // 69: preemptd.v1.PlanDrainRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
-	6,  // 70: preemptd.v1.PodDrainPlan.pod:type_name -> preemptd.v1.PodRef
-	4,  // 71: preemptd.v1.PodDrainPlan.outcome:type_name -> preemptd.v1.DrainOutcome
-	6,  // 72: preemptd.v1.PodDrainPlan.victims:type_name -> preemptd.v1.PodRef
-	5,  // 73: preemptd.v1.PodDrainPlan.blocked_by_pdb:type_name -> preemptd.v1.ObjectRef
-	42, // 74: preemptd.v1.PodDrainPlan.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
-	6,  // 75: preemptd.v1.DrainBatch.pods:type_name -> preemptd.v1.PodRef
-	54, // 76: preemptd.v1.PlanDrainResponse.pods:type_name -> preemptd.v1.PodDrainPlan
-	55, // 77: preemptd.v1.PlanDrainResponse.batches:type_name -> preemptd.v1.DrainBatch
-	56, // 78: preemptd.v1.PlanDrainResponse.noticed_nodes:type_name -> preemptd.v1.NoticedNode
-	12, // 79: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
-	29, // 80: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
-	32, // 81: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	35, // 82: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
-	38, // 83: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
-	40, // 84: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
-	45, // 85: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
-	47, // 86: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
-	49, // 87: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
-	53, // 88: preemptd.v1.Preemption.PlanDrain:input_type -> preemptd.v1.PlanDrainRequest
-	13, // 89: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
-	30, // 90: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
-	33, // 91: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
-	36, // 92: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
-	39, // 93: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
-	43, // 94: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
-	46, // 95: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
-	48, // 96: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
-	52, // 97: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
-	57, // 98: preemptd.v1.Preemption.PlanDrain:output_type -> preemptd.v1.PlanDrainResponse
-	89, // [89:99] is the sub-list for method output_type
-	79, // [79:89] is the sub-list for method input_type
-	79, // [79:79] is the sub-list for extension type_name
-	79, // [79:79] is the sub-list for extension extendee
-	0,  // [0:79] is the sub-list for field type_name
+	83,  // 0: preemptd.v1.LabelSelector.match_labels:type_name -> preemptd.v1.LabelSelector.MatchLabelsEntry
+	8,   // 1: preemptd.v1.LabelSelector.match_expressions:type_name -> preemptd.v1.LabelSelectorRequirement
+	84,  // 2: preemptd.v1.Node.labels:type_name -> preemptd.v1.Node.LabelsEntry
+	12,  // 3: preemptd.v1.Node.taints:type_name -> preemptd.v1.Taint
+	85,  // 4: preemptd.v1.Node.allocatable:type_name -> preemptd.v1.Node.AllocatableEntry
+	86,  // 5: preemptd.v1.Node.annotations:type_name -> preemptd.v1.Node.AnnotationsEntry
+	11,  // 6: preemptd.v1.Node.conditions:type_name -> preemptd.v1.NodeCondition
+	10,  // 7: preemptd.v1.Node.images:type_name -> preemptd.v1.ContainerImage
+	9,   // 8: preemptd.v1.UpdateNodeRequest.upsert:type_name -> preemptd.v1.Node
+	5,   // 9: preemptd.v1.UpdateNodeRequest.delete:type_name -> preemptd.v1.ObjectRef
+	87,  // 10: preemptd.v1.Pod.labels:type_name -> preemptd.v1.Pod.LabelsEntry
+	17,  // 11: preemptd.v1.Pod.containers:type_name -> preemptd.v1.Container
+	17,  // 12: preemptd.v1.Pod.init_containers:type_name -> preemptd.v1.Container
+	88,  // 13: preemptd.v1.Pod.overhead:type_name -> preemptd.v1.Pod.OverheadEntry
+	19,  // 14: preemptd.v1.Pod.resources:type_name -> preemptd.v1.ResourceRequirements
+	20,  // 15: preemptd.v1.Pod.tolerations:type_name -> preemptd.v1.Toleration
+	89,  // 16: preemptd.v1.Pod.node_selector:type_name -> preemptd.v1.Pod.NodeSelectorEntry
+	21,  // 17: preemptd.v1.Pod.affinity:type_name -> preemptd.v1.Affinity
+	31,  // 18: preemptd.v1.Pod.topology_spread_constraints:type_name -> preemptd.v1.TopologySpreadConstraint
+	32,  // 19: preemptd.v1.Pod.conditions:type_name -> preemptd.v1.PodCondition
+	16,  // 20: preemptd.v1.Pod.scheduling_group:type_name -> preemptd.v1.PodSchedulingGroup
+	90,  // 21: preemptd.v1.Container.requests:type_name -> preemptd.v1.Container.RequestsEntry
+	91,  // 22: preemptd.v1.Container.limits:type_name -> preemptd.v1.Container.LimitsEntry
+	18,  // 23: preemptd.v1.Container.ports:type_name -> preemptd.v1.ContainerPort
+	92,  // 24: preemptd.v1.ResourceRequirements.requests:type_name -> preemptd.v1.ResourceRequirements.RequestsEntry
+	93,  // 25: preemptd.v1.ResourceRequirements.limits:type_name -> preemptd.v1.ResourceRequirements.LimitsEntry
+	22,  // 26: preemptd.v1.Affinity.node_affinity:type_name -> preemptd.v1.NodeAffinity
+	27,  // 27: preemptd.v1.Affinity.pod_affinity:type_name -> preemptd.v1.PodAffinity
+	28,  // 28: preemptd.v1.Affinity.pod_anti_affinity:type_name -> preemptd.v1.PodAntiAffinity
+	24,  // 29: preemptd.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.NodeSelector
+	23,  // 30: preemptd.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PreferredSchedulingTerm
+	25,  // 31: preemptd.v1.PreferredSchedulingTerm.preference:type_name -> preemptd.v1.NodeSelectorTerm
+	25,  // 32: preemptd.v1.NodeSelector.node_selector_terms:type_name -> preemptd.v1.NodeSelectorTerm
+	26,  // 33: preemptd.v1.NodeSelectorTerm.match_expressions:type_name -> preemptd.v1.NodeSelectorRequirement
+	26,  // 34: preemptd.v1.NodeSelectorTerm.match_fields:type_name -> preemptd.v1.NodeSelectorRequirement
+	30,  // 35: preemptd.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
+	29,  // 36: preemptd.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.WeightedPodAffinityTerm
+	30,  // 37: preemptd.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.PodAffinityTerm
+	29,  // 38: preemptd.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> preemptd.v1.WeightedPodAffinityTerm
+	30,  // 39: preemptd.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> preemptd.v1.PodAffinityTerm
+	7,   // 40: preemptd.v1.PodAffinityTerm.label_selector:type_name -> preemptd.v1.LabelSelector
+	7,   // 41: preemptd.v1.PodAffinityTerm.namespace_selector:type_name -> preemptd.v1.LabelSelector
+	7,   // 42: preemptd.v1.TopologySpreadConstraint.label_selector:type_name -> preemptd.v1.LabelSelector
+	15,  // 43: preemptd.v1.UpdatePodRequest.upsert:type_name -> preemptd.v1.Pod
+	5,   // 44: preemptd.v1.UpdatePodRequest.delete:type_name -> preemptd.v1.ObjectRef
+	7,   // 45: preemptd.v1.PodDisruptionBudget.selector:type_name -> preemptd.v1.LabelSelector
+	35,  // 46: preemptd.v1.UpdatePodDisruptionBudgetRequest.upsert:type_name -> preemptd.v1.PodDisruptionBudget
+	5,   // 47: preemptd.v1.UpdatePodDisruptionBudgetRequest.delete:type_name -> preemptd.v1.ObjectRef
+	38,  // 48: preemptd.v1.UpdatePriorityClassRequest.upsert:type_name -> preemptd.v1.PriorityClass
+	5,   // 49: preemptd.v1.UpdatePriorityClassRequest.delete:type_name -> preemptd.v1.ObjectRef
+	94,  // 50: preemptd.v1.Namespace.labels:type_name -> preemptd.v1.Namespace.LabelsEntry
+	41,  // 51: preemptd.v1.UpdateNamespaceRequest.upsert:type_name -> preemptd.v1.Namespace
+	5,   // 52: preemptd.v1.UpdateNamespaceRequest.delete:type_name -> preemptd.v1.ObjectRef
+	45,  // 53: preemptd.v1.PodGroup.scheduling_policy:type_name -> preemptd.v1.PodGroupSchedulingPolicy
+	48,  // 54: preemptd.v1.PodGroup.disruption_mode:type_name -> preemptd.v1.DisruptionMode
+	51,  // 55: preemptd.v1.PodGroup.workload_ref:type_name -> preemptd.v1.WorkloadReference
+	46,  // 56: preemptd.v1.PodGroupSchedulingPolicy.basic:type_name -> preemptd.v1.BasicSchedulingPolicy
+	47,  // 57: preemptd.v1.PodGroupSchedulingPolicy.gang:type_name -> preemptd.v1.GangSchedulingPolicy
+	49,  // 58: preemptd.v1.DisruptionMode.single:type_name -> preemptd.v1.SingleDisruptionMode
+	50,  // 59: preemptd.v1.DisruptionMode.all:type_name -> preemptd.v1.AllDisruptionMode
+	44,  // 60: preemptd.v1.UpdatePodGroupRequest.upsert:type_name -> preemptd.v1.PodGroup
+	5,   // 61: preemptd.v1.UpdatePodGroupRequest.delete:type_name -> preemptd.v1.ObjectRef
+	55,  // 62: preemptd.v1.Workload.pod_group_templates:type_name -> preemptd.v1.PodGroupTemplate
+	54,  // 63: preemptd.v1.UpdateWorkloadRequest.upsert:type_name -> preemptd.v1.Workload
+	5,   // 64: preemptd.v1.UpdateWorkloadRequest.delete:type_name -> preemptd.v1.ObjectRef
+	15,  // 65: preemptd.v1.PreemptRequest.pod:type_name -> preemptd.v1.Pod
+	6,   // 66: preemptd.v1.PreemptRequest.pod_ref:type_name -> preemptd.v1.PodRef
+	0,   // 67: preemptd.v1.PreemptRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
+	2,   // 68: preemptd.v1.FilterStatus.code:type_name -> preemptd.v1.StatusCode
+	59,  // 69: preemptd.v1.NodeDiagnostic.filter:type_name -> preemptd.v1.FilterStatus
+	59,  // 70: preemptd.v1.NodeDiagnostic.preemption:type_name -> preemptd.v1.FilterStatus
+	6,   // 71: preemptd.v1.NodeDiagnostic.victims:type_name -> preemptd.v1.PodRef
+	1,   // 72: preemptd.v1.PreemptResponse.outcome:type_name -> preemptd.v1.Outcome
+	6,   // 73: preemptd.v1.PreemptResponse.victims:type_name -> preemptd.v1.PodRef
+	6,   // 74: preemptd.v1.PreemptResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
+	60,  // 75: preemptd.v1.PreemptResponse.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
+	62,  // 76: preemptd.v1.PreemptResponse.placement:type_name -> preemptd.v1.Placement
+	63,  // 77: preemptd.v1.Placement.node_scores:type_name -> preemptd.v1.NodeScore
+	64,  // 78: preemptd.v1.NodeScore.plugins:type_name -> preemptd.v1.PluginScore
+	65,  // 79: preemptd.v1.PreemptGroupRequest.group_ref:type_name -> preemptd.v1.PodGroupRef
+	15,  // 80: preemptd.v1.PreemptGroupRequest.members:type_name -> preemptd.v1.Pod
+	0,   // 81: preemptd.v1.PreemptGroupRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
+	6,   // 82: preemptd.v1.GroupNomination.pod:type_name -> preemptd.v1.PodRef
+	1,   // 83: preemptd.v1.PreemptGroupResponse.outcome:type_name -> preemptd.v1.Outcome
+	6,   // 84: preemptd.v1.PreemptGroupResponse.victims:type_name -> preemptd.v1.PodRef
+	67,  // 85: preemptd.v1.PreemptGroupResponse.nominations:type_name -> preemptd.v1.GroupNomination
+	6,   // 86: preemptd.v1.PreemptGroupResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
+	6,   // 87: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
+	69,  // 88: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
+	3,   // 89: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
+	6,   // 90: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
+	13,  // 91: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
+	33,  // 92: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
+	36,  // 93: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	39,  // 94: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
+	42,  // 95: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
+	52,  // 96: preemptd.v1.SyncRequest.pod_group:type_name -> preemptd.v1.UpdatePodGroupRequest
+	56,  // 97: preemptd.v1.SyncRequest.workload:type_name -> preemptd.v1.UpdateWorkloadRequest
+	75,  // 98: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
+	75,  // 99: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
+	76,  // 100: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
+	0,   // 101: preemptd.v1.PlanDrainRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
+	6,   // 102: preemptd.v1.PodDrainPlan.pod:type_name -> preemptd.v1.PodRef
+	4,   // 103: preemptd.v1.PodDrainPlan.outcome:type_name -> preemptd.v1.DrainOutcome
+	6,   // 104: preemptd.v1.PodDrainPlan.victims:type_name -> preemptd.v1.PodRef
+	5,   // 105: preemptd.v1.PodDrainPlan.blocked_by_pdb:type_name -> preemptd.v1.ObjectRef
+	60,  // 106: preemptd.v1.PodDrainPlan.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
+	6,   // 107: preemptd.v1.DrainBatch.pods:type_name -> preemptd.v1.PodRef
+	79,  // 108: preemptd.v1.PlanDrainResponse.pods:type_name -> preemptd.v1.PodDrainPlan
+	80,  // 109: preemptd.v1.PlanDrainResponse.batches:type_name -> preemptd.v1.DrainBatch
+	81,  // 110: preemptd.v1.PlanDrainResponse.noticed_nodes:type_name -> preemptd.v1.NoticedNode
+	13,  // 111: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
+	33,  // 112: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
+	36,  // 113: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	39,  // 114: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
+	42,  // 115: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
+	52,  // 116: preemptd.v1.Preemption.UpdatePodGroup:input_type -> preemptd.v1.UpdatePodGroupRequest
+	56,  // 117: preemptd.v1.Preemption.UpdateWorkload:input_type -> preemptd.v1.UpdateWorkloadRequest
+	58,  // 118: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
+	70,  // 119: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
+	72,  // 120: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
+	74,  // 121: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
+	78,  // 122: preemptd.v1.Preemption.PlanDrain:input_type -> preemptd.v1.PlanDrainRequest
+	66,  // 123: preemptd.v1.Preemption.PreemptGroup:input_type -> preemptd.v1.PreemptGroupRequest
+	14,  // 124: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
+	34,  // 125: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
+	37,  // 126: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
+	40,  // 127: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
+	43,  // 128: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
+	53,  // 129: preemptd.v1.Preemption.UpdatePodGroup:output_type -> preemptd.v1.UpdatePodGroupResponse
+	57,  // 130: preemptd.v1.Preemption.UpdateWorkload:output_type -> preemptd.v1.UpdateWorkloadResponse
+	61,  // 131: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
+	71,  // 132: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
+	73,  // 133: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
+	77,  // 134: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
+	82,  // 135: preemptd.v1.Preemption.PlanDrain:output_type -> preemptd.v1.PlanDrainResponse
+	68,  // 136: preemptd.v1.Preemption.PreemptGroup:output_type -> preemptd.v1.PreemptGroupResponse
+	124, // [124:137] is the sub-list for method output_type
+	111, // [111:124] is the sub-list for method input_type
+	111, // [111:111] is the sub-list for extension type_name
+	111, // [111:111] is the sub-list for extension extendee
+	0,   // [0:111] is the sub-list for field type_name
 }
 
 func init() { file_preemptd_v1_preemptd_proto_init() }
@@ -5345,45 +7466,61 @@ func file_preemptd_v1_preemptd_proto_init() {
 		return
 	}
 	file_preemptd_v1_preemptd_proto_msgTypes[0].OneofWrappers = []any{}
-	file_preemptd_v1_preemptd_proto_msgTypes[7].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[8].OneofWrappers = []any{
 		(*UpdateNodeRequest_Upsert)(nil),
 		(*UpdateNodeRequest_UpsertJson)(nil),
 		(*UpdateNodeRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[9].OneofWrappers = []any{}
-	file_preemptd_v1_preemptd_proto_msgTypes[13].OneofWrappers = []any{}
-	file_preemptd_v1_preemptd_proto_msgTypes[22].OneofWrappers = []any{}
-	file_preemptd_v1_preemptd_proto_msgTypes[24].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[10].OneofWrappers = []any{}
+	file_preemptd_v1_preemptd_proto_msgTypes[15].OneofWrappers = []any{}
+	file_preemptd_v1_preemptd_proto_msgTypes[26].OneofWrappers = []any{}
+	file_preemptd_v1_preemptd_proto_msgTypes[28].OneofWrappers = []any{
 		(*UpdatePodRequest_Upsert)(nil),
 		(*UpdatePodRequest_UpsertJson)(nil),
 		(*UpdatePodRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[27].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[31].OneofWrappers = []any{
 		(*UpdatePodDisruptionBudgetRequest_Upsert)(nil),
 		(*UpdatePodDisruptionBudgetRequest_UpsertJson)(nil),
 		(*UpdatePodDisruptionBudgetRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[30].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[34].OneofWrappers = []any{
 		(*UpdatePriorityClassRequest_Upsert)(nil),
 		(*UpdatePriorityClassRequest_UpsertJson)(nil),
 		(*UpdatePriorityClassRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[33].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[37].OneofWrappers = []any{
 		(*UpdateNamespaceRequest_Upsert)(nil),
 		(*UpdateNamespaceRequest_UpsertJson)(nil),
 		(*UpdateNamespaceRequest_Delete)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[35].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[39].OneofWrappers = []any{}
+	file_preemptd_v1_preemptd_proto_msgTypes[47].OneofWrappers = []any{
+		(*UpdatePodGroupRequest_Upsert)(nil),
+		(*UpdatePodGroupRequest_UpsertJson)(nil),
+		(*UpdatePodGroupRequest_Delete)(nil),
+	}
+	file_preemptd_v1_preemptd_proto_msgTypes[51].OneofWrappers = []any{
+		(*UpdateWorkloadRequest_Upsert)(nil),
+		(*UpdateWorkloadRequest_UpsertJson)(nil),
+		(*UpdateWorkloadRequest_Delete)(nil),
+	}
+	file_preemptd_v1_preemptd_proto_msgTypes[53].OneofWrappers = []any{
 		(*PreemptRequest_Pod)(nil),
 		(*PreemptRequest_PodJson)(nil),
 		(*PreemptRequest_PodRef)(nil),
 	}
-	file_preemptd_v1_preemptd_proto_msgTypes[44].OneofWrappers = []any{
+	file_preemptd_v1_preemptd_proto_msgTypes[61].OneofWrappers = []any{
+		(*PreemptGroupRequest_GroupRef)(nil),
+	}
+	file_preemptd_v1_preemptd_proto_msgTypes[69].OneofWrappers = []any{
 		(*SyncRequest_Node)(nil),
 		(*SyncRequest_Pod)(nil),
 		(*SyncRequest_Pdb)(nil),
 		(*SyncRequest_PriorityClass)(nil),
 		(*SyncRequest_Namespace)(nil),
+		(*SyncRequest_PodGroup)(nil),
+		(*SyncRequest_Workload)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5391,7 +7528,7 @@ func file_preemptd_v1_preemptd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_preemptd_v1_preemptd_proto_rawDesc), len(file_preemptd_v1_preemptd_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   65,
+			NumMessages:   90,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -44,11 +44,14 @@ const (
 	Preemption_UpdatePodDisruptionBudget_FullMethodName = "/preemptd.v1.Preemption/UpdatePodDisruptionBudget"
 	Preemption_UpdatePriorityClass_FullMethodName       = "/preemptd.v1.Preemption/UpdatePriorityClass"
 	Preemption_UpdateNamespace_FullMethodName           = "/preemptd.v1.Preemption/UpdateNamespace"
+	Preemption_UpdatePodGroup_FullMethodName            = "/preemptd.v1.Preemption/UpdatePodGroup"
+	Preemption_UpdateWorkload_FullMethodName            = "/preemptd.v1.Preemption/UpdateWorkload"
 	Preemption_Preempt_FullMethodName                   = "/preemptd.v1.Preemption/Preempt"
 	Preemption_ListNominations_FullMethodName           = "/preemptd.v1.Preemption/ListNominations"
 	Preemption_WatchNominations_FullMethodName          = "/preemptd.v1.Preemption/WatchNominations"
 	Preemption_Sync_FullMethodName                      = "/preemptd.v1.Preemption/Sync"
 	Preemption_PlanDrain_FullMethodName                 = "/preemptd.v1.Preemption/PlanDrain"
+	Preemption_PreemptGroup_FullMethodName              = "/preemptd.v1.Preemption/PreemptGroup"
 )
 
 // PreemptionClient is the client API for Preemption service.
@@ -70,6 +73,11 @@ type PreemptionClient interface {
 	UpdatePriorityClass(ctx context.Context, in *UpdatePriorityClassRequest, opts ...grpc.CallOption) (*UpdatePriorityClassResponse, error)
 	// Upserts or deletes one Namespace: pod affinity's namespaceSelector matches its labels.
 	UpdateNamespace(ctx context.Context, in *UpdateNamespaceRequest, opts ...grpc.CallOption) (*UpdateNamespaceResponse, error)
+	// Upserts or deletes one PodGroup (scheduling.k8s.io/v1beta1): the pods in its namespace
+	// whose scheduling_group names it are its members. Kept whatever the feature gates say.
+	UpdatePodGroup(ctx context.Context, in *UpdatePodGroupRequest, opts ...grpc.CallOption) (*UpdatePodGroupResponse, error)
+	// Upserts or deletes one Workload (scheduling.k8s.io/v1beta1).
+	UpdateWorkload(ctx context.Context, in *UpdateWorkloadRequest, opts ...grpc.CallOption) (*UpdateWorkloadResponse, error)
 	// Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
 	// commits the decision to the cache (see PreemptRequest).
 	Preempt(ctx context.Context, in *PreemptRequest, opts ...grpc.CallOption) (*PreemptResponse, error)
@@ -84,7 +92,7 @@ type PreemptionClient interface {
 	// RESOURCE_EXHAUSTED after the events already queued for it; it resumes from the last
 	// revision it received. The stream ends with UNAVAILABLE when the server shuts down.
 	WatchNominations(ctx context.Context, in *WatchNominationsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchNominationsResponse], error)
-	// Sync applies a stream of node, pod and PodDisruptionBudget updates (a bulk load, e.g.
+	// Sync applies a stream of updates of every kind (a bulk load, e.g.
 	// an informer's initial list) in stream order. Each item is validated and applied exactly
 	// as the matching unary Update* call would; a rejected item is reported in the response
 	// and does not stop the items after it. The response comes once the client closes the
@@ -94,6 +102,11 @@ type PreemptionClient interface {
 	// go if evicted now, and an eviction order within every PodDisruptionBudget. Nothing is
 	// evicted or changed. Unknown node names are INVALID_ARGUMENT.
 	PlanDrain(ctx context.Context, in *PlanDrainRequest, opts ...grpc.CallOption) (*PlanDrainResponse, error)
+	// PreemptGroup decides preemption for a pending PodGroup as kube-scheduler v1.37's
+	// PodGroupPostFilter does (the server must answer as kubernetes 1.37 with
+	// GenericWorkload=true, else FAILED_PRECONDITION) and, unless dry_run, commits it
+	// (see PreemptGroupRequest).
+	PreemptGroup(ctx context.Context, in *PreemptGroupRequest, opts ...grpc.CallOption) (*PreemptGroupResponse, error)
 }
 
 type preemptionClient struct {
@@ -148,6 +161,26 @@ func (c *preemptionClient) UpdateNamespace(ctx context.Context, in *UpdateNamesp
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpdateNamespaceResponse)
 	err := c.cc.Invoke(ctx, Preemption_UpdateNamespace_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *preemptionClient) UpdatePodGroup(ctx context.Context, in *UpdatePodGroupRequest, opts ...grpc.CallOption) (*UpdatePodGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdatePodGroupResponse)
+	err := c.cc.Invoke(ctx, Preemption_UpdatePodGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *preemptionClient) UpdateWorkload(ctx context.Context, in *UpdateWorkloadRequest, opts ...grpc.CallOption) (*UpdateWorkloadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateWorkloadResponse)
+	err := c.cc.Invoke(ctx, Preemption_UpdateWorkload_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +249,16 @@ func (c *preemptionClient) PlanDrain(ctx context.Context, in *PlanDrainRequest, 
 	return out, nil
 }
 
+func (c *preemptionClient) PreemptGroup(ctx context.Context, in *PreemptGroupRequest, opts ...grpc.CallOption) (*PreemptGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PreemptGroupResponse)
+	err := c.cc.Invoke(ctx, Preemption_PreemptGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PreemptionServer is the server API for Preemption service.
 // All implementations must embed UnimplementedPreemptionServer
 // for forward compatibility.
@@ -235,6 +278,11 @@ type PreemptionServer interface {
 	UpdatePriorityClass(context.Context, *UpdatePriorityClassRequest) (*UpdatePriorityClassResponse, error)
 	// Upserts or deletes one Namespace: pod affinity's namespaceSelector matches its labels.
 	UpdateNamespace(context.Context, *UpdateNamespaceRequest) (*UpdateNamespaceResponse, error)
+	// Upserts or deletes one PodGroup (scheduling.k8s.io/v1beta1): the pods in its namespace
+	// whose scheduling_group names it are its members. Kept whatever the feature gates say.
+	UpdatePodGroup(context.Context, *UpdatePodGroupRequest) (*UpdatePodGroupResponse, error)
+	// Upserts or deletes one Workload (scheduling.k8s.io/v1beta1).
+	UpdateWorkload(context.Context, *UpdateWorkloadRequest) (*UpdateWorkloadResponse, error)
 	// Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
 	// commits the decision to the cache (see PreemptRequest).
 	Preempt(context.Context, *PreemptRequest) (*PreemptResponse, error)
@@ -249,7 +297,7 @@ type PreemptionServer interface {
 	// RESOURCE_EXHAUSTED after the events already queued for it; it resumes from the last
 	// revision it received. The stream ends with UNAVAILABLE when the server shuts down.
 	WatchNominations(*WatchNominationsRequest, grpc.ServerStreamingServer[WatchNominationsResponse]) error
-	// Sync applies a stream of node, pod and PodDisruptionBudget updates (a bulk load, e.g.
+	// Sync applies a stream of updates of every kind (a bulk load, e.g.
 	// an informer's initial list) in stream order. Each item is validated and applied exactly
 	// as the matching unary Update* call would; a rejected item is reported in the response
 	// and does not stop the items after it. The response comes once the client closes the
@@ -259,6 +307,11 @@ type PreemptionServer interface {
 	// go if evicted now, and an eviction order within every PodDisruptionBudget. Nothing is
 	// evicted or changed. Unknown node names are INVALID_ARGUMENT.
 	PlanDrain(context.Context, *PlanDrainRequest) (*PlanDrainResponse, error)
+	// PreemptGroup decides preemption for a pending PodGroup as kube-scheduler v1.37's
+	// PodGroupPostFilter does (the server must answer as kubernetes 1.37 with
+	// GenericWorkload=true, else FAILED_PRECONDITION) and, unless dry_run, commits it
+	// (see PreemptGroupRequest).
+	PreemptGroup(context.Context, *PreemptGroupRequest) (*PreemptGroupResponse, error)
 	mustEmbedUnimplementedPreemptionServer()
 }
 
@@ -284,6 +337,12 @@ func (UnimplementedPreemptionServer) UpdatePriorityClass(context.Context, *Updat
 func (UnimplementedPreemptionServer) UpdateNamespace(context.Context, *UpdateNamespaceRequest) (*UpdateNamespaceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateNamespace not implemented")
 }
+func (UnimplementedPreemptionServer) UpdatePodGroup(context.Context, *UpdatePodGroupRequest) (*UpdatePodGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdatePodGroup not implemented")
+}
+func (UnimplementedPreemptionServer) UpdateWorkload(context.Context, *UpdateWorkloadRequest) (*UpdateWorkloadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateWorkload not implemented")
+}
 func (UnimplementedPreemptionServer) Preempt(context.Context, *PreemptRequest) (*PreemptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Preempt not implemented")
 }
@@ -298,6 +357,9 @@ func (UnimplementedPreemptionServer) Sync(grpc.ClientStreamingServer[SyncRequest
 }
 func (UnimplementedPreemptionServer) PlanDrain(context.Context, *PlanDrainRequest) (*PlanDrainResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PlanDrain not implemented")
+}
+func (UnimplementedPreemptionServer) PreemptGroup(context.Context, *PreemptGroupRequest) (*PreemptGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PreemptGroup not implemented")
 }
 func (UnimplementedPreemptionServer) mustEmbedUnimplementedPreemptionServer() {}
 func (UnimplementedPreemptionServer) testEmbeddedByValue()                    {}
@@ -410,6 +472,42 @@ func _Preemption_UpdateNamespace_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Preemption_UpdatePodGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdatePodGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PreemptionServer).UpdatePodGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Preemption_UpdatePodGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PreemptionServer).UpdatePodGroup(ctx, req.(*UpdatePodGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Preemption_UpdateWorkload_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateWorkloadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PreemptionServer).UpdateWorkload(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Preemption_UpdateWorkload_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PreemptionServer).UpdateWorkload(ctx, req.(*UpdateWorkloadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Preemption_Preempt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PreemptRequest)
 	if err := dec(in); err != nil {
@@ -482,6 +580,24 @@ func _Preemption_PlanDrain_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Preemption_PreemptGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PreemptGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PreemptionServer).PreemptGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Preemption_PreemptGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PreemptionServer).PreemptGroup(ctx, req.(*PreemptGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Preemption_ServiceDesc is the grpc.ServiceDesc for Preemption service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -510,6 +626,14 @@ var Preemption_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Preemption_UpdateNamespace_Handler,
 		},
 		{
+			MethodName: "UpdatePodGroup",
+			Handler:    _Preemption_UpdatePodGroup_Handler,
+		},
+		{
+			MethodName: "UpdateWorkload",
+			Handler:    _Preemption_UpdateWorkload_Handler,
+		},
+		{
 			MethodName: "Preempt",
 			Handler:    _Preemption_Preempt_Handler,
 		},
@@ -520,6 +644,10 @@ var Preemption_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PlanDrain",
 			Handler:    _Preemption_PlanDrain_Handler,
+		},
+		{
+			MethodName: "PreemptGroup",
+			Handler:    _Preemption_PreemptGroup_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -108,7 +108,7 @@ class LabelSelectorRequirement(_message.Message):
     def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("name", "uid", "resource_version", "labels", "taints", "unschedulable", "allocatable", "annotations", "conditions")
+    __slots__ = ("name", "uid", "resource_version", "labels", "taints", "unschedulable", "allocatable", "annotations", "conditions", "images")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -139,6 +139,7 @@ class Node(_message.Message):
     ALLOCATABLE_FIELD_NUMBER: _ClassVar[int]
     ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
     CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    IMAGES_FIELD_NUMBER: _ClassVar[int]
     name: str
     uid: str
     resource_version: int
@@ -148,7 +149,16 @@ class Node(_message.Message):
     allocatable: _containers.ScalarMap[str, str]
     annotations: _containers.ScalarMap[str, str]
     conditions: _containers.RepeatedCompositeFieldContainer[NodeCondition]
-    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., unschedulable: _Optional[bool] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ...) -> None: ...
+    images: _containers.RepeatedCompositeFieldContainer[ContainerImage]
+    def __init__(self, name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., taints: _Optional[_Iterable[_Union[Taint, _Mapping]]] = ..., unschedulable: _Optional[bool] = ..., allocatable: _Optional[_Mapping[str, str]] = ..., annotations: _Optional[_Mapping[str, str]] = ..., conditions: _Optional[_Iterable[_Union[NodeCondition, _Mapping]]] = ..., images: _Optional[_Iterable[_Union[ContainerImage, _Mapping]]] = ...) -> None: ...
+
+class ContainerImage(_message.Message):
+    __slots__ = ("names", "size_bytes")
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    size_bytes: int
+    def __init__(self, names: _Optional[_Iterable[str]] = ..., size_bytes: _Optional[int] = ...) -> None: ...
 
 class NodeCondition(_message.Message):
     __slots__ = ("type", "status", "reason", "message")
@@ -197,7 +207,7 @@ class UpdateNodeResponse(_message.Message):
     def __init__(self, applied: _Optional[bool] = ..., resource_version: _Optional[int] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., stale: _Optional[str] = ...) -> None: ...
 
 class Pod(_message.Message):
-    __slots__ = ("namespace", "name", "uid", "resource_version", "labels", "node_name", "scheduler_name", "priority", "preemption_policy", "containers", "init_containers", "overhead", "resources", "tolerations", "node_selector", "affinity", "topology_spread_constraints", "start_time", "deletion_timestamp", "conditions", "nominated_node_name", "phase", "priority_class_name")
+    __slots__ = ("namespace", "name", "uid", "resource_version", "labels", "node_name", "scheduler_name", "priority", "preemption_policy", "containers", "init_containers", "overhead", "resources", "tolerations", "node_selector", "affinity", "topology_spread_constraints", "start_time", "deletion_timestamp", "conditions", "nominated_node_name", "phase", "priority_class_name", "scheduling_group")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -242,6 +252,7 @@ class Pod(_message.Message):
     NOMINATED_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_GROUP_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     name: str
     uid: str
@@ -265,10 +276,17 @@ class Pod(_message.Message):
     nominated_node_name: str
     phase: str
     priority_class_name: str
-    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., start_time: _Optional[str] = ..., deletion_timestamp: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., nominated_node_name: _Optional[str] = ..., phase: _Optional[str] = ..., priority_class_name: _Optional[str] = ...) -> None: ...
+    scheduling_group: PodSchedulingGroup
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., labels: _Optional[_Mapping[str, str]] = ..., node_name: _Optional[str] = ..., scheduler_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., init_containers: _Optional[_Iterable[_Union[Container, _Mapping]]] = ..., overhead: _Optional[_Mapping[str, str]] = ..., resources: _Optional[_Union[ResourceRequirements, _Mapping]] = ..., tolerations: _Optional[_Iterable[_Union[Toleration, _Mapping]]] = ..., node_selector: _Optional[_Mapping[str, str]] = ..., affinity: _Optional[_Union[Affinity, _Mapping]] = ..., topology_spread_constraints: _Optional[_Iterable[_Union[TopologySpreadConstraint, _Mapping]]] = ..., start_time: _Optional[str] = ..., deletion_timestamp: _Optional[str] = ..., conditions: _Optional[_Iterable[_Union[PodCondition, _Mapping]]] = ..., nominated_node_name: _Optional[str] = ..., phase: _Optional[str] = ..., priority_class_name: _Optional[str] = ..., scheduling_group: _Optional[_Union[PodSchedulingGroup, _Mapping]] = ...) -> None: ...
+
+class PodSchedulingGroup(_message.Message):
+    __slots__ = ("pod_group_name",)
+    POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    pod_group_name: str
+    def __init__(self, pod_group_name: _Optional[str] = ...) -> None: ...
 
 class Container(_message.Message):
-    __slots__ = ("name", "requests", "limits", "ports", "restart_policy")
+    __slots__ = ("name", "requests", "limits", "ports", "restart_policy", "image")
     class RequestsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -288,12 +306,14 @@ class Container(_message.Message):
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     PORTS_FIELD_NUMBER: _ClassVar[int]
     RESTART_POLICY_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
     name: str
     requests: _containers.ScalarMap[str, str]
     limits: _containers.ScalarMap[str, str]
     ports: _containers.RepeatedCompositeFieldContainer[ContainerPort]
     restart_policy: str
-    def __init__(self, name: _Optional[str] = ..., requests: _Optional[_Mapping[str, str]] = ..., limits: _Optional[_Mapping[str, str]] = ..., ports: _Optional[_Iterable[_Union[ContainerPort, _Mapping]]] = ..., restart_policy: _Optional[str] = ...) -> None: ...
+    image: str
+    def __init__(self, name: _Optional[str] = ..., requests: _Optional[_Mapping[str, str]] = ..., limits: _Optional[_Mapping[str, str]] = ..., ports: _Optional[_Iterable[_Union[ContainerPort, _Mapping]]] = ..., restart_policy: _Optional[str] = ..., image: _Optional[str] = ...) -> None: ...
 
 class ContainerPort(_message.Message):
     __slots__ = ("host_port", "protocol", "host_ip", "container_port")
@@ -354,10 +374,20 @@ class Affinity(_message.Message):
     def __init__(self, node_affinity: _Optional[_Union[NodeAffinity, _Mapping]] = ..., pod_affinity: _Optional[_Union[PodAffinity, _Mapping]] = ..., pod_anti_affinity: _Optional[_Union[PodAntiAffinity, _Mapping]] = ...) -> None: ...
 
 class NodeAffinity(_message.Message):
-    __slots__ = ("required_during_scheduling_ignored_during_execution",)
+    __slots__ = ("required_during_scheduling_ignored_during_execution", "preferred_during_scheduling_ignored_during_execution")
     REQUIRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     required_during_scheduling_ignored_during_execution: NodeSelector
-    def __init__(self, required_during_scheduling_ignored_during_execution: _Optional[_Union[NodeSelector, _Mapping]] = ...) -> None: ...
+    preferred_during_scheduling_ignored_during_execution: _containers.RepeatedCompositeFieldContainer[PreferredSchedulingTerm]
+    def __init__(self, required_during_scheduling_ignored_during_execution: _Optional[_Union[NodeSelector, _Mapping]] = ..., preferred_during_scheduling_ignored_during_execution: _Optional[_Iterable[_Union[PreferredSchedulingTerm, _Mapping]]] = ...) -> None: ...
+
+class PreferredSchedulingTerm(_message.Message):
+    __slots__ = ("weight", "preference")
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    PREFERENCE_FIELD_NUMBER: _ClassVar[int]
+    weight: int
+    preference: NodeSelectorTerm
+    def __init__(self, weight: _Optional[int] = ..., preference: _Optional[_Union[NodeSelectorTerm, _Mapping]] = ...) -> None: ...
 
 class NodeSelector(_message.Message):
     __slots__ = ("node_selector_terms",)
@@ -384,16 +414,28 @@ class NodeSelectorRequirement(_message.Message):
     def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PodAffinity(_message.Message):
-    __slots__ = ("required_during_scheduling_ignored_during_execution",)
+    __slots__ = ("required_during_scheduling_ignored_during_execution", "preferred_during_scheduling_ignored_during_execution")
     REQUIRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     required_during_scheduling_ignored_during_execution: _containers.RepeatedCompositeFieldContainer[PodAffinityTerm]
-    def __init__(self, required_during_scheduling_ignored_during_execution: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ...) -> None: ...
+    preferred_during_scheduling_ignored_during_execution: _containers.RepeatedCompositeFieldContainer[WeightedPodAffinityTerm]
+    def __init__(self, required_during_scheduling_ignored_during_execution: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., preferred_during_scheduling_ignored_during_execution: _Optional[_Iterable[_Union[WeightedPodAffinityTerm, _Mapping]]] = ...) -> None: ...
 
 class PodAntiAffinity(_message.Message):
-    __slots__ = ("required_during_scheduling_ignored_during_execution",)
+    __slots__ = ("required_during_scheduling_ignored_during_execution", "preferred_during_scheduling_ignored_during_execution")
     REQUIRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _ClassVar[int]
     required_during_scheduling_ignored_during_execution: _containers.RepeatedCompositeFieldContainer[PodAffinityTerm]
-    def __init__(self, required_during_scheduling_ignored_during_execution: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ...) -> None: ...
+    preferred_during_scheduling_ignored_during_execution: _containers.RepeatedCompositeFieldContainer[WeightedPodAffinityTerm]
+    def __init__(self, required_during_scheduling_ignored_during_execution: _Optional[_Iterable[_Union[PodAffinityTerm, _Mapping]]] = ..., preferred_during_scheduling_ignored_during_execution: _Optional[_Iterable[_Union[WeightedPodAffinityTerm, _Mapping]]] = ...) -> None: ...
+
+class WeightedPodAffinityTerm(_message.Message):
+    __slots__ = ("weight", "pod_affinity_term")
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    POD_AFFINITY_TERM_FIELD_NUMBER: _ClassVar[int]
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+    def __init__(self, weight: _Optional[int] = ..., pod_affinity_term: _Optional[_Union[PodAffinityTerm, _Mapping]] = ...) -> None: ...
 
 class PodAffinityTerm(_message.Message):
     __slots__ = ("label_selector", "namespaces", "namespace_selector", "topology_key")
@@ -586,6 +628,144 @@ class UpdateNamespaceResponse(_message.Message):
     stale: str
     def __init__(self, applied: _Optional[bool] = ..., resource_version: _Optional[int] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., stale: _Optional[str] = ...) -> None: ...
 
+class PodGroup(_message.Message):
+    __slots__ = ("namespace", "name", "uid", "resource_version", "creation_timestamp", "scheduling_policy", "disruption_mode", "priority_class_name", "priority", "preemption_policy", "parent_composite_pod_group_name", "workload_ref")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CREATION_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_POLICY_FIELD_NUMBER: _ClassVar[int]
+    DISRUPTION_MODE_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_CLASS_NAME_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    PREEMPTION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    PARENT_COMPOSITE_POD_GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_REF_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    uid: str
+    resource_version: int
+    creation_timestamp: str
+    scheduling_policy: PodGroupSchedulingPolicy
+    disruption_mode: DisruptionMode
+    priority_class_name: str
+    priority: int
+    preemption_policy: str
+    parent_composite_pod_group_name: str
+    workload_ref: WorkloadReference
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., creation_timestamp: _Optional[str] = ..., scheduling_policy: _Optional[_Union[PodGroupSchedulingPolicy, _Mapping]] = ..., disruption_mode: _Optional[_Union[DisruptionMode, _Mapping]] = ..., priority_class_name: _Optional[str] = ..., priority: _Optional[int] = ..., preemption_policy: _Optional[str] = ..., parent_composite_pod_group_name: _Optional[str] = ..., workload_ref: _Optional[_Union[WorkloadReference, _Mapping]] = ...) -> None: ...
+
+class PodGroupSchedulingPolicy(_message.Message):
+    __slots__ = ("basic", "gang")
+    BASIC_FIELD_NUMBER: _ClassVar[int]
+    GANG_FIELD_NUMBER: _ClassVar[int]
+    basic: BasicSchedulingPolicy
+    gang: GangSchedulingPolicy
+    def __init__(self, basic: _Optional[_Union[BasicSchedulingPolicy, _Mapping]] = ..., gang: _Optional[_Union[GangSchedulingPolicy, _Mapping]] = ...) -> None: ...
+
+class BasicSchedulingPolicy(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GangSchedulingPolicy(_message.Message):
+    __slots__ = ("min_count",)
+    MIN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    min_count: int
+    def __init__(self, min_count: _Optional[int] = ...) -> None: ...
+
+class DisruptionMode(_message.Message):
+    __slots__ = ("single", "all")
+    SINGLE_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    single: SingleDisruptionMode
+    all: AllDisruptionMode
+    def __init__(self, single: _Optional[_Union[SingleDisruptionMode, _Mapping]] = ..., all: _Optional[_Union[AllDisruptionMode, _Mapping]] = ...) -> None: ...
+
+class SingleDisruptionMode(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AllDisruptionMode(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WorkloadReference(_message.Message):
+    __slots__ = ("workload_name", "template_name")
+    WORKLOAD_NAME_FIELD_NUMBER: _ClassVar[int]
+    TEMPLATE_NAME_FIELD_NUMBER: _ClassVar[int]
+    workload_name: str
+    template_name: str
+    def __init__(self, workload_name: _Optional[str] = ..., template_name: _Optional[str] = ...) -> None: ...
+
+class UpdatePodGroupRequest(_message.Message):
+    __slots__ = ("upsert", "upsert_json", "delete")
+    UPSERT_FIELD_NUMBER: _ClassVar[int]
+    UPSERT_JSON_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FIELD_NUMBER: _ClassVar[int]
+    upsert: PodGroup
+    upsert_json: str
+    delete: ObjectRef
+    def __init__(self, upsert: _Optional[_Union[PodGroup, _Mapping]] = ..., upsert_json: _Optional[str] = ..., delete: _Optional[_Union[ObjectRef, _Mapping]] = ...) -> None: ...
+
+class UpdatePodGroupResponse(_message.Message):
+    __slots__ = ("applied", "resource_version", "revision", "epoch", "stale")
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    applied: bool
+    resource_version: int
+    revision: int
+    epoch: str
+    stale: str
+    def __init__(self, applied: _Optional[bool] = ..., resource_version: _Optional[int] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., stale: _Optional[str] = ...) -> None: ...
+
+class Workload(_message.Message):
+    __slots__ = ("namespace", "name", "uid", "resource_version", "pod_group_templates")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_TEMPLATES_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    uid: str
+    resource_version: int
+    pod_group_templates: _containers.RepeatedCompositeFieldContainer[PodGroupTemplate]
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ..., resource_version: _Optional[int] = ..., pod_group_templates: _Optional[_Iterable[_Union[PodGroupTemplate, _Mapping]]] = ...) -> None: ...
+
+class PodGroupTemplate(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class UpdateWorkloadRequest(_message.Message):
+    __slots__ = ("upsert", "upsert_json", "delete")
+    UPSERT_FIELD_NUMBER: _ClassVar[int]
+    UPSERT_JSON_FIELD_NUMBER: _ClassVar[int]
+    DELETE_FIELD_NUMBER: _ClassVar[int]
+    upsert: Workload
+    upsert_json: str
+    delete: ObjectRef
+    def __init__(self, upsert: _Optional[_Union[Workload, _Mapping]] = ..., upsert_json: _Optional[str] = ..., delete: _Optional[_Union[ObjectRef, _Mapping]] = ...) -> None: ...
+
+class UpdateWorkloadResponse(_message.Message):
+    __slots__ = ("applied", "resource_version", "revision", "epoch", "stale")
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    applied: bool
+    resource_version: int
+    revision: int
+    epoch: str
+    stale: str
+    def __init__(self, applied: _Optional[bool] = ..., resource_version: _Optional[int] = ..., revision: _Optional[int] = ..., epoch: _Optional[str] = ..., stale: _Optional[str] = ...) -> None: ...
+
 class PreemptRequest(_message.Message):
     __slots__ = ("pod", "pod_json", "pod_ref", "dry_run", "explain", "pdb_mode")
     POD_FIELD_NUMBER: _ClassVar[int]
@@ -631,7 +811,7 @@ class NodeDiagnostic(_message.Message):
     def __init__(self, node: _Optional[str] = ..., filter: _Optional[_Union[FilterStatus, _Mapping]] = ..., preemption: _Optional[_Union[FilterStatus, _Mapping]] = ..., victims: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., pdb_violations: _Optional[int] = ..., candidate: _Optional[bool] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PreemptResponse(_message.Message):
-    __slots__ = ("outcome", "nominated_node_name", "victims", "nominated_pods_to_clear", "pdb_violations", "message", "feasible_nodes", "diagnostics", "epoch", "revision", "nominations_revision", "kubernetes_version")
+    __slots__ = ("outcome", "nominated_node_name", "victims", "nominated_pods_to_clear", "pdb_violations", "message", "feasible_nodes", "diagnostics", "epoch", "revision", "nominations_revision", "kubernetes_version", "placement")
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     NOMINATED_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     VICTIMS_FIELD_NUMBER: _ClassVar[int]
@@ -644,6 +824,7 @@ class PreemptResponse(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     NOMINATIONS_REVISION_FIELD_NUMBER: _ClassVar[int]
     KUBERNETES_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     outcome: Outcome
     nominated_node_name: str
     victims: _containers.RepeatedCompositeFieldContainer[PodRef]
@@ -656,7 +837,104 @@ class PreemptResponse(_message.Message):
     revision: int
     nominations_revision: int
     kubernetes_version: str
-    def __init__(self, outcome: _Optional[_Union[Outcome, str]] = ..., nominated_node_name: _Optional[str] = ..., victims: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., nominated_pods_to_clear: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., pdb_violations: _Optional[int] = ..., message: _Optional[str] = ..., feasible_nodes: _Optional[_Iterable[str]] = ..., diagnostics: _Optional[_Iterable[_Union[NodeDiagnostic, _Mapping]]] = ..., epoch: _Optional[str] = ..., revision: _Optional[int] = ..., nominations_revision: _Optional[int] = ..., kubernetes_version: _Optional[str] = ...) -> None: ...
+    placement: Placement
+    def __init__(self, outcome: _Optional[_Union[Outcome, str]] = ..., nominated_node_name: _Optional[str] = ..., victims: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., nominated_pods_to_clear: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., pdb_violations: _Optional[int] = ..., message: _Optional[str] = ..., feasible_nodes: _Optional[_Iterable[str]] = ..., diagnostics: _Optional[_Iterable[_Union[NodeDiagnostic, _Mapping]]] = ..., epoch: _Optional[str] = ..., revision: _Optional[int] = ..., nominations_revision: _Optional[int] = ..., kubernetes_version: _Optional[str] = ..., placement: _Optional[_Union[Placement, _Mapping]] = ...) -> None: ...
+
+class Placement(_message.Message):
+    __slots__ = ("node_name", "score", "tied_nodes", "node_scores", "feasible_nodes")
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    TIED_NODES_FIELD_NUMBER: _ClassVar[int]
+    NODE_SCORES_FIELD_NUMBER: _ClassVar[int]
+    FEASIBLE_NODES_FIELD_NUMBER: _ClassVar[int]
+    node_name: str
+    score: int
+    tied_nodes: _containers.RepeatedScalarFieldContainer[str]
+    node_scores: _containers.RepeatedCompositeFieldContainer[NodeScore]
+    feasible_nodes: int
+    def __init__(self, node_name: _Optional[str] = ..., score: _Optional[int] = ..., tied_nodes: _Optional[_Iterable[str]] = ..., node_scores: _Optional[_Iterable[_Union[NodeScore, _Mapping]]] = ..., feasible_nodes: _Optional[int] = ...) -> None: ...
+
+class NodeScore(_message.Message):
+    __slots__ = ("node_name", "total", "plugins")
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    PLUGINS_FIELD_NUMBER: _ClassVar[int]
+    node_name: str
+    total: int
+    plugins: _containers.RepeatedCompositeFieldContainer[PluginScore]
+    def __init__(self, node_name: _Optional[str] = ..., total: _Optional[int] = ..., plugins: _Optional[_Iterable[_Union[PluginScore, _Mapping]]] = ...) -> None: ...
+
+class PluginScore(_message.Message):
+    __slots__ = ("plugin", "score", "weight")
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    plugin: str
+    score: int
+    weight: int
+    def __init__(self, plugin: _Optional[str] = ..., score: _Optional[int] = ..., weight: _Optional[int] = ...) -> None: ...
+
+class PodGroupRef(_message.Message):
+    __slots__ = ("namespace", "name", "uid")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UID_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    name: str
+    uid: str
+    def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ...) -> None: ...
+
+class PreemptGroupRequest(_message.Message):
+    __slots__ = ("group_ref", "members", "member_json", "dry_run", "explain", "pdb_mode")
+    GROUP_REF_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_JSON_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    PDB_MODE_FIELD_NUMBER: _ClassVar[int]
+    group_ref: PodGroupRef
+    members: _containers.RepeatedCompositeFieldContainer[Pod]
+    member_json: _containers.RepeatedScalarFieldContainer[str]
+    dry_run: bool
+    explain: bool
+    pdb_mode: PdbMode
+    def __init__(self, group_ref: _Optional[_Union[PodGroupRef, _Mapping]] = ..., members: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., member_json: _Optional[_Iterable[str]] = ..., dry_run: _Optional[bool] = ..., explain: _Optional[bool] = ..., pdb_mode: _Optional[_Union[PdbMode, str]] = ...) -> None: ...
+
+class GroupNomination(_message.Message):
+    __slots__ = ("pod", "node_name")
+    POD_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    pod: PodRef
+    node_name: str
+    def __init__(self, pod: _Optional[_Union[PodRef, _Mapping]] = ..., node_name: _Optional[str] = ...) -> None: ...
+
+class PreemptGroupResponse(_message.Message):
+    __slots__ = ("outcome", "victims", "pdb_violations", "nominations", "nominated_pods_to_clear", "message", "kubernetes_version", "pod_group_disruptions", "notes", "epoch", "revision", "nominations_revision")
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    VICTIMS_FIELD_NUMBER: _ClassVar[int]
+    PDB_VIOLATIONS_FIELD_NUMBER: _ClassVar[int]
+    NOMINATIONS_FIELD_NUMBER: _ClassVar[int]
+    NOMINATED_PODS_TO_CLEAR_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_VERSION_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_DISRUPTIONS_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    NOMINATIONS_REVISION_FIELD_NUMBER: _ClassVar[int]
+    outcome: Outcome
+    victims: _containers.RepeatedCompositeFieldContainer[PodRef]
+    pdb_violations: int
+    nominations: _containers.RepeatedCompositeFieldContainer[GroupNomination]
+    nominated_pods_to_clear: _containers.RepeatedCompositeFieldContainer[PodRef]
+    message: str
+    kubernetes_version: str
+    pod_group_disruptions: int
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    epoch: str
+    revision: int
+    nominations_revision: int
+    def __init__(self, outcome: _Optional[_Union[Outcome, str]] = ..., victims: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., pdb_violations: _Optional[int] = ..., nominations: _Optional[_Iterable[_Union[GroupNomination, _Mapping]]] = ..., nominated_pods_to_clear: _Optional[_Iterable[_Union[PodRef, _Mapping]]] = ..., message: _Optional[str] = ..., kubernetes_version: _Optional[str] = ..., pod_group_disruptions: _Optional[int] = ..., notes: _Optional[_Iterable[str]] = ..., epoch: _Optional[str] = ..., revision: _Optional[int] = ..., nominations_revision: _Optional[int] = ...) -> None: ...
 
 class Nomination(_message.Message):
     __slots__ = ("pod", "priority", "node")
@@ -689,7 +967,7 @@ class WatchNominationsRequest(_message.Message):
     def __init__(self, after_revision: _Optional[int] = ...) -> None: ...
 
 class WatchNominationsResponse(_message.Message):
-    __slots__ = ("revision", "type", "pod", "node", "priority", "initial", "epoch")
+    __slots__ = ("revision", "type", "pod", "node", "priority", "initial", "epoch", "batch_revision")
     REVISION_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     POD_FIELD_NUMBER: _ClassVar[int]
@@ -697,6 +975,7 @@ class WatchNominationsResponse(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     INITIAL_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    BATCH_REVISION_FIELD_NUMBER: _ClassVar[int]
     revision: int
     type: NominationEventType
     pod: PodRef
@@ -704,35 +983,44 @@ class WatchNominationsResponse(_message.Message):
     priority: int
     initial: bool
     epoch: str
-    def __init__(self, revision: _Optional[int] = ..., type: _Optional[_Union[NominationEventType, str]] = ..., pod: _Optional[_Union[PodRef, _Mapping]] = ..., node: _Optional[str] = ..., priority: _Optional[int] = ..., initial: _Optional[bool] = ..., epoch: _Optional[str] = ...) -> None: ...
+    batch_revision: int
+    def __init__(self, revision: _Optional[int] = ..., type: _Optional[_Union[NominationEventType, str]] = ..., pod: _Optional[_Union[PodRef, _Mapping]] = ..., node: _Optional[str] = ..., priority: _Optional[int] = ..., initial: _Optional[bool] = ..., epoch: _Optional[str] = ..., batch_revision: _Optional[int] = ...) -> None: ...
 
 class SyncRequest(_message.Message):
-    __slots__ = ("node", "pod", "pdb", "priority_class", "namespace")
+    __slots__ = ("node", "pod", "pdb", "priority_class", "namespace", "pod_group", "workload")
     NODE_FIELD_NUMBER: _ClassVar[int]
     POD_FIELD_NUMBER: _ClassVar[int]
     PDB_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
     node: UpdateNodeRequest
     pod: UpdatePodRequest
     pdb: UpdatePodDisruptionBudgetRequest
     priority_class: UpdatePriorityClassRequest
     namespace: UpdateNamespaceRequest
-    def __init__(self, node: _Optional[_Union[UpdateNodeRequest, _Mapping]] = ..., pod: _Optional[_Union[UpdatePodRequest, _Mapping]] = ..., pdb: _Optional[_Union[UpdatePodDisruptionBudgetRequest, _Mapping]] = ..., priority_class: _Optional[_Union[UpdatePriorityClassRequest, _Mapping]] = ..., namespace: _Optional[_Union[UpdateNamespaceRequest, _Mapping]] = ...) -> None: ...
+    pod_group: UpdatePodGroupRequest
+    workload: UpdateWorkloadRequest
+    def __init__(self, node: _Optional[_Union[UpdateNodeRequest, _Mapping]] = ..., pod: _Optional[_Union[UpdatePodRequest, _Mapping]] = ..., pdb: _Optional[_Union[UpdatePodDisruptionBudgetRequest, _Mapping]] = ..., priority_class: _Optional[_Union[UpdatePriorityClassRequest, _Mapping]] = ..., namespace: _Optional[_Union[UpdateNamespaceRequest, _Mapping]] = ..., pod_group: _Optional[_Union[UpdatePodGroupRequest, _Mapping]] = ..., workload: _Optional[_Union[UpdateWorkloadRequest, _Mapping]] = ...) -> None: ...
 
 class SyncCounts(_message.Message):
-    __slots__ = ("nodes", "pods", "pdbs", "priority_classes", "namespaces")
+    __slots__ = ("nodes", "pods", "pdbs", "priority_classes", "namespaces", "pod_groups", "workloads")
     NODES_FIELD_NUMBER: _ClassVar[int]
     PODS_FIELD_NUMBER: _ClassVar[int]
     PDBS_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_CLASSES_FIELD_NUMBER: _ClassVar[int]
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    WORKLOADS_FIELD_NUMBER: _ClassVar[int]
     nodes: int
     pods: int
     pdbs: int
     priority_classes: int
     namespaces: int
-    def __init__(self, nodes: _Optional[int] = ..., pods: _Optional[int] = ..., pdbs: _Optional[int] = ..., priority_classes: _Optional[int] = ..., namespaces: _Optional[int] = ...) -> None: ...
+    pod_groups: int
+    workloads: int
+    def __init__(self, nodes: _Optional[int] = ..., pods: _Optional[int] = ..., pdbs: _Optional[int] = ..., priority_classes: _Optional[int] = ..., namespaces: _Optional[int] = ..., pod_groups: _Optional[int] = ..., workloads: _Optional[int] = ...) -> None: ...
 
 class SyncRejection(_message.Message):
     __slots__ = ("index", "code", "field", "message")

@@ -60,6 +60,16 @@ class PreemptionStub:
                 request_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceRequest.SerializeToString,
                 response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceResponse.FromString,
                 _registered_method=True)
+        self.UpdatePodGroup = channel.unary_unary(
+                '/preemptd.v1.Preemption/UpdatePodGroup',
+                request_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePodGroupRequest.SerializeToString,
+                response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePodGroupResponse.FromString,
+                _registered_method=True)
+        self.UpdateWorkload = channel.unary_unary(
+                '/preemptd.v1.Preemption/UpdateWorkload',
+                request_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateWorkloadRequest.SerializeToString,
+                response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateWorkloadResponse.FromString,
+                _registered_method=True)
         self.Preempt = channel.unary_unary(
                 '/preemptd.v1.Preemption/Preempt',
                 request_serializer=preemptd_dot_v1_dot_preemptd__pb2.PreemptRequest.SerializeToString,
@@ -84,6 +94,11 @@ class PreemptionStub:
                 '/preemptd.v1.Preemption/PlanDrain',
                 request_serializer=preemptd_dot_v1_dot_preemptd__pb2.PlanDrainRequest.SerializeToString,
                 response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.PlanDrainResponse.FromString,
+                _registered_method=True)
+        self.PreemptGroup = channel.unary_unary(
+                '/preemptd.v1.Preemption/PreemptGroup',
+                request_serializer=preemptd_dot_v1_dot_preemptd__pb2.PreemptGroupRequest.SerializeToString,
+                response_deserializer=preemptd_dot_v1_dot_preemptd__pb2.PreemptGroupResponse.FromString,
                 _registered_method=True)
 
 
@@ -129,6 +144,21 @@ class PreemptionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdatePodGroup(self, request, context):
+        """Upserts or deletes one PodGroup (scheduling.k8s.io/v1beta1): the pods in its namespace
+        whose scheduling_group names it are its members. Kept whatever the feature gates say.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateWorkload(self, request, context):
+        """Upserts or deletes one Workload (scheduling.k8s.io/v1beta1).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Preempt(self, request, context):
         """Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
         commits the decision to the cache (see PreemptRequest).
@@ -159,7 +189,7 @@ class PreemptionServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Sync(self, request_iterator, context):
-        """Sync applies a stream of node, pod and PodDisruptionBudget updates (a bulk load, e.g.
+        """Sync applies a stream of updates of every kind (a bulk load, e.g.
         an informer's initial list) in stream order. Each item is validated and applied exactly
         as the matching unary Update* call would; a rejected item is reported in the response
         and does not stop the items after it. The response comes once the client closes the
@@ -173,6 +203,16 @@ class PreemptionServicer:
         """PlanDrain plans the drain of nodes about to go away: where each of their pods would
         go if evicted now, and an eviction order within every PodDisruptionBudget. Nothing is
         evicted or changed. Unknown node names are INVALID_ARGUMENT.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PreemptGroup(self, request, context):
+        """PreemptGroup decides preemption for a pending PodGroup as kube-scheduler v1.37's
+        PodGroupPostFilter does (the server must answer as kubernetes 1.37 with
+        GenericWorkload=true, else FAILED_PRECONDITION) and, unless dry_run, commits it
+        (see PreemptGroupRequest).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -206,6 +246,16 @@ def add_PreemptionServicer_to_server(servicer, server):
                     request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceRequest.FromString,
                     response_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateNamespaceResponse.SerializeToString,
             ),
+            'UpdatePodGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdatePodGroup,
+                    request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePodGroupRequest.FromString,
+                    response_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdatePodGroupResponse.SerializeToString,
+            ),
+            'UpdateWorkload': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateWorkload,
+                    request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateWorkloadRequest.FromString,
+                    response_serializer=preemptd_dot_v1_dot_preemptd__pb2.UpdateWorkloadResponse.SerializeToString,
+            ),
             'Preempt': grpc.unary_unary_rpc_method_handler(
                     servicer.Preempt,
                     request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.PreemptRequest.FromString,
@@ -230,6 +280,11 @@ def add_PreemptionServicer_to_server(servicer, server):
                     servicer.PlanDrain,
                     request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.PlanDrainRequest.FromString,
                     response_serializer=preemptd_dot_v1_dot_preemptd__pb2.PlanDrainResponse.SerializeToString,
+            ),
+            'PreemptGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.PreemptGroup,
+                    request_deserializer=preemptd_dot_v1_dot_preemptd__pb2.PreemptGroupRequest.FromString,
+                    response_serializer=preemptd_dot_v1_dot_preemptd__pb2.PreemptGroupResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -379,6 +434,60 @@ class Preemption:
             _registered_method=True)
 
     @staticmethod
+    def UpdatePodGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/preemptd.v1.Preemption/UpdatePodGroup',
+            preemptd_dot_v1_dot_preemptd__pb2.UpdatePodGroupRequest.SerializeToString,
+            preemptd_dot_v1_dot_preemptd__pb2.UpdatePodGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateWorkload(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/preemptd.v1.Preemption/UpdateWorkload',
+            preemptd_dot_v1_dot_preemptd__pb2.UpdateWorkloadRequest.SerializeToString,
+            preemptd_dot_v1_dot_preemptd__pb2.UpdateWorkloadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def Preempt(request,
             target,
             options=(),
@@ -503,6 +612,33 @@ class Preemption:
             '/preemptd.v1.Preemption/PlanDrain',
             preemptd_dot_v1_dot_preemptd__pb2.PlanDrainRequest.SerializeToString,
             preemptd_dot_v1_dot_preemptd__pb2.PlanDrainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PreemptGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/preemptd.v1.Preemption/PreemptGroup',
+            preemptd_dot_v1_dot_preemptd__pb2.PreemptGroupRequest.SerializeToString,
+            preemptd_dot_v1_dot_preemptd__pb2.PreemptGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -308,15 +308,15 @@ export function drainOutcomeToJSON(object: DrainOutcome): string {
 /** ObjectRef names an object to delete. */
 export interface ObjectRef {
   /**
-   * Namespace of a pod or PodDisruptionBudget; ignored for cluster-scoped kinds (nodes,
-   * PriorityClasses, Namespaces). Empty means "default".
+   * Namespace of a pod, PodDisruptionBudget, PodGroup or Workload; ignored for
+   * cluster-scoped kinds (nodes, PriorityClasses, Namespaces). Empty means "default".
    */
   namespace: string;
   /** Name of the object; required. */
   name: string;
   /**
    * When set, a pod or node is deleted only if it holds this uid (else NOT_FOUND);
-   * PodDisruptionBudgets are deleted by namespace/name alone.
+   * PodDisruptionBudgets, PodGroups and Workloads are deleted by namespace/name alone.
    */
   uid?: string | undefined;
 }
@@ -380,6 +380,8 @@ export interface Node {
   annotations: { [key: string]: string };
   /** status.conditions. Only a placement policy's termination-notice signals read them. */
   conditions: NodeCondition[];
+  /** status.images: the images the node holds. Only scoring (ImageLocality) reads them. */
+  images: ContainerImage[];
 }
 
 export interface Node_LabelsEntry {
@@ -395,6 +397,14 @@ export interface Node_AllocatableEntry {
 export interface Node_AnnotationsEntry {
   key: string;
   value: string;
+}
+
+/** ContainerImage is one of a node's status.images. */
+export interface ContainerImage {
+  /** names: every name the image is known by ("registry.k8s.io/pause:3.10", a digest). */
+  names: string[];
+  /** sizeBytes; not negative. */
+  sizeBytes: bigint;
 }
 
 /** NodeCondition is one of a node's status.conditions. */
@@ -483,7 +493,7 @@ export interface Pod {
   tolerations: Toleration[];
   /** spec.nodeSelector. */
   nodeSelector: { [key: string]: string };
-  /** spec.affinity (required terms only; preferred terms do not affect preemption). */
+  /** spec.affinity: required terms (filters) and preferred terms (scoring only). */
   affinity:
     | Affinity
     | undefined;
@@ -508,6 +518,8 @@ export interface Pod {
    * admission plugin sets them. Empty means the global default class, if any.
    */
   priorityClassName: string;
+  /** spec.schedulingGroup: the PodGroup (in the pod's namespace) the pod is a member of. */
+  schedulingGroup: PodSchedulingGroup | undefined;
 }
 
 export interface Pod_LabelsEntry {
@@ -523,6 +535,12 @@ export interface Pod_OverheadEntry {
 export interface Pod_NodeSelectorEntry {
   key: string;
   value: string;
+}
+
+/** PodSchedulingGroup is a v1 PodSchedulingGroup. */
+export interface PodSchedulingGroup {
+  /** podGroupName: the PodGroup's name; empty means the pod is in no group. */
+  podGroupName: string;
 }
 
 /** Container is the scheduling-relevant subset of a v1 Container. */
@@ -543,6 +561,8 @@ export interface Container {
    * "Never".
    */
   restartPolicy: string;
+  /** image. Only scoring (ImageLocality) reads it. */
+  image: string;
 }
 
 export interface Container_RequestsEntry {
@@ -599,7 +619,7 @@ export interface Toleration {
   tolerationSeconds?: bigint | undefined;
 }
 
-/** Affinity is v1 Affinity, required terms only. */
+/** Affinity is v1 Affinity. */
 export interface Affinity {
   /** Node affinity. */
   nodeAffinity:
@@ -613,10 +633,22 @@ export interface Affinity {
   podAntiAffinity: PodAntiAffinity | undefined;
 }
 
-/** NodeAffinity holds the required node selector. */
+/** NodeAffinity holds the required node selector and the preferred terms. */
 export interface NodeAffinity {
   /** Absent means no requirement; present with no terms matches no node. */
-  requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | undefined;
+  requiredDuringSchedulingIgnoredDuringExecution:
+    | NodeSelector
+    | undefined;
+  /** Scoring only: each matching term adds its weight to a node's NodeAffinity score. */
+  preferredDuringSchedulingIgnoredDuringExecution: PreferredSchedulingTerm[];
+}
+
+/** PreferredSchedulingTerm is a v1 PreferredSchedulingTerm. */
+export interface PreferredSchedulingTerm {
+  /** weight, 1-100. */
+  weight: number;
+  /** The node selector term; an empty one matches no node. */
+  preference: NodeSelectorTerm | undefined;
 }
 
 /** NodeSelector is ORed node selector terms. */
@@ -643,16 +675,28 @@ export interface NodeSelectorRequirement {
   values: string[];
 }
 
-/** PodAffinity holds required pod affinity terms. */
+/** PodAffinity holds pod affinity terms. */
 export interface PodAffinity {
   /** Every term must be satisfied. */
   requiredDuringSchedulingIgnoredDuringExecution: PodAffinityTerm[];
+  /** Scoring only (InterPodAffinity). */
+  preferredDuringSchedulingIgnoredDuringExecution: WeightedPodAffinityTerm[];
 }
 
-/** PodAntiAffinity holds required pod anti-affinity terms. */
+/** PodAntiAffinity holds pod anti-affinity terms. */
 export interface PodAntiAffinity {
   /** Every term must be satisfied. */
   requiredDuringSchedulingIgnoredDuringExecution: PodAffinityTerm[];
+  /** Scoring only (InterPodAffinity). */
+  preferredDuringSchedulingIgnoredDuringExecution: WeightedPodAffinityTerm[];
+}
+
+/** WeightedPodAffinityTerm is a v1 WeightedPodAffinityTerm. */
+export interface WeightedPodAffinityTerm {
+  /** weight, 1-100. */
+  weight: number;
+  /** The term. */
+  podAffinityTerm: PodAffinityTerm | undefined;
 }
 
 /** PodAffinityTerm is a v1 PodAffinityTerm. */
@@ -883,6 +927,172 @@ export interface UpdateNamespaceResponse {
 }
 
 /**
+ * PodGroup is the scheduling-relevant subset of a scheduling.k8s.io/v1beta1 PodGroup: the
+ * unit a gang of pods is scheduled and preempted as (GenericWorkload).
+ */
+export interface PodGroup {
+  /** metadata.namespace; empty means "default". */
+  namespace: string;
+  /** metadata.name; required. */
+  name: string;
+  /** metadata.uid. Empty means "namespace/name". */
+  uid: string;
+  /** metadata.resourceVersion as a number; 0 means unversioned (always applied). */
+  resourceVersion: bigint;
+  /** metadata.creationTimestamp, RFC 3339; empty means unset. */
+  creationTimestamp: string;
+  /** spec.schedulingPolicy: exactly one of basic and gang. */
+  schedulingPolicy:
+    | PodGroupSchedulingPolicy
+    | undefined;
+  /**
+   * spec.disruptionMode: at most one of single and all; unset means single. all is
+   * refused with the basic policy.
+   */
+  disruptionMode:
+    | DisruptionMode
+    | undefined;
+  /**
+   * spec.priorityClassName: when priority is unset, the group's priority comes from this
+   * PriorityClass as the Priority admission plugin sets it (and follows the class as it
+   * changes). Empty means the global default class, if any; none means 0.
+   */
+  priorityClassName: string;
+  /** spec.priority. */
+  priority?:
+    | number
+    | undefined;
+  /** spec.preemptionPolicy: "PreemptLowerPriority", "Never", or empty (unset). */
+  preemptionPolicy: string;
+  /** spec.parentCompositePodGroupName; needs workload_ref. */
+  parentCompositePodGroupName: string;
+  /** spec.workloadRef. */
+  workloadRef: WorkloadReference | undefined;
+}
+
+/** PodGroupSchedulingPolicy is spec.schedulingPolicy of a PodGroup. */
+export interface PodGroupSchedulingPolicy {
+  /** basic: members are scheduled one by one. */
+  basic:
+    | BasicSchedulingPolicy
+    | undefined;
+  /** gang: at least min_count members are scheduled together, or none is. */
+  gang: GangSchedulingPolicy | undefined;
+}
+
+/** BasicSchedulingPolicy is set by being present. */
+export interface BasicSchedulingPolicy {
+}
+
+/** GangSchedulingPolicy is the gang policy's parameters. */
+export interface GangSchedulingPolicy {
+  /** minCount; at least 1. */
+  minCount: number;
+}
+
+/** DisruptionMode is spec.disruptionMode of a PodGroup: at most one member is set. */
+export interface DisruptionMode {
+  /** single: each member pod is a victim of its own. */
+  single:
+    | SingleDisruptionMode
+    | undefined;
+  /** all: the group is one victim, all its pods evicted together on every node. */
+  all: AllDisruptionMode | undefined;
+}
+
+/** SingleDisruptionMode is set by being present. */
+export interface SingleDisruptionMode {
+}
+
+/** AllDisruptionMode is set by being present. */
+export interface AllDisruptionMode {
+}
+
+/** WorkloadReference is spec.workloadRef of a PodGroup. */
+export interface WorkloadReference {
+  /** workloadName; required. */
+  workloadName: string;
+  /** templateName; required. */
+  templateName: string;
+}
+
+/** UpdatePodGroupRequest upserts or deletes one PodGroup. */
+export interface UpdatePodGroupRequest {
+  /** The group, typed. */
+  upsert?:
+    | PodGroup
+    | undefined;
+  /** The group as Kubernetes JSON (or YAML). */
+  upsertJson?:
+    | string
+    | undefined;
+  /** The group to delete (namespace, name). Its pods keep naming it. */
+  delete?: ObjectRef | undefined;
+}
+
+/** UpdatePodGroupResponse reports what an update did. */
+export interface UpdatePodGroupResponse {
+  /** False when the update was older than the object held (see stale). */
+  applied: boolean;
+  /** The resource_version the cache holds for the object afterwards (0 once deleted). */
+  resourceVersion: bigint;
+  /** The cache revision after the update. */
+  revision: bigint;
+  /** The server's epoch. */
+  epoch: string;
+  /** Why the update was not applied; empty when applied. */
+  stale: string;
+}
+
+/** Workload is the subset of a scheduling.k8s.io/v1beta1 Workload preemptd keeps. */
+export interface Workload {
+  /** metadata.namespace; empty means "default". */
+  namespace: string;
+  /** metadata.name; required. */
+  name: string;
+  /** metadata.uid. Empty means "namespace/name". */
+  uid: string;
+  /** metadata.resourceVersion as a number; 0 means unversioned (always applied). */
+  resourceVersion: bigint;
+  /** spec.podGroupTemplates. */
+  podGroupTemplates: PodGroupTemplate[];
+}
+
+/** PodGroupTemplate is the subset of a Workload's pod group template preemptd keeps. */
+export interface PodGroupTemplate {
+  /** name; required, unique within the Workload. */
+  name: string;
+}
+
+/** UpdateWorkloadRequest upserts or deletes one Workload. */
+export interface UpdateWorkloadRequest {
+  /** The workload, typed. */
+  upsert?:
+    | Workload
+    | undefined;
+  /** The workload as Kubernetes JSON (or YAML). */
+  upsertJson?:
+    | string
+    | undefined;
+  /** The workload to delete (namespace, name). */
+  delete?: ObjectRef | undefined;
+}
+
+/** UpdateWorkloadResponse reports what an update did. */
+export interface UpdateWorkloadResponse {
+  /** False when the update was older than the object held (see stale). */
+  applied: boolean;
+  /** The resource_version the cache holds for the object afterwards (0 once deleted). */
+  resourceVersion: bigint;
+  /** The cache revision after the update. */
+  revision: bigint;
+  /** The server's epoch. */
+  epoch: string;
+  /** Why the update was not applied; empty when applied. */
+  stale: string;
+}
+
+/**
  * PreemptRequest asks for a preemption decision for a pod that failed scheduling.
  *
  * The request's pod is what is decided on. When it carries no nominated_node_name, the
@@ -996,6 +1206,154 @@ export interface PreemptResponse {
    * or "1.37": the server's --kubernetes-version).
    */
   kubernetesVersion: string;
+  /**
+   * For OUTCOME_FITS with explain: the node the kube-scheduler would bind the pod to, and
+   * why.
+   */
+  placement: Placement | undefined;
+}
+
+/**
+ * Placement is where the kube-scheduler would bind a pod that fits: its nominated node
+ * when the pod fits there, the only feasible node, or the feasible node with the highest
+ * total of the default profile's scores (ties to the lowest name; upstream picks among
+ * tied_nodes at random).
+ */
+export interface Placement {
+  /** The node. */
+  nodeName: string;
+  /**
+   * Its total score: the sum of weight x score over the plugins (0 when nothing was
+   * scored).
+   */
+  score: bigint;
+  /** Every node with that total, by name, the chosen one first. */
+  tiedNodes: string[];
+  /**
+   * The chosen node's scores, then the runner-up's (the best other feasible node); empty
+   * when nothing was scored (the nominated node, or a single feasible node).
+   */
+  nodeScores: NodeScore[];
+  /** How many nodes passed the filters (1 when the nominated node was taken). */
+  feasibleNodes: number;
+}
+
+/** NodeScore is one feasible node's scores. */
+export interface NodeScore {
+  /** The node. */
+  nodeName: string;
+  /** The sum of weight x score over the plugins. */
+  total: bigint;
+  /** Each Score plugin of the default profile, in the profile's order. */
+  plugins: PluginScore[];
+}
+
+/** PluginScore is one Score plugin's normalised score of a node. */
+export interface PluginScore {
+  /**
+   * The plugin ("TaintToleration", "NodeAffinity", "NodeResourcesFit",
+   * "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation",
+   * "ImageLocality").
+   */
+  plugin: string;
+  /** Its score, 0-100. */
+  score: bigint;
+  /** Its weight in the default profile. */
+  weight: bigint;
+}
+
+/** PodGroupRef names a PodGroup (scheduling.k8s.io/v1beta1) the cache holds. */
+export interface PodGroupRef {
+  /** Namespace; empty means "default". */
+  namespace: string;
+  /** Name. */
+  name: string;
+  /** When set, the held group's uid must match (else NOT_FOUND). */
+  uid: string;
+}
+
+/** PreemptGroupRequest asks for a group preemption. */
+export interface PreemptGroupRequest {
+  /** A PodGroup the cache holds. */
+  groupRef?:
+    | PodGroupRef
+    | undefined;
+  /**
+   * The group's pending member pods, typed. With neither members nor member_json, the
+   * members are the pending pods the cache holds in the group's namespace whose
+   * spec.schedulingGroup.podGroupName names it. Members are placed in kube-scheduler's
+   * queue order: higher priority first, then by name.
+   */
+  members: Pod[];
+  /** The members as Kubernetes JSON (or YAML), one pod per entry; after `members`. */
+  memberJson: string[];
+  /**
+   * Decide only: record nothing. Otherwise OUTCOME_PREEMPT commits as one change (every
+   * placed member is nominated to its node, victims are marked terminating by preemption,
+   * the nominations to clear are cleared): WatchNominations shows its events with one
+   * batch_revision. OUTCOME_NO_CANDIDATE clears the members' own nominations.
+   */
+  dryRun: boolean;
+  /** Fill PreemptGroupResponse.notes: where each member goes and why units stay victims. */
+  explain: boolean;
+  /**
+   * As PreemptRequest.pdb_mode: PDB_MODE_STRICT makes a preemption that violates any
+   * budget OUTCOME_NO_CANDIDATE.
+   */
+  pdbMode: PdbMode;
+}
+
+/** GroupNomination is the node one member of a group is nominated to. */
+export interface GroupNomination {
+  /** The member. */
+  pod:
+    | PodRef
+    | undefined;
+  /** Its node. */
+  nodeName: string;
+}
+
+/** PreemptGroupResponse is what group preemption decided. */
+export interface PreemptGroupResponse {
+  /**
+   * OUTCOME_FITS: the group schedules without preemption (nominations say where);
+   * OUTCOME_PREEMPT: victims must go (none when a preemption of the group is already
+   * under way: as upstream, the members keep their current nominations);
+   * OUTCOME_NOT_ELIGIBLE: preemptionPolicy Never; OUTCOME_NO_CANDIDATE: no preemption
+   * makes the group fit.
+   */
+  outcome: Outcome;
+  /**
+   * The pods to evict: victim units (a pod, or a whole PodGroup in disruption mode
+   * `all`, on every node it runs on) most important first, each unit's pods in turn.
+   */
+  victims: PodRef[];
+  /** How many victims violate a PodDisruptionBudget. */
+  pdbViolations: number;
+  /** One per placed member, in member order. */
+  nominations: GroupNomination[];
+  /** Lower-priority pods whose nominations must be cleared. */
+  nominatedPodsToClear: PodRef[];
+  /** kube-scheduler style summary. */
+  message: string;
+  /** The Kubernetes version whose kube-scheduler the decision answers as. */
+  kubernetesVersion: string;
+  /** How many victim units are PodGroups (or members of one). */
+  podGroupDisruptions: number;
+  /** With explain: where each member goes and why units stay victims. */
+  notes: string[];
+  /** The server's epoch. */
+  epoch: string;
+  /**
+   * The cache revision the decision was made on, or, after a commit, the cache revision
+   * after it.
+   */
+  revision: bigint;
+  /**
+   * The nominations-log revision after this request's events (the current one when it
+   * recorded none).
+   */
+  nominationsRevision: bigint;
 }
 
 /** Nomination is a pending pod nominated to a node. */
@@ -1054,6 +1412,13 @@ export interface WatchNominationsResponse {
   initial: boolean;
   /** The server's epoch. */
   epoch: string;
+  /**
+   * The revision of the last event of the change this event belongs to: the events one
+   * change records together (a Preempt or PreemptGroup commit: victims marked,
+   * nominations cleared, every nomination) share it, and the change is complete at the
+   * event whose revision equals it. Initial events carry the list's revision.
+   */
+  batchRevision: bigint;
 }
 
 /** SyncRequest is one item of a Sync stream: the same request a unary update takes. */
@@ -1075,7 +1440,15 @@ export interface SyncRequest {
     | UpdatePriorityClassRequest
     | undefined;
   /** As UpdateNamespace. */
-  namespace?: UpdateNamespaceRequest | undefined;
+  namespace?:
+    | UpdateNamespaceRequest
+    | undefined;
+  /** As UpdatePodGroup. */
+  podGroup?:
+    | UpdatePodGroupRequest
+    | undefined;
+  /** As UpdateWorkload. */
+  workload?: UpdateWorkloadRequest | undefined;
 }
 
 /** SyncCounts counts items per kind. */
@@ -1090,6 +1463,10 @@ export interface SyncCounts {
   priorityClasses: bigint;
   /** Namespace items. */
   namespaces: bigint;
+  /** PodGroup items. */
+  podGroups: bigint;
+  /** Workload items. */
+  workloads: bigint;
 }
 
 /** SyncRejection is one item that was not applied because it is invalid or conflicts. */
@@ -1746,6 +2123,7 @@ function createBaseNode(): Node {
     allocatable: {},
     annotations: {},
     conditions: [],
+    images: [],
   };
 }
 
@@ -1780,6 +2158,9 @@ export const Node: MessageFns<Node> = {
     });
     for (const v of message.conditions) {
       NodeCondition.encode(v!, writer.uint32(74).fork()).join();
+    }
+    for (const v of message.images) {
+      ContainerImage.encode(v!, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -1878,6 +2259,14 @@ export const Node: MessageFns<Node> = {
             message.conditions.push(NodeCondition.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.images.push(ContainerImage.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1946,6 +2335,7 @@ export const Node: MessageFns<Node> = {
       conditions: globalThis.Array.isArray(object?.conditions)
         ? object.conditions.map((e: any) => NodeCondition.fromJSON(e))
         : [],
+      images: globalThis.Array.isArray(object?.images) ? object.images.map((e: any) => ContainerImage.fromJSON(e)) : [],
     };
   },
 
@@ -1996,6 +2386,9 @@ export const Node: MessageFns<Node> = {
     if (message.conditions?.length) {
       obj.conditions = message.conditions.map((e) => NodeCondition.toJSON(e));
     }
+    if (message.images?.length) {
+      obj.images = message.images.map((e) => ContainerImage.toJSON(e));
+    }
     return obj;
   },
 
@@ -2039,6 +2432,7 @@ export const Node: MessageFns<Node> = {
       {},
     );
     message.conditions = object.conditions?.map((e) => NodeCondition.fromPartial(e)) || [];
+    message.images = object.images?.map((e) => ContainerImage.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2294,6 +2688,98 @@ export const Node_AnnotationsEntry: MessageFns<Node_AnnotationsEntry> = {
     const message = createBaseNode_AnnotationsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseContainerImage(): ContainerImage {
+  return { names: [], sizeBytes: 0n };
+}
+
+export const ContainerImage: MessageFns<ContainerImage> = {
+  encode(message: ContainerImage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.names) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.sizeBytes !== 0n) {
+      if (BigInt.asIntN(64, message.sizeBytes) !== message.sizeBytes) {
+        throw new globalThis.Error("value provided for field message.sizeBytes of type int64 too large");
+      }
+      writer.uint32(16).int64(message.sizeBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContainerImage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContainerImage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.names.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sizeBytes = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ContainerImage {
+    return {
+      names: globalThis.Array.isArray(object?.names) ? object.names.map((e: any) => globalThis.String(e)) : [],
+      sizeBytes: isSet(object.sizeBytes)
+        ? BigInt(object.sizeBytes)
+        : isSet(object.size_bytes)
+        ? BigInt(object.size_bytes)
+        : 0n,
+    };
+  },
+
+  toJSON(message: ContainerImage): unknown {
+    const obj: any = {};
+    if (message.names?.length) {
+      obj.names = message.names;
+    }
+    if (message.sizeBytes !== 0n) {
+      obj.sizeBytes = message.sizeBytes.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<ContainerImage>): ContainerImage {
+    return ContainerImage.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ContainerImage>): ContainerImage {
+    const message = createBaseContainerImage();
+    message.names = object.names?.map((e) => e) || [];
+    message.sizeBytes = (object.sizeBytes !== undefined && object.sizeBytes !== null) ? BigInt(object.sizeBytes) : 0n;
     return message;
   },
 };
@@ -2795,6 +3281,7 @@ function createBasePod(): Pod {
     nominatedNodeName: "",
     phase: "",
     priorityClassName: "",
+    schedulingGroup: undefined,
   };
 }
 
@@ -2871,6 +3358,9 @@ export const Pod: MessageFns<Pod> = {
     }
     if (message.priorityClassName !== "") {
       writer.uint32(186).string(message.priorityClassName);
+    }
+    if (message.schedulingGroup !== undefined) {
+      PodSchedulingGroup.encode(message.schedulingGroup, writer.uint32(194).fork()).join();
     }
     return writer;
   },
@@ -3081,6 +3571,14 @@ export const Pod: MessageFns<Pod> = {
             message.priorityClassName = reader.string();
             continue;
           }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.schedulingGroup = PodSchedulingGroup.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3216,6 +3714,11 @@ export const Pod: MessageFns<Pod> = {
         : isSet(object.priority_class_name)
         ? globalThis.String(object.priority_class_name)
         : "",
+      schedulingGroup: isSet(object.schedulingGroup)
+        ? PodSchedulingGroup.fromJSON(object.schedulingGroup)
+        : isSet(object.scheduling_group)
+        ? PodSchedulingGroup.fromJSON(object.scheduling_group)
+        : undefined,
     };
   },
 
@@ -3308,6 +3811,9 @@ export const Pod: MessageFns<Pod> = {
     if (message.priorityClassName !== "") {
       obj.priorityClassName = message.priorityClassName;
     }
+    if (message.schedulingGroup !== undefined) {
+      obj.schedulingGroup = PodSchedulingGroup.toJSON(message.schedulingGroup);
+    }
     return obj;
   },
 
@@ -3370,6 +3876,9 @@ export const Pod: MessageFns<Pod> = {
     message.nominatedNodeName = object.nominatedNodeName ?? "";
     message.phase = object.phase ?? "";
     message.priorityClassName = object.priorityClassName ?? "";
+    message.schedulingGroup = (object.schedulingGroup !== undefined && object.schedulingGroup !== null)
+      ? PodSchedulingGroup.fromPartial(object.schedulingGroup)
+      : undefined;
     return message;
   },
 };
@@ -3629,8 +4138,81 @@ export const Pod_NodeSelectorEntry: MessageFns<Pod_NodeSelectorEntry> = {
   },
 };
 
+function createBasePodSchedulingGroup(): PodSchedulingGroup {
+  return { podGroupName: "" };
+}
+
+export const PodSchedulingGroup: MessageFns<PodSchedulingGroup> = {
+  encode(message: PodSchedulingGroup, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.podGroupName !== "") {
+      writer.uint32(10).string(message.podGroupName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodSchedulingGroup {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodSchedulingGroup();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.podGroupName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PodSchedulingGroup {
+    return {
+      podGroupName: isSet(object.podGroupName)
+        ? globalThis.String(object.podGroupName)
+        : isSet(object.pod_group_name)
+        ? globalThis.String(object.pod_group_name)
+        : "",
+    };
+  },
+
+  toJSON(message: PodSchedulingGroup): unknown {
+    const obj: any = {};
+    if (message.podGroupName !== "") {
+      obj.podGroupName = message.podGroupName;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PodSchedulingGroup>): PodSchedulingGroup {
+    return PodSchedulingGroup.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PodSchedulingGroup>): PodSchedulingGroup {
+    const message = createBasePodSchedulingGroup();
+    message.podGroupName = object.podGroupName ?? "";
+    return message;
+  },
+};
+
 function createBaseContainer(): Container {
-  return { name: "", requests: {}, limits: {}, ports: [], restartPolicy: "" };
+  return { name: "", requests: {}, limits: {}, ports: [], restartPolicy: "", image: "" };
 }
 
 export const Container: MessageFns<Container> = {
@@ -3649,6 +4231,9 @@ export const Container: MessageFns<Container> = {
     }
     if (message.restartPolicy !== "") {
       writer.uint32(42).string(message.restartPolicy);
+    }
+    if (message.image !== "") {
+      writer.uint32(50).string(message.image);
     }
     return writer;
   },
@@ -3712,6 +4297,14 @@ export const Container: MessageFns<Container> = {
             message.restartPolicy = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.image = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3761,6 +4354,7 @@ export const Container: MessageFns<Container> = {
         : isSet(object.restart_policy)
         ? globalThis.String(object.restart_policy)
         : "",
+      image: isSet(object.image) ? globalThis.String(object.image) : "",
     };
   },
 
@@ -3793,6 +4387,9 @@ export const Container: MessageFns<Container> = {
     if (message.restartPolicy !== "") {
       obj.restartPolicy = message.restartPolicy;
     }
+    if (message.image !== "") {
+      obj.image = message.image;
+    }
     return obj;
   },
 
@@ -3822,6 +4419,7 @@ export const Container: MessageFns<Container> = {
     );
     message.ports = object.ports?.map((e) => ContainerPort.fromPartial(e)) || [];
     message.restartPolicy = object.restartPolicy ?? "";
+    message.image = object.image ?? "";
     return message;
   },
 };
@@ -4702,13 +5300,19 @@ export const Affinity: MessageFns<Affinity> = {
 };
 
 function createBaseNodeAffinity(): NodeAffinity {
-  return { requiredDuringSchedulingIgnoredDuringExecution: undefined };
+  return {
+    requiredDuringSchedulingIgnoredDuringExecution: undefined,
+    preferredDuringSchedulingIgnoredDuringExecution: [],
+  };
 }
 
 export const NodeAffinity: MessageFns<NodeAffinity> = {
   encode(message: NodeAffinity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.requiredDuringSchedulingIgnoredDuringExecution !== undefined) {
       NodeSelector.encode(message.requiredDuringSchedulingIgnoredDuringExecution, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.preferredDuringSchedulingIgnoredDuringExecution) {
+      PreferredSchedulingTerm.encode(v!, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -4734,6 +5338,16 @@ export const NodeAffinity: MessageFns<NodeAffinity> = {
             message.requiredDuringSchedulingIgnoredDuringExecution = NodeSelector.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.preferredDuringSchedulingIgnoredDuringExecution.push(
+              PreferredSchedulingTerm.decode(reader, reader.uint32()),
+            );
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4753,6 +5367,14 @@ export const NodeAffinity: MessageFns<NodeAffinity> = {
         : isSet(object.required_during_scheduling_ignored_during_execution)
         ? NodeSelector.fromJSON(object.required_during_scheduling_ignored_during_execution)
         : undefined,
+      preferredDuringSchedulingIgnoredDuringExecution:
+        globalThis.Array.isArray(object?.preferredDuringSchedulingIgnoredDuringExecution)
+          ? object.preferredDuringSchedulingIgnoredDuringExecution.map((e: any) => PreferredSchedulingTerm.fromJSON(e))
+          : globalThis.Array.isArray(object?.preferred_during_scheduling_ignored_during_execution)
+          ? object.preferred_during_scheduling_ignored_during_execution.map((e: any) =>
+            PreferredSchedulingTerm.fromJSON(e)
+          )
+          : [],
     };
   },
 
@@ -4761,6 +5383,11 @@ export const NodeAffinity: MessageFns<NodeAffinity> = {
     if (message.requiredDuringSchedulingIgnoredDuringExecution !== undefined) {
       obj.requiredDuringSchedulingIgnoredDuringExecution = NodeSelector.toJSON(
         message.requiredDuringSchedulingIgnoredDuringExecution,
+      );
+    }
+    if (message.preferredDuringSchedulingIgnoredDuringExecution?.length) {
+      obj.preferredDuringSchedulingIgnoredDuringExecution = message.preferredDuringSchedulingIgnoredDuringExecution.map(
+        (e) => PreferredSchedulingTerm.toJSON(e)
       );
     }
     return obj;
@@ -4776,6 +5403,95 @@ export const NodeAffinity: MessageFns<NodeAffinity> = {
           object.requiredDuringSchedulingIgnoredDuringExecution !== null)
         ? NodeSelector.fromPartial(object.requiredDuringSchedulingIgnoredDuringExecution)
         : undefined;
+    message.preferredDuringSchedulingIgnoredDuringExecution =
+      object.preferredDuringSchedulingIgnoredDuringExecution?.map((e) => PreferredSchedulingTerm.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePreferredSchedulingTerm(): PreferredSchedulingTerm {
+  return { weight: 0, preference: undefined };
+}
+
+export const PreferredSchedulingTerm: MessageFns<PreferredSchedulingTerm> = {
+  encode(message: PreferredSchedulingTerm, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.weight !== 0) {
+      writer.uint32(8).int32(message.weight);
+    }
+    if (message.preference !== undefined) {
+      NodeSelectorTerm.encode(message.preference, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PreferredSchedulingTerm {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePreferredSchedulingTerm();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.weight = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.preference = NodeSelectorTerm.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PreferredSchedulingTerm {
+    return {
+      weight: isSet(object.weight) ? globalThis.Number(object.weight) : 0,
+      preference: isSet(object.preference) ? NodeSelectorTerm.fromJSON(object.preference) : undefined,
+    };
+  },
+
+  toJSON(message: PreferredSchedulingTerm): unknown {
+    const obj: any = {};
+    if (message.weight !== 0) {
+      obj.weight = Math.round(message.weight);
+    }
+    if (message.preference !== undefined) {
+      obj.preference = NodeSelectorTerm.toJSON(message.preference);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PreferredSchedulingTerm>): PreferredSchedulingTerm {
+    return PreferredSchedulingTerm.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PreferredSchedulingTerm>): PreferredSchedulingTerm {
+    const message = createBasePreferredSchedulingTerm();
+    message.weight = object.weight ?? 0;
+    message.preference = (object.preference !== undefined && object.preference !== null)
+      ? NodeSelectorTerm.fromPartial(object.preference)
+      : undefined;
     return message;
   },
 };
@@ -5048,13 +5764,16 @@ export const NodeSelectorRequirement: MessageFns<NodeSelectorRequirement> = {
 };
 
 function createBasePodAffinity(): PodAffinity {
-  return { requiredDuringSchedulingIgnoredDuringExecution: [] };
+  return { requiredDuringSchedulingIgnoredDuringExecution: [], preferredDuringSchedulingIgnoredDuringExecution: [] };
 }
 
 export const PodAffinity: MessageFns<PodAffinity> = {
   encode(message: PodAffinity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.requiredDuringSchedulingIgnoredDuringExecution) {
       PodAffinityTerm.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.preferredDuringSchedulingIgnoredDuringExecution) {
+      WeightedPodAffinityTerm.encode(v!, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -5082,6 +5801,16 @@ export const PodAffinity: MessageFns<PodAffinity> = {
             );
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.preferredDuringSchedulingIgnoredDuringExecution.push(
+              WeightedPodAffinityTerm.decode(reader, reader.uint32()),
+            );
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5102,6 +5831,14 @@ export const PodAffinity: MessageFns<PodAffinity> = {
           : globalThis.Array.isArray(object?.required_during_scheduling_ignored_during_execution)
           ? object.required_during_scheduling_ignored_during_execution.map((e: any) => PodAffinityTerm.fromJSON(e))
           : [],
+      preferredDuringSchedulingIgnoredDuringExecution:
+        globalThis.Array.isArray(object?.preferredDuringSchedulingIgnoredDuringExecution)
+          ? object.preferredDuringSchedulingIgnoredDuringExecution.map((e: any) => WeightedPodAffinityTerm.fromJSON(e))
+          : globalThis.Array.isArray(object?.preferred_during_scheduling_ignored_during_execution)
+          ? object.preferred_during_scheduling_ignored_during_execution.map((e: any) =>
+            WeightedPodAffinityTerm.fromJSON(e)
+          )
+          : [],
     };
   },
 
@@ -5110,6 +5847,11 @@ export const PodAffinity: MessageFns<PodAffinity> = {
     if (message.requiredDuringSchedulingIgnoredDuringExecution?.length) {
       obj.requiredDuringSchedulingIgnoredDuringExecution = message.requiredDuringSchedulingIgnoredDuringExecution.map(
         (e) => PodAffinityTerm.toJSON(e)
+      );
+    }
+    if (message.preferredDuringSchedulingIgnoredDuringExecution?.length) {
+      obj.preferredDuringSchedulingIgnoredDuringExecution = message.preferredDuringSchedulingIgnoredDuringExecution.map(
+        (e) => WeightedPodAffinityTerm.toJSON(e)
       );
     }
     return obj;
@@ -5122,18 +5864,23 @@ export const PodAffinity: MessageFns<PodAffinity> = {
     const message = createBasePodAffinity();
     message.requiredDuringSchedulingIgnoredDuringExecution =
       object.requiredDuringSchedulingIgnoredDuringExecution?.map((e) => PodAffinityTerm.fromPartial(e)) || [];
+    message.preferredDuringSchedulingIgnoredDuringExecution =
+      object.preferredDuringSchedulingIgnoredDuringExecution?.map((e) => WeightedPodAffinityTerm.fromPartial(e)) || [];
     return message;
   },
 };
 
 function createBasePodAntiAffinity(): PodAntiAffinity {
-  return { requiredDuringSchedulingIgnoredDuringExecution: [] };
+  return { requiredDuringSchedulingIgnoredDuringExecution: [], preferredDuringSchedulingIgnoredDuringExecution: [] };
 }
 
 export const PodAntiAffinity: MessageFns<PodAntiAffinity> = {
   encode(message: PodAntiAffinity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.requiredDuringSchedulingIgnoredDuringExecution) {
       PodAffinityTerm.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.preferredDuringSchedulingIgnoredDuringExecution) {
+      WeightedPodAffinityTerm.encode(v!, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -5161,6 +5908,16 @@ export const PodAntiAffinity: MessageFns<PodAntiAffinity> = {
             );
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.preferredDuringSchedulingIgnoredDuringExecution.push(
+              WeightedPodAffinityTerm.decode(reader, reader.uint32()),
+            );
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5181,6 +5938,14 @@ export const PodAntiAffinity: MessageFns<PodAntiAffinity> = {
           : globalThis.Array.isArray(object?.required_during_scheduling_ignored_during_execution)
           ? object.required_during_scheduling_ignored_during_execution.map((e: any) => PodAffinityTerm.fromJSON(e))
           : [],
+      preferredDuringSchedulingIgnoredDuringExecution:
+        globalThis.Array.isArray(object?.preferredDuringSchedulingIgnoredDuringExecution)
+          ? object.preferredDuringSchedulingIgnoredDuringExecution.map((e: any) => WeightedPodAffinityTerm.fromJSON(e))
+          : globalThis.Array.isArray(object?.preferred_during_scheduling_ignored_during_execution)
+          ? object.preferred_during_scheduling_ignored_during_execution.map((e: any) =>
+            WeightedPodAffinityTerm.fromJSON(e)
+          )
+          : [],
     };
   },
 
@@ -5189,6 +5954,11 @@ export const PodAntiAffinity: MessageFns<PodAntiAffinity> = {
     if (message.requiredDuringSchedulingIgnoredDuringExecution?.length) {
       obj.requiredDuringSchedulingIgnoredDuringExecution = message.requiredDuringSchedulingIgnoredDuringExecution.map(
         (e) => PodAffinityTerm.toJSON(e)
+      );
+    }
+    if (message.preferredDuringSchedulingIgnoredDuringExecution?.length) {
+      obj.preferredDuringSchedulingIgnoredDuringExecution = message.preferredDuringSchedulingIgnoredDuringExecution.map(
+        (e) => WeightedPodAffinityTerm.toJSON(e)
       );
     }
     return obj;
@@ -5201,6 +5971,99 @@ export const PodAntiAffinity: MessageFns<PodAntiAffinity> = {
     const message = createBasePodAntiAffinity();
     message.requiredDuringSchedulingIgnoredDuringExecution =
       object.requiredDuringSchedulingIgnoredDuringExecution?.map((e) => PodAffinityTerm.fromPartial(e)) || [];
+    message.preferredDuringSchedulingIgnoredDuringExecution =
+      object.preferredDuringSchedulingIgnoredDuringExecution?.map((e) => WeightedPodAffinityTerm.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseWeightedPodAffinityTerm(): WeightedPodAffinityTerm {
+  return { weight: 0, podAffinityTerm: undefined };
+}
+
+export const WeightedPodAffinityTerm: MessageFns<WeightedPodAffinityTerm> = {
+  encode(message: WeightedPodAffinityTerm, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.weight !== 0) {
+      writer.uint32(8).int32(message.weight);
+    }
+    if (message.podAffinityTerm !== undefined) {
+      PodAffinityTerm.encode(message.podAffinityTerm, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WeightedPodAffinityTerm {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWeightedPodAffinityTerm();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.weight = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.podAffinityTerm = PodAffinityTerm.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WeightedPodAffinityTerm {
+    return {
+      weight: isSet(object.weight) ? globalThis.Number(object.weight) : 0,
+      podAffinityTerm: isSet(object.podAffinityTerm)
+        ? PodAffinityTerm.fromJSON(object.podAffinityTerm)
+        : isSet(object.pod_affinity_term)
+        ? PodAffinityTerm.fromJSON(object.pod_affinity_term)
+        : undefined,
+    };
+  },
+
+  toJSON(message: WeightedPodAffinityTerm): unknown {
+    const obj: any = {};
+    if (message.weight !== 0) {
+      obj.weight = Math.round(message.weight);
+    }
+    if (message.podAffinityTerm !== undefined) {
+      obj.podAffinityTerm = PodAffinityTerm.toJSON(message.podAffinityTerm);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<WeightedPodAffinityTerm>): WeightedPodAffinityTerm {
+    return WeightedPodAffinityTerm.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<WeightedPodAffinityTerm>): WeightedPodAffinityTerm {
+    const message = createBaseWeightedPodAffinityTerm();
+    message.weight = object.weight ?? 0;
+    message.podAffinityTerm = (object.podAffinityTerm !== undefined && object.podAffinityTerm !== null)
+      ? PodAffinityTerm.fromPartial(object.podAffinityTerm)
+      : undefined;
     return message;
   },
 };
@@ -7280,6 +8143,1528 @@ export const UpdateNamespaceResponse: MessageFns<UpdateNamespaceResponse> = {
   },
 };
 
+function createBasePodGroup(): PodGroup {
+  return {
+    namespace: "",
+    name: "",
+    uid: "",
+    resourceVersion: 0n,
+    creationTimestamp: "",
+    schedulingPolicy: undefined,
+    disruptionMode: undefined,
+    priorityClassName: "",
+    priority: undefined,
+    preemptionPolicy: "",
+    parentCompositePodGroupName: "",
+    workloadRef: undefined,
+  };
+}
+
+export const PodGroup: MessageFns<PodGroup> = {
+  encode(message: PodGroup, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(26).string(message.uid);
+    }
+    if (message.resourceVersion !== 0n) {
+      if (BigInt.asUintN(64, message.resourceVersion) !== message.resourceVersion) {
+        throw new globalThis.Error("value provided for field message.resourceVersion of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.resourceVersion);
+    }
+    if (message.creationTimestamp !== "") {
+      writer.uint32(42).string(message.creationTimestamp);
+    }
+    if (message.schedulingPolicy !== undefined) {
+      PodGroupSchedulingPolicy.encode(message.schedulingPolicy, writer.uint32(50).fork()).join();
+    }
+    if (message.disruptionMode !== undefined) {
+      DisruptionMode.encode(message.disruptionMode, writer.uint32(58).fork()).join();
+    }
+    if (message.priorityClassName !== "") {
+      writer.uint32(66).string(message.priorityClassName);
+    }
+    if (message.priority !== undefined) {
+      writer.uint32(72).int32(message.priority);
+    }
+    if (message.preemptionPolicy !== "") {
+      writer.uint32(82).string(message.preemptionPolicy);
+    }
+    if (message.parentCompositePodGroupName !== "") {
+      writer.uint32(90).string(message.parentCompositePodGroupName);
+    }
+    if (message.workloadRef !== undefined) {
+      WorkloadReference.encode(message.workloadRef, writer.uint32(98).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodGroup {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodGroup();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.resourceVersion = reader.uint64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.creationTimestamp = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.schedulingPolicy = PodGroupSchedulingPolicy.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.disruptionMode = DisruptionMode.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.priorityClassName = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.preemptionPolicy = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.parentCompositePodGroupName = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.workloadRef = WorkloadReference.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PodGroup {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      uid: isSet(object.uid) ? globalThis.String(object.uid) : "",
+      resourceVersion: isSet(object.resourceVersion)
+        ? BigInt(object.resourceVersion)
+        : isSet(object.resource_version)
+        ? BigInt(object.resource_version)
+        : 0n,
+      creationTimestamp: isSet(object.creationTimestamp)
+        ? globalThis.String(object.creationTimestamp)
+        : isSet(object.creation_timestamp)
+        ? globalThis.String(object.creation_timestamp)
+        : "",
+      schedulingPolicy: isSet(object.schedulingPolicy)
+        ? PodGroupSchedulingPolicy.fromJSON(object.schedulingPolicy)
+        : isSet(object.scheduling_policy)
+        ? PodGroupSchedulingPolicy.fromJSON(object.scheduling_policy)
+        : undefined,
+      disruptionMode: isSet(object.disruptionMode)
+        ? DisruptionMode.fromJSON(object.disruptionMode)
+        : isSet(object.disruption_mode)
+        ? DisruptionMode.fromJSON(object.disruption_mode)
+        : undefined,
+      priorityClassName: isSet(object.priorityClassName)
+        ? globalThis.String(object.priorityClassName)
+        : isSet(object.priority_class_name)
+        ? globalThis.String(object.priority_class_name)
+        : "",
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : undefined,
+      preemptionPolicy: isSet(object.preemptionPolicy)
+        ? globalThis.String(object.preemptionPolicy)
+        : isSet(object.preemption_policy)
+        ? globalThis.String(object.preemption_policy)
+        : "",
+      parentCompositePodGroupName: isSet(object.parentCompositePodGroupName)
+        ? globalThis.String(object.parentCompositePodGroupName)
+        : isSet(object.parent_composite_pod_group_name)
+        ? globalThis.String(object.parent_composite_pod_group_name)
+        : "",
+      workloadRef: isSet(object.workloadRef)
+        ? WorkloadReference.fromJSON(object.workloadRef)
+        : isSet(object.workload_ref)
+        ? WorkloadReference.fromJSON(object.workload_ref)
+        : undefined,
+    };
+  },
+
+  toJSON(message: PodGroup): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.uid !== "") {
+      obj.uid = message.uid;
+    }
+    if (message.resourceVersion !== 0n) {
+      obj.resourceVersion = message.resourceVersion.toString();
+    }
+    if (message.creationTimestamp !== "") {
+      obj.creationTimestamp = message.creationTimestamp;
+    }
+    if (message.schedulingPolicy !== undefined) {
+      obj.schedulingPolicy = PodGroupSchedulingPolicy.toJSON(message.schedulingPolicy);
+    }
+    if (message.disruptionMode !== undefined) {
+      obj.disruptionMode = DisruptionMode.toJSON(message.disruptionMode);
+    }
+    if (message.priorityClassName !== "") {
+      obj.priorityClassName = message.priorityClassName;
+    }
+    if (message.priority !== undefined) {
+      obj.priority = Math.round(message.priority);
+    }
+    if (message.preemptionPolicy !== "") {
+      obj.preemptionPolicy = message.preemptionPolicy;
+    }
+    if (message.parentCompositePodGroupName !== "") {
+      obj.parentCompositePodGroupName = message.parentCompositePodGroupName;
+    }
+    if (message.workloadRef !== undefined) {
+      obj.workloadRef = WorkloadReference.toJSON(message.workloadRef);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PodGroup>): PodGroup {
+    return PodGroup.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PodGroup>): PodGroup {
+    const message = createBasePodGroup();
+    message.namespace = object.namespace ?? "";
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    message.resourceVersion = (object.resourceVersion !== undefined && object.resourceVersion !== null)
+      ? BigInt(object.resourceVersion)
+      : 0n;
+    message.creationTimestamp = object.creationTimestamp ?? "";
+    message.schedulingPolicy = (object.schedulingPolicy !== undefined && object.schedulingPolicy !== null)
+      ? PodGroupSchedulingPolicy.fromPartial(object.schedulingPolicy)
+      : undefined;
+    message.disruptionMode = (object.disruptionMode !== undefined && object.disruptionMode !== null)
+      ? DisruptionMode.fromPartial(object.disruptionMode)
+      : undefined;
+    message.priorityClassName = object.priorityClassName ?? "";
+    message.priority = object.priority ?? undefined;
+    message.preemptionPolicy = object.preemptionPolicy ?? "";
+    message.parentCompositePodGroupName = object.parentCompositePodGroupName ?? "";
+    message.workloadRef = (object.workloadRef !== undefined && object.workloadRef !== null)
+      ? WorkloadReference.fromPartial(object.workloadRef)
+      : undefined;
+    return message;
+  },
+};
+
+function createBasePodGroupSchedulingPolicy(): PodGroupSchedulingPolicy {
+  return { basic: undefined, gang: undefined };
+}
+
+export const PodGroupSchedulingPolicy: MessageFns<PodGroupSchedulingPolicy> = {
+  encode(message: PodGroupSchedulingPolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.basic !== undefined) {
+      BasicSchedulingPolicy.encode(message.basic, writer.uint32(10).fork()).join();
+    }
+    if (message.gang !== undefined) {
+      GangSchedulingPolicy.encode(message.gang, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodGroupSchedulingPolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodGroupSchedulingPolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.basic = BasicSchedulingPolicy.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.gang = GangSchedulingPolicy.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PodGroupSchedulingPolicy {
+    return {
+      basic: isSet(object.basic) ? BasicSchedulingPolicy.fromJSON(object.basic) : undefined,
+      gang: isSet(object.gang) ? GangSchedulingPolicy.fromJSON(object.gang) : undefined,
+    };
+  },
+
+  toJSON(message: PodGroupSchedulingPolicy): unknown {
+    const obj: any = {};
+    if (message.basic !== undefined) {
+      obj.basic = BasicSchedulingPolicy.toJSON(message.basic);
+    }
+    if (message.gang !== undefined) {
+      obj.gang = GangSchedulingPolicy.toJSON(message.gang);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PodGroupSchedulingPolicy>): PodGroupSchedulingPolicy {
+    return PodGroupSchedulingPolicy.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PodGroupSchedulingPolicy>): PodGroupSchedulingPolicy {
+    const message = createBasePodGroupSchedulingPolicy();
+    message.basic = (object.basic !== undefined && object.basic !== null)
+      ? BasicSchedulingPolicy.fromPartial(object.basic)
+      : undefined;
+    message.gang = (object.gang !== undefined && object.gang !== null)
+      ? GangSchedulingPolicy.fromPartial(object.gang)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseBasicSchedulingPolicy(): BasicSchedulingPolicy {
+  return {};
+}
+
+export const BasicSchedulingPolicy: MessageFns<BasicSchedulingPolicy> = {
+  encode(_: BasicSchedulingPolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BasicSchedulingPolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBasicSchedulingPolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): BasicSchedulingPolicy {
+    return {};
+  },
+
+  toJSON(_: BasicSchedulingPolicy): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<BasicSchedulingPolicy>): BasicSchedulingPolicy {
+    return BasicSchedulingPolicy.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<BasicSchedulingPolicy>): BasicSchedulingPolicy {
+    const message = createBaseBasicSchedulingPolicy();
+    return message;
+  },
+};
+
+function createBaseGangSchedulingPolicy(): GangSchedulingPolicy {
+  return { minCount: 0 };
+}
+
+export const GangSchedulingPolicy: MessageFns<GangSchedulingPolicy> = {
+  encode(message: GangSchedulingPolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.minCount !== 0) {
+      writer.uint32(8).int32(message.minCount);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GangSchedulingPolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGangSchedulingPolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.minCount = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GangSchedulingPolicy {
+    return {
+      minCount: isSet(object.minCount)
+        ? globalThis.Number(object.minCount)
+        : isSet(object.min_count)
+        ? globalThis.Number(object.min_count)
+        : 0,
+    };
+  },
+
+  toJSON(message: GangSchedulingPolicy): unknown {
+    const obj: any = {};
+    if (message.minCount !== 0) {
+      obj.minCount = Math.round(message.minCount);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GangSchedulingPolicy>): GangSchedulingPolicy {
+    return GangSchedulingPolicy.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GangSchedulingPolicy>): GangSchedulingPolicy {
+    const message = createBaseGangSchedulingPolicy();
+    message.minCount = object.minCount ?? 0;
+    return message;
+  },
+};
+
+function createBaseDisruptionMode(): DisruptionMode {
+  return { single: undefined, all: undefined };
+}
+
+export const DisruptionMode: MessageFns<DisruptionMode> = {
+  encode(message: DisruptionMode, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.single !== undefined) {
+      SingleDisruptionMode.encode(message.single, writer.uint32(10).fork()).join();
+    }
+    if (message.all !== undefined) {
+      AllDisruptionMode.encode(message.all, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DisruptionMode {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDisruptionMode();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.single = SingleDisruptionMode.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.all = AllDisruptionMode.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DisruptionMode {
+    return {
+      single: isSet(object.single) ? SingleDisruptionMode.fromJSON(object.single) : undefined,
+      all: isSet(object.all) ? AllDisruptionMode.fromJSON(object.all) : undefined,
+    };
+  },
+
+  toJSON(message: DisruptionMode): unknown {
+    const obj: any = {};
+    if (message.single !== undefined) {
+      obj.single = SingleDisruptionMode.toJSON(message.single);
+    }
+    if (message.all !== undefined) {
+      obj.all = AllDisruptionMode.toJSON(message.all);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<DisruptionMode>): DisruptionMode {
+    return DisruptionMode.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DisruptionMode>): DisruptionMode {
+    const message = createBaseDisruptionMode();
+    message.single = (object.single !== undefined && object.single !== null)
+      ? SingleDisruptionMode.fromPartial(object.single)
+      : undefined;
+    message.all = (object.all !== undefined && object.all !== null)
+      ? AllDisruptionMode.fromPartial(object.all)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSingleDisruptionMode(): SingleDisruptionMode {
+  return {};
+}
+
+export const SingleDisruptionMode: MessageFns<SingleDisruptionMode> = {
+  encode(_: SingleDisruptionMode, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SingleDisruptionMode {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSingleDisruptionMode();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): SingleDisruptionMode {
+    return {};
+  },
+
+  toJSON(_: SingleDisruptionMode): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<SingleDisruptionMode>): SingleDisruptionMode {
+    return SingleDisruptionMode.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<SingleDisruptionMode>): SingleDisruptionMode {
+    const message = createBaseSingleDisruptionMode();
+    return message;
+  },
+};
+
+function createBaseAllDisruptionMode(): AllDisruptionMode {
+  return {};
+}
+
+export const AllDisruptionMode: MessageFns<AllDisruptionMode> = {
+  encode(_: AllDisruptionMode, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AllDisruptionMode {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAllDisruptionMode();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): AllDisruptionMode {
+    return {};
+  },
+
+  toJSON(_: AllDisruptionMode): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create(base?: DeepPartial<AllDisruptionMode>): AllDisruptionMode {
+    return AllDisruptionMode.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<AllDisruptionMode>): AllDisruptionMode {
+    const message = createBaseAllDisruptionMode();
+    return message;
+  },
+};
+
+function createBaseWorkloadReference(): WorkloadReference {
+  return { workloadName: "", templateName: "" };
+}
+
+export const WorkloadReference: MessageFns<WorkloadReference> = {
+  encode(message: WorkloadReference, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workloadName !== "") {
+      writer.uint32(10).string(message.workloadName);
+    }
+    if (message.templateName !== "") {
+      writer.uint32(18).string(message.templateName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WorkloadReference {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWorkloadReference();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workloadName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.templateName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): WorkloadReference {
+    return {
+      workloadName: isSet(object.workloadName)
+        ? globalThis.String(object.workloadName)
+        : isSet(object.workload_name)
+        ? globalThis.String(object.workload_name)
+        : "",
+      templateName: isSet(object.templateName)
+        ? globalThis.String(object.templateName)
+        : isSet(object.template_name)
+        ? globalThis.String(object.template_name)
+        : "",
+    };
+  },
+
+  toJSON(message: WorkloadReference): unknown {
+    const obj: any = {};
+    if (message.workloadName !== "") {
+      obj.workloadName = message.workloadName;
+    }
+    if (message.templateName !== "") {
+      obj.templateName = message.templateName;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<WorkloadReference>): WorkloadReference {
+    return WorkloadReference.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<WorkloadReference>): WorkloadReference {
+    const message = createBaseWorkloadReference();
+    message.workloadName = object.workloadName ?? "";
+    message.templateName = object.templateName ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdatePodGroupRequest(): UpdatePodGroupRequest {
+  return { upsert: undefined, upsertJson: undefined, delete: undefined };
+}
+
+export const UpdatePodGroupRequest: MessageFns<UpdatePodGroupRequest> = {
+  encode(message: UpdatePodGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.upsert !== undefined) {
+      PodGroup.encode(message.upsert, writer.uint32(10).fork()).join();
+    }
+    if (message.upsertJson !== undefined) {
+      writer.uint32(18).string(message.upsertJson);
+    }
+    if (message.delete !== undefined) {
+      ObjectRef.encode(message.delete, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePodGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePodGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.upsert = PodGroup.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.upsertJson = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.delete = ObjectRef.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdatePodGroupRequest {
+    return {
+      upsert: isSet(object.upsert) ? PodGroup.fromJSON(object.upsert) : undefined,
+      upsertJson: isSet(object.upsertJson)
+        ? globalThis.String(object.upsertJson)
+        : isSet(object.upsert_json)
+        ? globalThis.String(object.upsert_json)
+        : undefined,
+      delete: isSet(object.delete) ? ObjectRef.fromJSON(object.delete) : undefined,
+    };
+  },
+
+  toJSON(message: UpdatePodGroupRequest): unknown {
+    const obj: any = {};
+    if (message.upsert !== undefined) {
+      obj.upsert = PodGroup.toJSON(message.upsert);
+    }
+    if (message.upsertJson !== undefined) {
+      obj.upsertJson = message.upsertJson;
+    }
+    if (message.delete !== undefined) {
+      obj.delete = ObjectRef.toJSON(message.delete);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdatePodGroupRequest>): UpdatePodGroupRequest {
+    return UpdatePodGroupRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdatePodGroupRequest>): UpdatePodGroupRequest {
+    const message = createBaseUpdatePodGroupRequest();
+    message.upsert = (object.upsert !== undefined && object.upsert !== null)
+      ? PodGroup.fromPartial(object.upsert)
+      : undefined;
+    message.upsertJson = object.upsertJson ?? undefined;
+    message.delete = (object.delete !== undefined && object.delete !== null)
+      ? ObjectRef.fromPartial(object.delete)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdatePodGroupResponse(): UpdatePodGroupResponse {
+  return { applied: false, resourceVersion: 0n, revision: 0n, epoch: "", stale: "" };
+}
+
+export const UpdatePodGroupResponse: MessageFns<UpdatePodGroupResponse> = {
+  encode(message: UpdatePodGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.applied !== false) {
+      writer.uint32(8).bool(message.applied);
+    }
+    if (message.resourceVersion !== 0n) {
+      if (BigInt.asUintN(64, message.resourceVersion) !== message.resourceVersion) {
+        throw new globalThis.Error("value provided for field message.resourceVersion of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.resourceVersion);
+    }
+    if (message.revision !== 0n) {
+      if (BigInt.asUintN(64, message.revision) !== message.revision) {
+        throw new globalThis.Error("value provided for field message.revision of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.revision);
+    }
+    if (message.epoch !== "") {
+      writer.uint32(34).string(message.epoch);
+    }
+    if (message.stale !== "") {
+      writer.uint32(42).string(message.stale);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePodGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePodGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.applied = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.resourceVersion = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.revision = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.epoch = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.stale = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdatePodGroupResponse {
+    return {
+      applied: isSet(object.applied) ? globalThis.Boolean(object.applied) : false,
+      resourceVersion: isSet(object.resourceVersion)
+        ? BigInt(object.resourceVersion)
+        : isSet(object.resource_version)
+        ? BigInt(object.resource_version)
+        : 0n,
+      revision: isSet(object.revision) ? BigInt(object.revision) : 0n,
+      epoch: isSet(object.epoch) ? globalThis.String(object.epoch) : "",
+      stale: isSet(object.stale) ? globalThis.String(object.stale) : "",
+    };
+  },
+
+  toJSON(message: UpdatePodGroupResponse): unknown {
+    const obj: any = {};
+    if (message.applied !== false) {
+      obj.applied = message.applied;
+    }
+    if (message.resourceVersion !== 0n) {
+      obj.resourceVersion = message.resourceVersion.toString();
+    }
+    if (message.revision !== 0n) {
+      obj.revision = message.revision.toString();
+    }
+    if (message.epoch !== "") {
+      obj.epoch = message.epoch;
+    }
+    if (message.stale !== "") {
+      obj.stale = message.stale;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdatePodGroupResponse>): UpdatePodGroupResponse {
+    return UpdatePodGroupResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdatePodGroupResponse>): UpdatePodGroupResponse {
+    const message = createBaseUpdatePodGroupResponse();
+    message.applied = object.applied ?? false;
+    message.resourceVersion = (object.resourceVersion !== undefined && object.resourceVersion !== null)
+      ? BigInt(object.resourceVersion)
+      : 0n;
+    message.revision = (object.revision !== undefined && object.revision !== null) ? BigInt(object.revision) : 0n;
+    message.epoch = object.epoch ?? "";
+    message.stale = object.stale ?? "";
+    return message;
+  },
+};
+
+function createBaseWorkload(): Workload {
+  return { namespace: "", name: "", uid: "", resourceVersion: 0n, podGroupTemplates: [] };
+}
+
+export const Workload: MessageFns<Workload> = {
+  encode(message: Workload, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(26).string(message.uid);
+    }
+    if (message.resourceVersion !== 0n) {
+      if (BigInt.asUintN(64, message.resourceVersion) !== message.resourceVersion) {
+        throw new globalThis.Error("value provided for field message.resourceVersion of type uint64 too large");
+      }
+      writer.uint32(32).uint64(message.resourceVersion);
+    }
+    for (const v of message.podGroupTemplates) {
+      PodGroupTemplate.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Workload {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWorkload();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.resourceVersion = reader.uint64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.podGroupTemplates.push(PodGroupTemplate.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Workload {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      uid: isSet(object.uid) ? globalThis.String(object.uid) : "",
+      resourceVersion: isSet(object.resourceVersion)
+        ? BigInt(object.resourceVersion)
+        : isSet(object.resource_version)
+        ? BigInt(object.resource_version)
+        : 0n,
+      podGroupTemplates: globalThis.Array.isArray(object?.podGroupTemplates)
+        ? object.podGroupTemplates.map((e: any) => PodGroupTemplate.fromJSON(e))
+        : globalThis.Array.isArray(object?.pod_group_templates)
+        ? object.pod_group_templates.map((e: any) => PodGroupTemplate.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: Workload): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.uid !== "") {
+      obj.uid = message.uid;
+    }
+    if (message.resourceVersion !== 0n) {
+      obj.resourceVersion = message.resourceVersion.toString();
+    }
+    if (message.podGroupTemplates?.length) {
+      obj.podGroupTemplates = message.podGroupTemplates.map((e) => PodGroupTemplate.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Workload>): Workload {
+    return Workload.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Workload>): Workload {
+    const message = createBaseWorkload();
+    message.namespace = object.namespace ?? "";
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    message.resourceVersion = (object.resourceVersion !== undefined && object.resourceVersion !== null)
+      ? BigInt(object.resourceVersion)
+      : 0n;
+    message.podGroupTemplates = object.podGroupTemplates?.map((e) => PodGroupTemplate.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePodGroupTemplate(): PodGroupTemplate {
+  return { name: "" };
+}
+
+export const PodGroupTemplate: MessageFns<PodGroupTemplate> = {
+  encode(message: PodGroupTemplate, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodGroupTemplate {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodGroupTemplate();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PodGroupTemplate {
+    return { name: isSet(object.name) ? globalThis.String(object.name) : "" };
+  },
+
+  toJSON(message: PodGroupTemplate): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PodGroupTemplate>): PodGroupTemplate {
+    return PodGroupTemplate.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PodGroupTemplate>): PodGroupTemplate {
+    const message = createBasePodGroupTemplate();
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateWorkloadRequest(): UpdateWorkloadRequest {
+  return { upsert: undefined, upsertJson: undefined, delete: undefined };
+}
+
+export const UpdateWorkloadRequest: MessageFns<UpdateWorkloadRequest> = {
+  encode(message: UpdateWorkloadRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.upsert !== undefined) {
+      Workload.encode(message.upsert, writer.uint32(10).fork()).join();
+    }
+    if (message.upsertJson !== undefined) {
+      writer.uint32(18).string(message.upsertJson);
+    }
+    if (message.delete !== undefined) {
+      ObjectRef.encode(message.delete, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateWorkloadRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateWorkloadRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.upsert = Workload.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.upsertJson = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.delete = ObjectRef.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateWorkloadRequest {
+    return {
+      upsert: isSet(object.upsert) ? Workload.fromJSON(object.upsert) : undefined,
+      upsertJson: isSet(object.upsertJson)
+        ? globalThis.String(object.upsertJson)
+        : isSet(object.upsert_json)
+        ? globalThis.String(object.upsert_json)
+        : undefined,
+      delete: isSet(object.delete) ? ObjectRef.fromJSON(object.delete) : undefined,
+    };
+  },
+
+  toJSON(message: UpdateWorkloadRequest): unknown {
+    const obj: any = {};
+    if (message.upsert !== undefined) {
+      obj.upsert = Workload.toJSON(message.upsert);
+    }
+    if (message.upsertJson !== undefined) {
+      obj.upsertJson = message.upsertJson;
+    }
+    if (message.delete !== undefined) {
+      obj.delete = ObjectRef.toJSON(message.delete);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateWorkloadRequest>): UpdateWorkloadRequest {
+    return UpdateWorkloadRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateWorkloadRequest>): UpdateWorkloadRequest {
+    const message = createBaseUpdateWorkloadRequest();
+    message.upsert = (object.upsert !== undefined && object.upsert !== null)
+      ? Workload.fromPartial(object.upsert)
+      : undefined;
+    message.upsertJson = object.upsertJson ?? undefined;
+    message.delete = (object.delete !== undefined && object.delete !== null)
+      ? ObjectRef.fromPartial(object.delete)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateWorkloadResponse(): UpdateWorkloadResponse {
+  return { applied: false, resourceVersion: 0n, revision: 0n, epoch: "", stale: "" };
+}
+
+export const UpdateWorkloadResponse: MessageFns<UpdateWorkloadResponse> = {
+  encode(message: UpdateWorkloadResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.applied !== false) {
+      writer.uint32(8).bool(message.applied);
+    }
+    if (message.resourceVersion !== 0n) {
+      if (BigInt.asUintN(64, message.resourceVersion) !== message.resourceVersion) {
+        throw new globalThis.Error("value provided for field message.resourceVersion of type uint64 too large");
+      }
+      writer.uint32(16).uint64(message.resourceVersion);
+    }
+    if (message.revision !== 0n) {
+      if (BigInt.asUintN(64, message.revision) !== message.revision) {
+        throw new globalThis.Error("value provided for field message.revision of type uint64 too large");
+      }
+      writer.uint32(24).uint64(message.revision);
+    }
+    if (message.epoch !== "") {
+      writer.uint32(34).string(message.epoch);
+    }
+    if (message.stale !== "") {
+      writer.uint32(42).string(message.stale);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateWorkloadResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateWorkloadResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.applied = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.resourceVersion = reader.uint64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.revision = reader.uint64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.epoch = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.stale = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateWorkloadResponse {
+    return {
+      applied: isSet(object.applied) ? globalThis.Boolean(object.applied) : false,
+      resourceVersion: isSet(object.resourceVersion)
+        ? BigInt(object.resourceVersion)
+        : isSet(object.resource_version)
+        ? BigInt(object.resource_version)
+        : 0n,
+      revision: isSet(object.revision) ? BigInt(object.revision) : 0n,
+      epoch: isSet(object.epoch) ? globalThis.String(object.epoch) : "",
+      stale: isSet(object.stale) ? globalThis.String(object.stale) : "",
+    };
+  },
+
+  toJSON(message: UpdateWorkloadResponse): unknown {
+    const obj: any = {};
+    if (message.applied !== false) {
+      obj.applied = message.applied;
+    }
+    if (message.resourceVersion !== 0n) {
+      obj.resourceVersion = message.resourceVersion.toString();
+    }
+    if (message.revision !== 0n) {
+      obj.revision = message.revision.toString();
+    }
+    if (message.epoch !== "") {
+      obj.epoch = message.epoch;
+    }
+    if (message.stale !== "") {
+      obj.stale = message.stale;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<UpdateWorkloadResponse>): UpdateWorkloadResponse {
+    return UpdateWorkloadResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateWorkloadResponse>): UpdateWorkloadResponse {
+    const message = createBaseUpdateWorkloadResponse();
+    message.applied = object.applied ?? false;
+    message.resourceVersion = (object.resourceVersion !== undefined && object.resourceVersion !== null)
+      ? BigInt(object.resourceVersion)
+      : 0n;
+    message.revision = (object.revision !== undefined && object.revision !== null) ? BigInt(object.revision) : 0n;
+    message.epoch = object.epoch ?? "";
+    message.stale = object.stale ?? "";
+    return message;
+  },
+};
+
 function createBasePreemptRequest(): PreemptRequest {
   return { pod: undefined, podJson: undefined, podRef: undefined, dryRun: false, explain: false, pdbMode: 0 };
 }
@@ -7743,6 +10128,7 @@ function createBasePreemptResponse(): PreemptResponse {
     revision: 0n,
     nominationsRevision: 0n,
     kubernetesVersion: "",
+    placement: undefined,
   };
 }
 
@@ -7789,6 +10175,9 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
     }
     if (message.kubernetesVersion !== "") {
       writer.uint32(98).string(message.kubernetesVersion);
+    }
+    if (message.placement !== undefined) {
+      Placement.encode(message.placement, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -7902,6 +10291,14 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
             message.kubernetesVersion = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.placement = Placement.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7954,6 +10351,7 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
         : isSet(object.kubernetes_version)
         ? globalThis.String(object.kubernetes_version)
         : "",
+      placement: isSet(object.placement) ? Placement.fromJSON(object.placement) : undefined,
     };
   },
 
@@ -7995,6 +10393,9 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
     if (message.kubernetesVersion !== "") {
       obj.kubernetesVersion = message.kubernetesVersion;
     }
+    if (message.placement !== undefined) {
+      obj.placement = Placement.toJSON(message.placement);
+    }
     return obj;
   },
 
@@ -8017,6 +10418,1023 @@ export const PreemptResponse: MessageFns<PreemptResponse> = {
       ? BigInt(object.nominationsRevision)
       : 0n;
     message.kubernetesVersion = object.kubernetesVersion ?? "";
+    message.placement = (object.placement !== undefined && object.placement !== null)
+      ? Placement.fromPartial(object.placement)
+      : undefined;
+    return message;
+  },
+};
+
+function createBasePlacement(): Placement {
+  return { nodeName: "", score: 0n, tiedNodes: [], nodeScores: [], feasibleNodes: 0 };
+}
+
+export const Placement: MessageFns<Placement> = {
+  encode(message: Placement, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.nodeName !== "") {
+      writer.uint32(10).string(message.nodeName);
+    }
+    if (message.score !== 0n) {
+      if (BigInt.asIntN(64, message.score) !== message.score) {
+        throw new globalThis.Error("value provided for field message.score of type int64 too large");
+      }
+      writer.uint32(16).int64(message.score);
+    }
+    for (const v of message.tiedNodes) {
+      writer.uint32(26).string(v!);
+    }
+    for (const v of message.nodeScores) {
+      NodeScore.encode(v!, writer.uint32(34).fork()).join();
+    }
+    if (message.feasibleNodes !== 0) {
+      writer.uint32(40).int32(message.feasibleNodes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Placement {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePlacement();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.nodeName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.score = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tiedNodes.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.nodeScores.push(NodeScore.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.feasibleNodes = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Placement {
+    return {
+      nodeName: isSet(object.nodeName)
+        ? globalThis.String(object.nodeName)
+        : isSet(object.node_name)
+        ? globalThis.String(object.node_name)
+        : "",
+      score: isSet(object.score) ? BigInt(object.score) : 0n,
+      tiedNodes: globalThis.Array.isArray(object?.tiedNodes)
+        ? object.tiedNodes.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.tied_nodes)
+        ? object.tied_nodes.map((e: any) => globalThis.String(e))
+        : [],
+      nodeScores: globalThis.Array.isArray(object?.nodeScores)
+        ? object.nodeScores.map((e: any) => NodeScore.fromJSON(e))
+        : globalThis.Array.isArray(object?.node_scores)
+        ? object.node_scores.map((e: any) => NodeScore.fromJSON(e))
+        : [],
+      feasibleNodes: isSet(object.feasibleNodes)
+        ? globalThis.Number(object.feasibleNodes)
+        : isSet(object.feasible_nodes)
+        ? globalThis.Number(object.feasible_nodes)
+        : 0,
+    };
+  },
+
+  toJSON(message: Placement): unknown {
+    const obj: any = {};
+    if (message.nodeName !== "") {
+      obj.nodeName = message.nodeName;
+    }
+    if (message.score !== 0n) {
+      obj.score = message.score.toString();
+    }
+    if (message.tiedNodes?.length) {
+      obj.tiedNodes = message.tiedNodes;
+    }
+    if (message.nodeScores?.length) {
+      obj.nodeScores = message.nodeScores.map((e) => NodeScore.toJSON(e));
+    }
+    if (message.feasibleNodes !== 0) {
+      obj.feasibleNodes = Math.round(message.feasibleNodes);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Placement>): Placement {
+    return Placement.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Placement>): Placement {
+    const message = createBasePlacement();
+    message.nodeName = object.nodeName ?? "";
+    message.score = (object.score !== undefined && object.score !== null) ? BigInt(object.score) : 0n;
+    message.tiedNodes = object.tiedNodes?.map((e) => e) || [];
+    message.nodeScores = object.nodeScores?.map((e) => NodeScore.fromPartial(e)) || [];
+    message.feasibleNodes = object.feasibleNodes ?? 0;
+    return message;
+  },
+};
+
+function createBaseNodeScore(): NodeScore {
+  return { nodeName: "", total: 0n, plugins: [] };
+}
+
+export const NodeScore: MessageFns<NodeScore> = {
+  encode(message: NodeScore, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.nodeName !== "") {
+      writer.uint32(10).string(message.nodeName);
+    }
+    if (message.total !== 0n) {
+      if (BigInt.asIntN(64, message.total) !== message.total) {
+        throw new globalThis.Error("value provided for field message.total of type int64 too large");
+      }
+      writer.uint32(16).int64(message.total);
+    }
+    for (const v of message.plugins) {
+      PluginScore.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeScore {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeScore();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.nodeName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.total = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.plugins.push(PluginScore.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NodeScore {
+    return {
+      nodeName: isSet(object.nodeName)
+        ? globalThis.String(object.nodeName)
+        : isSet(object.node_name)
+        ? globalThis.String(object.node_name)
+        : "",
+      total: isSet(object.total) ? BigInt(object.total) : 0n,
+      plugins: globalThis.Array.isArray(object?.plugins) ? object.plugins.map((e: any) => PluginScore.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: NodeScore): unknown {
+    const obj: any = {};
+    if (message.nodeName !== "") {
+      obj.nodeName = message.nodeName;
+    }
+    if (message.total !== 0n) {
+      obj.total = message.total.toString();
+    }
+    if (message.plugins?.length) {
+      obj.plugins = message.plugins.map((e) => PluginScore.toJSON(e));
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<NodeScore>): NodeScore {
+    return NodeScore.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<NodeScore>): NodeScore {
+    const message = createBaseNodeScore();
+    message.nodeName = object.nodeName ?? "";
+    message.total = (object.total !== undefined && object.total !== null) ? BigInt(object.total) : 0n;
+    message.plugins = object.plugins?.map((e) => PluginScore.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePluginScore(): PluginScore {
+  return { plugin: "", score: 0n, weight: 0n };
+}
+
+export const PluginScore: MessageFns<PluginScore> = {
+  encode(message: PluginScore, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.plugin !== "") {
+      writer.uint32(10).string(message.plugin);
+    }
+    if (message.score !== 0n) {
+      if (BigInt.asIntN(64, message.score) !== message.score) {
+        throw new globalThis.Error("value provided for field message.score of type int64 too large");
+      }
+      writer.uint32(16).int64(message.score);
+    }
+    if (message.weight !== 0n) {
+      if (BigInt.asIntN(64, message.weight) !== message.weight) {
+        throw new globalThis.Error("value provided for field message.weight of type int64 too large");
+      }
+      writer.uint32(24).int64(message.weight);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PluginScore {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePluginScore();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.plugin = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.score = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.weight = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PluginScore {
+    return {
+      plugin: isSet(object.plugin) ? globalThis.String(object.plugin) : "",
+      score: isSet(object.score) ? BigInt(object.score) : 0n,
+      weight: isSet(object.weight) ? BigInt(object.weight) : 0n,
+    };
+  },
+
+  toJSON(message: PluginScore): unknown {
+    const obj: any = {};
+    if (message.plugin !== "") {
+      obj.plugin = message.plugin;
+    }
+    if (message.score !== 0n) {
+      obj.score = message.score.toString();
+    }
+    if (message.weight !== 0n) {
+      obj.weight = message.weight.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PluginScore>): PluginScore {
+    return PluginScore.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PluginScore>): PluginScore {
+    const message = createBasePluginScore();
+    message.plugin = object.plugin ?? "";
+    message.score = (object.score !== undefined && object.score !== null) ? BigInt(object.score) : 0n;
+    message.weight = (object.weight !== undefined && object.weight !== null) ? BigInt(object.weight) : 0n;
+    return message;
+  },
+};
+
+function createBasePodGroupRef(): PodGroupRef {
+  return { namespace: "", name: "", uid: "" };
+}
+
+export const PodGroupRef: MessageFns<PodGroupRef> = {
+  encode(message: PodGroupRef, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(26).string(message.uid);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodGroupRef {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodGroupRef();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PodGroupRef {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      uid: isSet(object.uid) ? globalThis.String(object.uid) : "",
+    };
+  },
+
+  toJSON(message: PodGroupRef): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.uid !== "") {
+      obj.uid = message.uid;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PodGroupRef>): PodGroupRef {
+    return PodGroupRef.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PodGroupRef>): PodGroupRef {
+    const message = createBasePodGroupRef();
+    message.namespace = object.namespace ?? "";
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    return message;
+  },
+};
+
+function createBasePreemptGroupRequest(): PreemptGroupRequest {
+  return { groupRef: undefined, members: [], memberJson: [], dryRun: false, explain: false, pdbMode: 0 };
+}
+
+export const PreemptGroupRequest: MessageFns<PreemptGroupRequest> = {
+  encode(message: PreemptGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.groupRef !== undefined) {
+      PodGroupRef.encode(message.groupRef, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.members) {
+      Pod.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.memberJson) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.dryRun !== false) {
+      writer.uint32(48).bool(message.dryRun);
+    }
+    if (message.explain !== false) {
+      writer.uint32(56).bool(message.explain);
+    }
+    if (message.pdbMode !== 0) {
+      writer.uint32(64).int32(message.pdbMode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PreemptGroupRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePreemptGroupRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.groupRef = PodGroupRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.members.push(Pod.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.memberJson.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.explain = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.pdbMode = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PreemptGroupRequest {
+    return {
+      groupRef: isSet(object.groupRef)
+        ? PodGroupRef.fromJSON(object.groupRef)
+        : isSet(object.group_ref)
+        ? PodGroupRef.fromJSON(object.group_ref)
+        : undefined,
+      members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Pod.fromJSON(e)) : [],
+      memberJson: globalThis.Array.isArray(object?.memberJson)
+        ? object.memberJson.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.member_json)
+        ? object.member_json.map((e: any) => globalThis.String(e))
+        : [],
+      dryRun: isSet(object.dryRun)
+        ? globalThis.Boolean(object.dryRun)
+        : isSet(object.dry_run)
+        ? globalThis.Boolean(object.dry_run)
+        : false,
+      explain: isSet(object.explain) ? globalThis.Boolean(object.explain) : false,
+      pdbMode: isSet(object.pdbMode)
+        ? pdbModeFromJSON(object.pdbMode)
+        : isSet(object.pdb_mode)
+        ? pdbModeFromJSON(object.pdb_mode)
+        : 0,
+    };
+  },
+
+  toJSON(message: PreemptGroupRequest): unknown {
+    const obj: any = {};
+    if (message.groupRef !== undefined) {
+      obj.groupRef = PodGroupRef.toJSON(message.groupRef);
+    }
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => Pod.toJSON(e));
+    }
+    if (message.memberJson?.length) {
+      obj.memberJson = message.memberJson;
+    }
+    if (message.dryRun !== false) {
+      obj.dryRun = message.dryRun;
+    }
+    if (message.explain !== false) {
+      obj.explain = message.explain;
+    }
+    if (message.pdbMode !== 0) {
+      obj.pdbMode = pdbModeToJSON(message.pdbMode);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PreemptGroupRequest>): PreemptGroupRequest {
+    return PreemptGroupRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PreemptGroupRequest>): PreemptGroupRequest {
+    const message = createBasePreemptGroupRequest();
+    message.groupRef = (object.groupRef !== undefined && object.groupRef !== null)
+      ? PodGroupRef.fromPartial(object.groupRef)
+      : undefined;
+    message.members = object.members?.map((e) => Pod.fromPartial(e)) || [];
+    message.memberJson = object.memberJson?.map((e) => e) || [];
+    message.dryRun = object.dryRun ?? false;
+    message.explain = object.explain ?? false;
+    message.pdbMode = object.pdbMode ?? 0;
+    return message;
+  },
+};
+
+function createBaseGroupNomination(): GroupNomination {
+  return { pod: undefined, nodeName: "" };
+}
+
+export const GroupNomination: MessageFns<GroupNomination> = {
+  encode(message: GroupNomination, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pod !== undefined) {
+      PodRef.encode(message.pod, writer.uint32(10).fork()).join();
+    }
+    if (message.nodeName !== "") {
+      writer.uint32(18).string(message.nodeName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GroupNomination {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGroupNomination();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pod = PodRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nodeName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GroupNomination {
+    return {
+      pod: isSet(object.pod) ? PodRef.fromJSON(object.pod) : undefined,
+      nodeName: isSet(object.nodeName)
+        ? globalThis.String(object.nodeName)
+        : isSet(object.node_name)
+        ? globalThis.String(object.node_name)
+        : "",
+    };
+  },
+
+  toJSON(message: GroupNomination): unknown {
+    const obj: any = {};
+    if (message.pod !== undefined) {
+      obj.pod = PodRef.toJSON(message.pod);
+    }
+    if (message.nodeName !== "") {
+      obj.nodeName = message.nodeName;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<GroupNomination>): GroupNomination {
+    return GroupNomination.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GroupNomination>): GroupNomination {
+    const message = createBaseGroupNomination();
+    message.pod = (object.pod !== undefined && object.pod !== null) ? PodRef.fromPartial(object.pod) : undefined;
+    message.nodeName = object.nodeName ?? "";
+    return message;
+  },
+};
+
+function createBasePreemptGroupResponse(): PreemptGroupResponse {
+  return {
+    outcome: 0,
+    victims: [],
+    pdbViolations: 0,
+    nominations: [],
+    nominatedPodsToClear: [],
+    message: "",
+    kubernetesVersion: "",
+    podGroupDisruptions: 0,
+    notes: [],
+    epoch: "",
+    revision: 0n,
+    nominationsRevision: 0n,
+  };
+}
+
+export const PreemptGroupResponse: MessageFns<PreemptGroupResponse> = {
+  encode(message: PreemptGroupResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.outcome !== 0) {
+      writer.uint32(8).int32(message.outcome);
+    }
+    for (const v of message.victims) {
+      PodRef.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.pdbViolations !== 0) {
+      writer.uint32(24).int32(message.pdbViolations);
+    }
+    for (const v of message.nominations) {
+      GroupNomination.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.nominatedPodsToClear) {
+      PodRef.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.message !== "") {
+      writer.uint32(50).string(message.message);
+    }
+    if (message.kubernetesVersion !== "") {
+      writer.uint32(58).string(message.kubernetesVersion);
+    }
+    if (message.podGroupDisruptions !== 0) {
+      writer.uint32(64).int32(message.podGroupDisruptions);
+    }
+    for (const v of message.notes) {
+      writer.uint32(74).string(v!);
+    }
+    if (message.epoch !== "") {
+      writer.uint32(82).string(message.epoch);
+    }
+    if (message.revision !== 0n) {
+      if (BigInt.asUintN(64, message.revision) !== message.revision) {
+        throw new globalThis.Error("value provided for field message.revision of type uint64 too large");
+      }
+      writer.uint32(88).uint64(message.revision);
+    }
+    if (message.nominationsRevision !== 0n) {
+      if (BigInt.asUintN(64, message.nominationsRevision) !== message.nominationsRevision) {
+        throw new globalThis.Error("value provided for field message.nominationsRevision of type uint64 too large");
+      }
+      writer.uint32(96).uint64(message.nominationsRevision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PreemptGroupResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePreemptGroupResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.outcome = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.victims.push(PodRef.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pdbViolations = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.nominations.push(GroupNomination.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.nominatedPodsToClear.push(PodRef.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.kubernetesVersion = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.podGroupDisruptions = reader.int32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.notes.push(reader.string());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.epoch = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.revision = reader.uint64() as bigint;
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.nominationsRevision = reader.uint64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PreemptGroupResponse {
+    return {
+      outcome: isSet(object.outcome) ? outcomeFromJSON(object.outcome) : 0,
+      victims: globalThis.Array.isArray(object?.victims) ? object.victims.map((e: any) => PodRef.fromJSON(e)) : [],
+      pdbViolations: isSet(object.pdbViolations)
+        ? globalThis.Number(object.pdbViolations)
+        : isSet(object.pdb_violations)
+        ? globalThis.Number(object.pdb_violations)
+        : 0,
+      nominations: globalThis.Array.isArray(object?.nominations)
+        ? object.nominations.map((e: any) => GroupNomination.fromJSON(e))
+        : [],
+      nominatedPodsToClear: globalThis.Array.isArray(object?.nominatedPodsToClear)
+        ? object.nominatedPodsToClear.map((e: any) => PodRef.fromJSON(e))
+        : globalThis.Array.isArray(object?.nominated_pods_to_clear)
+        ? object.nominated_pods_to_clear.map((e: any) => PodRef.fromJSON(e))
+        : [],
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+      kubernetesVersion: isSet(object.kubernetesVersion)
+        ? globalThis.String(object.kubernetesVersion)
+        : isSet(object.kubernetes_version)
+        ? globalThis.String(object.kubernetes_version)
+        : "",
+      podGroupDisruptions: isSet(object.podGroupDisruptions)
+        ? globalThis.Number(object.podGroupDisruptions)
+        : isSet(object.pod_group_disruptions)
+        ? globalThis.Number(object.pod_group_disruptions)
+        : 0,
+      notes: globalThis.Array.isArray(object?.notes)
+        ? object.notes.map((e: any) => globalThis.String(e))
+        : [],
+      epoch: isSet(object.epoch) ? globalThis.String(object.epoch) : "",
+      revision: isSet(object.revision) ? BigInt(object.revision) : 0n,
+      nominationsRevision: isSet(object.nominationsRevision)
+        ? BigInt(object.nominationsRevision)
+        : isSet(object.nominations_revision)
+        ? BigInt(object.nominations_revision)
+        : 0n,
+    };
+  },
+
+  toJSON(message: PreemptGroupResponse): unknown {
+    const obj: any = {};
+    if (message.outcome !== 0) {
+      obj.outcome = outcomeToJSON(message.outcome);
+    }
+    if (message.victims?.length) {
+      obj.victims = message.victims.map((e) => PodRef.toJSON(e));
+    }
+    if (message.pdbViolations !== 0) {
+      obj.pdbViolations = Math.round(message.pdbViolations);
+    }
+    if (message.nominations?.length) {
+      obj.nominations = message.nominations.map((e) => GroupNomination.toJSON(e));
+    }
+    if (message.nominatedPodsToClear?.length) {
+      obj.nominatedPodsToClear = message.nominatedPodsToClear.map((e) => PodRef.toJSON(e));
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    if (message.kubernetesVersion !== "") {
+      obj.kubernetesVersion = message.kubernetesVersion;
+    }
+    if (message.podGroupDisruptions !== 0) {
+      obj.podGroupDisruptions = Math.round(message.podGroupDisruptions);
+    }
+    if (message.notes?.length) {
+      obj.notes = message.notes;
+    }
+    if (message.epoch !== "") {
+      obj.epoch = message.epoch;
+    }
+    if (message.revision !== 0n) {
+      obj.revision = message.revision.toString();
+    }
+    if (message.nominationsRevision !== 0n) {
+      obj.nominationsRevision = message.nominationsRevision.toString();
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PreemptGroupResponse>): PreemptGroupResponse {
+    return PreemptGroupResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PreemptGroupResponse>): PreemptGroupResponse {
+    const message = createBasePreemptGroupResponse();
+    message.outcome = object.outcome ?? 0;
+    message.victims = object.victims?.map((e) => PodRef.fromPartial(e)) || [];
+    message.pdbViolations = object.pdbViolations ?? 0;
+    message.nominations = object.nominations?.map((e) => GroupNomination.fromPartial(e)) || [];
+    message.nominatedPodsToClear = object.nominatedPodsToClear?.map((e) => PodRef.fromPartial(e)) || [];
+    message.message = object.message ?? "";
+    message.kubernetesVersion = object.kubernetesVersion ?? "";
+    message.podGroupDisruptions = object.podGroupDisruptions ?? 0;
+    message.notes = object.notes?.map((e) => e) || [];
+    message.epoch = object.epoch ?? "";
+    message.revision = (object.revision !== undefined && object.revision !== null) ? BigInt(object.revision) : 0n;
+    message.nominationsRevision = (object.nominationsRevision !== undefined && object.nominationsRevision !== null)
+      ? BigInt(object.nominationsRevision)
+      : 0n;
     return message;
   },
 };
@@ -8359,7 +11777,7 @@ export const WatchNominationsRequest: MessageFns<WatchNominationsRequest> = {
 };
 
 function createBaseWatchNominationsResponse(): WatchNominationsResponse {
-  return { revision: 0n, type: 0, pod: undefined, node: "", priority: 0, initial: false, epoch: "" };
+  return { revision: 0n, type: 0, pod: undefined, node: "", priority: 0, initial: false, epoch: "", batchRevision: 0n };
 }
 
 export const WatchNominationsResponse: MessageFns<WatchNominationsResponse> = {
@@ -8387,6 +11805,12 @@ export const WatchNominationsResponse: MessageFns<WatchNominationsResponse> = {
     }
     if (message.epoch !== "") {
       writer.uint32(58).string(message.epoch);
+    }
+    if (message.batchRevision !== 0n) {
+      if (BigInt.asUintN(64, message.batchRevision) !== message.batchRevision) {
+        throw new globalThis.Error("value provided for field message.batchRevision of type uint64 too large");
+      }
+      writer.uint32(64).uint64(message.batchRevision);
     }
     return writer;
   },
@@ -8460,6 +11884,14 @@ export const WatchNominationsResponse: MessageFns<WatchNominationsResponse> = {
             message.epoch = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.batchRevision = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8481,6 +11913,11 @@ export const WatchNominationsResponse: MessageFns<WatchNominationsResponse> = {
       priority: isSet(object.priority) ? globalThis.Number(object.priority) : 0,
       initial: isSet(object.initial) ? globalThis.Boolean(object.initial) : false,
       epoch: isSet(object.epoch) ? globalThis.String(object.epoch) : "",
+      batchRevision: isSet(object.batchRevision)
+        ? BigInt(object.batchRevision)
+        : isSet(object.batch_revision)
+        ? BigInt(object.batch_revision)
+        : 0n,
     };
   },
 
@@ -8507,6 +11944,9 @@ export const WatchNominationsResponse: MessageFns<WatchNominationsResponse> = {
     if (message.epoch !== "") {
       obj.epoch = message.epoch;
     }
+    if (message.batchRevision !== 0n) {
+      obj.batchRevision = message.batchRevision.toString();
+    }
     return obj;
   },
 
@@ -8522,12 +11962,23 @@ export const WatchNominationsResponse: MessageFns<WatchNominationsResponse> = {
     message.priority = object.priority ?? 0;
     message.initial = object.initial ?? false;
     message.epoch = object.epoch ?? "";
+    message.batchRevision = (object.batchRevision !== undefined && object.batchRevision !== null)
+      ? BigInt(object.batchRevision)
+      : 0n;
     return message;
   },
 };
 
 function createBaseSyncRequest(): SyncRequest {
-  return { node: undefined, pod: undefined, pdb: undefined, priorityClass: undefined, namespace: undefined };
+  return {
+    node: undefined,
+    pod: undefined,
+    pdb: undefined,
+    priorityClass: undefined,
+    namespace: undefined,
+    podGroup: undefined,
+    workload: undefined,
+  };
 }
 
 export const SyncRequest: MessageFns<SyncRequest> = {
@@ -8546,6 +11997,12 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     }
     if (message.namespace !== undefined) {
       UpdateNamespaceRequest.encode(message.namespace, writer.uint32(42).fork()).join();
+    }
+    if (message.podGroup !== undefined) {
+      UpdatePodGroupRequest.encode(message.podGroup, writer.uint32(50).fork()).join();
+    }
+    if (message.workload !== undefined) {
+      UpdateWorkloadRequest.encode(message.workload, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -8603,6 +12060,22 @@ export const SyncRequest: MessageFns<SyncRequest> = {
             message.namespace = UpdateNamespaceRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.podGroup = UpdatePodGroupRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.workload = UpdateWorkloadRequest.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8626,6 +12099,12 @@ export const SyncRequest: MessageFns<SyncRequest> = {
         ? UpdatePriorityClassRequest.fromJSON(object.priority_class)
         : undefined,
       namespace: isSet(object.namespace) ? UpdateNamespaceRequest.fromJSON(object.namespace) : undefined,
+      podGroup: isSet(object.podGroup)
+        ? UpdatePodGroupRequest.fromJSON(object.podGroup)
+        : isSet(object.pod_group)
+        ? UpdatePodGroupRequest.fromJSON(object.pod_group)
+        : undefined,
+      workload: isSet(object.workload) ? UpdateWorkloadRequest.fromJSON(object.workload) : undefined,
     };
   },
 
@@ -8645,6 +12124,12 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     }
     if (message.namespace !== undefined) {
       obj.namespace = UpdateNamespaceRequest.toJSON(message.namespace);
+    }
+    if (message.podGroup !== undefined) {
+      obj.podGroup = UpdatePodGroupRequest.toJSON(message.podGroup);
+    }
+    if (message.workload !== undefined) {
+      obj.workload = UpdateWorkloadRequest.toJSON(message.workload);
     }
     return obj;
   },
@@ -8669,12 +12154,18 @@ export const SyncRequest: MessageFns<SyncRequest> = {
     message.namespace = (object.namespace !== undefined && object.namespace !== null)
       ? UpdateNamespaceRequest.fromPartial(object.namespace)
       : undefined;
+    message.podGroup = (object.podGroup !== undefined && object.podGroup !== null)
+      ? UpdatePodGroupRequest.fromPartial(object.podGroup)
+      : undefined;
+    message.workload = (object.workload !== undefined && object.workload !== null)
+      ? UpdateWorkloadRequest.fromPartial(object.workload)
+      : undefined;
     return message;
   },
 };
 
 function createBaseSyncCounts(): SyncCounts {
-  return { nodes: 0n, pods: 0n, pdbs: 0n, priorityClasses: 0n, namespaces: 0n };
+  return { nodes: 0n, pods: 0n, pdbs: 0n, priorityClasses: 0n, namespaces: 0n, podGroups: 0n, workloads: 0n };
 }
 
 export const SyncCounts: MessageFns<SyncCounts> = {
@@ -8708,6 +12199,18 @@ export const SyncCounts: MessageFns<SyncCounts> = {
         throw new globalThis.Error("value provided for field message.namespaces of type uint64 too large");
       }
       writer.uint32(40).uint64(message.namespaces);
+    }
+    if (message.podGroups !== 0n) {
+      if (BigInt.asUintN(64, message.podGroups) !== message.podGroups) {
+        throw new globalThis.Error("value provided for field message.podGroups of type uint64 too large");
+      }
+      writer.uint32(48).uint64(message.podGroups);
+    }
+    if (message.workloads !== 0n) {
+      if (BigInt.asUintN(64, message.workloads) !== message.workloads) {
+        throw new globalThis.Error("value provided for field message.workloads of type uint64 too large");
+      }
+      writer.uint32(56).uint64(message.workloads);
     }
     return writer;
   },
@@ -8765,6 +12268,22 @@ export const SyncCounts: MessageFns<SyncCounts> = {
             message.namespaces = reader.uint64() as bigint;
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.podGroups = reader.uint64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.workloads = reader.uint64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8788,6 +12307,12 @@ export const SyncCounts: MessageFns<SyncCounts> = {
         ? BigInt(object.priority_classes)
         : 0n,
       namespaces: isSet(object.namespaces) ? BigInt(object.namespaces) : 0n,
+      podGroups: isSet(object.podGroups)
+        ? BigInt(object.podGroups)
+        : isSet(object.pod_groups)
+        ? BigInt(object.pod_groups)
+        : 0n,
+      workloads: isSet(object.workloads) ? BigInt(object.workloads) : 0n,
     };
   },
 
@@ -8808,6 +12333,12 @@ export const SyncCounts: MessageFns<SyncCounts> = {
     if (message.namespaces !== 0n) {
       obj.namespaces = message.namespaces.toString();
     }
+    if (message.podGroups !== 0n) {
+      obj.podGroups = message.podGroups.toString();
+    }
+    if (message.workloads !== 0n) {
+      obj.workloads = message.workloads.toString();
+    }
     return obj;
   },
 
@@ -8825,6 +12356,8 @@ export const SyncCounts: MessageFns<SyncCounts> = {
     message.namespaces = (object.namespaces !== undefined && object.namespaces !== null)
       ? BigInt(object.namespaces)
       : 0n;
+    message.podGroups = (object.podGroups !== undefined && object.podGroups !== null) ? BigInt(object.podGroups) : 0n;
+    message.workloads = (object.workloads !== undefined && object.workloads !== null) ? BigInt(object.workloads) : 0n;
     return message;
   },
 };
@@ -9872,6 +13405,33 @@ export const PreemptionService = {
     responseDeserialize: (value: Buffer): UpdateNamespaceResponse => UpdateNamespaceResponse.decode(value),
   },
   /**
+   * Upserts or deletes one PodGroup (scheduling.k8s.io/v1beta1): the pods in its namespace
+   * whose scheduling_group names it are its members. Kept whatever the feature gates say.
+   */
+  updatePodGroup: {
+    path: "/preemptd.v1.Preemption/UpdatePodGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdatePodGroupRequest): Buffer =>
+      Buffer.from(UpdatePodGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdatePodGroupRequest => UpdatePodGroupRequest.decode(value),
+    responseSerialize: (value: UpdatePodGroupResponse): Buffer =>
+      Buffer.from(UpdatePodGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdatePodGroupResponse => UpdatePodGroupResponse.decode(value),
+  },
+  /** Upserts or deletes one Workload (scheduling.k8s.io/v1beta1). */
+  updateWorkload: {
+    path: "/preemptd.v1.Preemption/UpdateWorkload" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateWorkloadRequest): Buffer =>
+      Buffer.from(UpdateWorkloadRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateWorkloadRequest => UpdateWorkloadRequest.decode(value),
+    responseSerialize: (value: UpdateWorkloadResponse): Buffer =>
+      Buffer.from(UpdateWorkloadResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateWorkloadResponse => UpdateWorkloadResponse.decode(value),
+  },
+  /**
    * Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
    * commits the decision to the cache (see PreemptRequest).
    */
@@ -9920,7 +13480,7 @@ export const PreemptionService = {
     responseDeserialize: (value: Buffer): WatchNominationsResponse => WatchNominationsResponse.decode(value),
   },
   /**
-   * Sync applies a stream of node, pod and PodDisruptionBudget updates (a bulk load, e.g.
+   * Sync applies a stream of updates of every kind (a bulk load, e.g.
    * an informer's initial list) in stream order. Each item is validated and applied exactly
    * as the matching unary Update* call would; a rejected item is reported in the response
    * and does not stop the items after it. The response comes once the client closes the
@@ -9949,6 +13509,22 @@ export const PreemptionService = {
     responseSerialize: (value: PlanDrainResponse): Buffer => Buffer.from(PlanDrainResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): PlanDrainResponse => PlanDrainResponse.decode(value),
   },
+  /**
+   * PreemptGroup decides preemption for a pending PodGroup as kube-scheduler v1.37's
+   * PodGroupPostFilter does (the server must answer as kubernetes 1.37 with
+   * GenericWorkload=true, else FAILED_PRECONDITION) and, unless dry_run, commits it
+   * (see PreemptGroupRequest).
+   */
+  preemptGroup: {
+    path: "/preemptd.v1.Preemption/PreemptGroup" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PreemptGroupRequest): Buffer => Buffer.from(PreemptGroupRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PreemptGroupRequest => PreemptGroupRequest.decode(value),
+    responseSerialize: (value: PreemptGroupResponse): Buffer =>
+      Buffer.from(PreemptGroupResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PreemptGroupResponse => PreemptGroupResponse.decode(value),
+  },
 } as const;
 
 export interface PreemptionServer extends UntypedServiceImplementation {
@@ -9972,6 +13548,13 @@ export interface PreemptionServer extends UntypedServiceImplementation {
   /** Upserts or deletes one Namespace: pod affinity's namespaceSelector matches its labels. */
   updateNamespace: handleUnaryCall<UpdateNamespaceRequest, UpdateNamespaceResponse>;
   /**
+   * Upserts or deletes one PodGroup (scheduling.k8s.io/v1beta1): the pods in its namespace
+   * whose scheduling_group names it are its members. Kept whatever the feature gates say.
+   */
+  updatePodGroup: handleUnaryCall<UpdatePodGroupRequest, UpdatePodGroupResponse>;
+  /** Upserts or deletes one Workload (scheduling.k8s.io/v1beta1). */
+  updateWorkload: handleUnaryCall<UpdateWorkloadRequest, UpdateWorkloadResponse>;
+  /**
    * Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
    * commits the decision to the cache (see PreemptRequest).
    */
@@ -9992,7 +13575,7 @@ export interface PreemptionServer extends UntypedServiceImplementation {
    */
   watchNominations: handleServerStreamingCall<WatchNominationsRequest, WatchNominationsResponse>;
   /**
-   * Sync applies a stream of node, pod and PodDisruptionBudget updates (a bulk load, e.g.
+   * Sync applies a stream of updates of every kind (a bulk load, e.g.
    * an informer's initial list) in stream order. Each item is validated and applied exactly
    * as the matching unary Update* call would; a rejected item is reported in the response
    * and does not stop the items after it. The response comes once the client closes the
@@ -10005,6 +13588,13 @@ export interface PreemptionServer extends UntypedServiceImplementation {
    * evicted or changed. Unknown node names are INVALID_ARGUMENT.
    */
   planDrain: handleUnaryCall<PlanDrainRequest, PlanDrainResponse>;
+  /**
+   * PreemptGroup decides preemption for a pending PodGroup as kube-scheduler v1.37's
+   * PodGroupPostFilter does (the server must answer as kubernetes 1.37 with
+   * GenericWorkload=true, else FAILED_PRECONDITION) and, unless dry_run, commits it
+   * (see PreemptGroupRequest).
+   */
+  preemptGroup: handleUnaryCall<PreemptGroupRequest, PreemptGroupResponse>;
 }
 
 export interface PreemptionClient extends Client {
@@ -10098,6 +13688,41 @@ export interface PreemptionClient extends Client {
     callback: (error: ServiceError | null, response: UpdateNamespaceResponse) => void,
   ): ClientUnaryCall;
   /**
+   * Upserts or deletes one PodGroup (scheduling.k8s.io/v1beta1): the pods in its namespace
+   * whose scheduling_group names it are its members. Kept whatever the feature gates say.
+   */
+  updatePodGroup(
+    request: UpdatePodGroupRequest,
+    callback: (error: ServiceError | null, response: UpdatePodGroupResponse) => void,
+  ): ClientUnaryCall;
+  updatePodGroup(
+    request: UpdatePodGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdatePodGroupResponse) => void,
+  ): ClientUnaryCall;
+  updatePodGroup(
+    request: UpdatePodGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdatePodGroupResponse) => void,
+  ): ClientUnaryCall;
+  /** Upserts or deletes one Workload (scheduling.k8s.io/v1beta1). */
+  updateWorkload(
+    request: UpdateWorkloadRequest,
+    callback: (error: ServiceError | null, response: UpdateWorkloadResponse) => void,
+  ): ClientUnaryCall;
+  updateWorkload(
+    request: UpdateWorkloadRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateWorkloadResponse) => void,
+  ): ClientUnaryCall;
+  updateWorkload(
+    request: UpdateWorkloadRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateWorkloadResponse) => void,
+  ): ClientUnaryCall;
+  /**
    * Preempt decides preemption for a pod that failed scheduling and, unless dry_run,
    * commits the decision to the cache (see PreemptRequest).
    */
@@ -10154,7 +13779,7 @@ export interface PreemptionClient extends Client {
     options?: Partial<CallOptions>,
   ): ClientReadableStream<WatchNominationsResponse>;
   /**
-   * Sync applies a stream of node, pod and PodDisruptionBudget updates (a bulk load, e.g.
+   * Sync applies a stream of updates of every kind (a bulk load, e.g.
    * an informer's initial list) in stream order. Each item is validated and applied exactly
    * as the matching unary Update* call would; a rejected item is reported in the response
    * and does not stop the items after it. The response comes once the client closes the
@@ -10193,6 +13818,27 @@ export interface PreemptionClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: PlanDrainResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * PreemptGroup decides preemption for a pending PodGroup as kube-scheduler v1.37's
+   * PodGroupPostFilter does (the server must answer as kubernetes 1.37 with
+   * GenericWorkload=true, else FAILED_PRECONDITION) and, unless dry_run, commits it
+   * (see PreemptGroupRequest).
+   */
+  preemptGroup(
+    request: PreemptGroupRequest,
+    callback: (error: ServiceError | null, response: PreemptGroupResponse) => void,
+  ): ClientUnaryCall;
+  preemptGroup(
+    request: PreemptGroupRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PreemptGroupResponse) => void,
+  ): ClientUnaryCall;
+  preemptGroup(
+    request: PreemptGroupRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PreemptGroupResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -12,8 +12,13 @@ import java.util.Map;
 import java.util.TreeSet;
 import java.util.function.Function;
 import preemptd.v1.Preemptd.Affinity;
+import preemptd.v1.Preemptd.AllDisruptionMode;
+import preemptd.v1.Preemptd.BasicSchedulingPolicy;
 import preemptd.v1.Preemptd.Container;
+import preemptd.v1.Preemptd.ContainerImage;
 import preemptd.v1.Preemptd.ContainerPort;
+import preemptd.v1.Preemptd.DisruptionMode;
+import preemptd.v1.Preemptd.GangSchedulingPolicy;
 import preemptd.v1.Preemptd.LabelSelector;
 import preemptd.v1.Preemptd.LabelSelectorRequirement;
 import preemptd.v1.Preemptd.Node;
@@ -28,14 +33,25 @@ import preemptd.v1.Preemptd.PodAffinityTerm;
 import preemptd.v1.Preemptd.PodAntiAffinity;
 import preemptd.v1.Preemptd.PodCondition;
 import preemptd.v1.Preemptd.PodDisruptionBudget;
+import preemptd.v1.Preemptd.PodGroup;
+import preemptd.v1.Preemptd.PodGroupSchedulingPolicy;
+import preemptd.v1.Preemptd.PodGroupTemplate;
+import preemptd.v1.Preemptd.PodSchedulingGroup;
+import preemptd.v1.Preemptd.PreferredSchedulingTerm;
 import preemptd.v1.Preemptd.ResourceRequirements;
+import preemptd.v1.Preemptd.SingleDisruptionMode;
 import preemptd.v1.Preemptd.SyncRequest;
 import preemptd.v1.Preemptd.Taint;
 import preemptd.v1.Preemptd.Toleration;
 import preemptd.v1.Preemptd.TopologySpreadConstraint;
 import preemptd.v1.Preemptd.UpdateNodeRequest;
 import preemptd.v1.Preemptd.UpdatePodDisruptionBudgetRequest;
+import preemptd.v1.Preemptd.UpdatePodGroupRequest;
 import preemptd.v1.Preemptd.UpdatePodRequest;
+import preemptd.v1.Preemptd.UpdateWorkloadRequest;
+import preemptd.v1.Preemptd.WeightedPodAffinityTerm;
+import preemptd.v1.Preemptd.Workload;
+import preemptd.v1.Preemptd.WorkloadReference;
 
 /**
  * Kubernetes JSON (as {@code kubectl get -o json} prints it) to preemptd's typed messages, field
@@ -50,6 +66,7 @@ public final class KubernetesObjects {
   private static final ObjectMapper JSON =
       new ObjectMapper().enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS);
   private static final String REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution";
+  private static final String PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution";
 
   private KubernetesObjects() {}
 
@@ -70,8 +87,23 @@ public final class KubernetesObjects {
         .build();
   }
 
+  /** A typed PodGroup as a Sync item. */
+  public static SyncRequest item(PodGroup group) {
+    return SyncRequest.newBuilder()
+        .setPodGroup(UpdatePodGroupRequest.newBuilder().setUpsert(group))
+        .build();
+  }
+
+  /** A typed Workload as a Sync item. */
+  public static SyncRequest item(Workload workload) {
+    return SyncRequest.newBuilder()
+        .setWorkload(UpdateWorkloadRequest.newBuilder().setUpsert(workload))
+        .build();
+  }
+
   /**
-   * The update for one Node, Pod or PodDisruptionBudget (by its kind): its JSON as upsert_json,
+   * The update for one Node, Pod, PodDisruptionBudget, PodGroup or Workload (by its kind): its
+   * JSON as upsert_json,
    * or with {@code typed} the converted message.
    */
   public static SyncRequest item(String objectJson, boolean typed) {
@@ -120,6 +152,16 @@ public final class KubernetesObjects {
     return pdb(new At(parse(json), ""));
   }
 
+  /** Converts a Kubernetes scheduling.k8s.io/v1beta1 PodGroup. */
+  public static PodGroup podGroup(String json) {
+    return podGroup(new At(parse(json), ""));
+  }
+
+  /** Converts a Kubernetes scheduling.k8s.io/v1beta1 Workload. */
+  public static Workload workload(String json) {
+    return workload(new At(parse(json), ""));
+  }
+
   private static JsonNode parse(String json) {
     try {
       JsonNode node = JSON.readTree(json);
@@ -154,12 +196,25 @@ public final class KubernetesObjects {
             : SyncRequest.newBuilder()
                 .setPdb(UpdatePodDisruptionBudgetRequest.newBuilder().setUpsertJson(raw))
                 .build();
+      case "PodGroup":
+        return typed
+            ? item(podGroup(obj))
+            : SyncRequest.newBuilder()
+                .setPodGroup(UpdatePodGroupRequest.newBuilder().setUpsertJson(raw))
+                .build();
+      case "Workload":
+        return typed
+            ? item(workload(obj))
+            : SyncRequest.newBuilder()
+                .setWorkload(UpdateWorkloadRequest.newBuilder().setUpsertJson(raw))
+                .build();
       default:
         throw new IllegalArgumentException(
             obj.path("kind")
                 + ": unsupported kind \""
                 + kind
-                + "\": supported kinds are \"Node\", \"Pod\", \"PodDisruptionBudget\"");
+                + "\": supported kinds are \"Node\", \"Pod\", \"PodDisruptionBudget\","
+                + " \"PodGroup\", \"Workload\"");
     }
   }
 
@@ -372,6 +427,14 @@ public final class KubernetesObjects {
               .setValue(t.str("value"))
               .setEffect(t.str("effect")));
     }
+    // Read by scoring (ImageLocality).
+    for (At image : status.list("images")) {
+      Long size = image.int64("sizeBytes");
+      n.addImages(
+          ContainerImage.newBuilder()
+              .addAllNames(image.strings("names"))
+              .setSizeBytes(size == null ? 0 : size));
+    }
     return n.build();
   }
 
@@ -482,7 +545,80 @@ public final class KubernetesObjects {
               .setStatus(c.str("status"))
               .setReason(c.str("reason")));
     }
+    if (spec.has("schedulingGroup")) {
+      p.setSchedulingGroup(
+          PodSchedulingGroup.newBuilder()
+              .setPodGroupName(spec.obj("schedulingGroup").str("podGroupName")));
+    }
     return p.build();
+  }
+
+  /** Keeps presence: each scheduling policy and disruption mode is set by being present. */
+  private static PodGroup podGroup(At o) {
+    At meta = o.obj("metadata");
+    At spec = o.obj("spec");
+    PodGroup.Builder g =
+        PodGroup.newBuilder()
+            .setNamespace(meta.str("namespace"))
+            .setName(meta.str("name"))
+            .setUid(meta.str("uid"))
+            .setResourceVersion(meta.resourceVersion("resourceVersion"))
+            .setCreationTimestamp(meta.str("creationTimestamp"))
+            .setPriorityClassName(spec.str("priorityClassName"))
+            .setPreemptionPolicy(spec.str("preemptionPolicy"))
+            .setParentCompositePodGroupName(spec.str("parentCompositePodGroupName"));
+    if (spec.has("schedulingPolicy")) {
+      At policy = spec.obj("schedulingPolicy");
+      PodGroupSchedulingPolicy.Builder pb = PodGroupSchedulingPolicy.newBuilder();
+      if (policy.has("basic")) {
+        policy.obj("basic");
+        pb.setBasic(BasicSchedulingPolicy.getDefaultInstance());
+      }
+      if (policy.has("gang")) {
+        Integer minCount = policy.obj("gang").int32("minCount");
+        pb.setGang(GangSchedulingPolicy.newBuilder().setMinCount(minCount == null ? 0 : minCount));
+      }
+      g.setSchedulingPolicy(pb);
+    }
+    if (spec.has("disruptionMode")) {
+      At mode = spec.obj("disruptionMode");
+      DisruptionMode.Builder mb = DisruptionMode.newBuilder();
+      if (mode.has("single")) {
+        mode.obj("single");
+        mb.setSingle(SingleDisruptionMode.getDefaultInstance());
+      }
+      if (mode.has("all")) {
+        mode.obj("all");
+        mb.setAll(AllDisruptionMode.getDefaultInstance());
+      }
+      g.setDisruptionMode(mb);
+    }
+    Integer priority = spec.int32("priority");
+    if (priority != null) {
+      g.setPriority(priority);
+    }
+    if (spec.has("workloadRef")) {
+      At ref = spec.obj("workloadRef");
+      g.setWorkloadRef(
+          WorkloadReference.newBuilder()
+              .setWorkloadName(ref.str("workloadName"))
+              .setTemplateName(ref.str("templateName")));
+    }
+    return g.build();
+  }
+
+  private static Workload workload(At o) {
+    At meta = o.obj("metadata");
+    Workload.Builder w =
+        Workload.newBuilder()
+            .setNamespace(meta.str("namespace"))
+            .setName(meta.str("name"))
+            .setUid(meta.str("uid"))
+            .setResourceVersion(meta.resourceVersion("resourceVersion"));
+    for (At t : o.obj("spec").list("podGroupTemplates")) {
+      w.addPodGroupTemplates(PodGroupTemplate.newBuilder().setName(t.str("name")));
+    }
+    return w.build();
   }
 
   private static List<Container> containers(At spec, String key, boolean hostNetwork) {
@@ -492,6 +628,7 @@ public final class KubernetesObjects {
       Container.Builder cb =
           Container.newBuilder()
               .setName(c.str("name"))
+              .setImage(c.str("image"))
               .putAllRequests(resources.quantities("requests"))
               .putAllLimits(resources.quantities("limits"))
               .setRestartPolicy(c.str("restartPolicy"));
@@ -543,21 +680,50 @@ public final class KubernetesObjects {
         }
         nb.setRequiredDuringSchedulingIgnoredDuringExecution(sb);
       }
+      for (At p : na.list(PREFERRED)) {
+        Integer weight = p.int32("weight");
+        PreferredSchedulingTerm.Builder pb =
+            PreferredSchedulingTerm.newBuilder().setWeight(weight == null ? 0 : weight);
+        if (p.has("preference")) {
+          At t = p.obj("preference");
+          pb.setPreference(
+              NodeSelectorTerm.newBuilder()
+                  .addAllMatchExpressions(nodeRequirements(t, "matchExpressions"))
+                  .addAllMatchFields(nodeRequirements(t, "matchFields")));
+        }
+        nb.addPreferredDuringSchedulingIgnoredDuringExecution(pb);
+      }
       b.setNodeAffinity(nb);
     }
     if (a.has("podAffinity")) {
+      At pa = a.obj("podAffinity");
       b.setPodAffinity(
           PodAffinity.newBuilder()
-              .addAllRequiredDuringSchedulingIgnoredDuringExecution(
-                  podAffinityTerms(a.obj("podAffinity"))));
+              .addAllRequiredDuringSchedulingIgnoredDuringExecution(podAffinityTerms(pa.list(REQUIRED)))
+              .addAllPreferredDuringSchedulingIgnoredDuringExecution(weightedTerms(pa)));
     }
     if (a.has("podAntiAffinity")) {
+      At pa = a.obj("podAntiAffinity");
       b.setPodAntiAffinity(
           PodAntiAffinity.newBuilder()
-              .addAllRequiredDuringSchedulingIgnoredDuringExecution(
-                  podAffinityTerms(a.obj("podAntiAffinity"))));
+              .addAllRequiredDuringSchedulingIgnoredDuringExecution(podAffinityTerms(pa.list(REQUIRED)))
+              .addAllPreferredDuringSchedulingIgnoredDuringExecution(weightedTerms(pa)));
     }
     return b.build();
+  }
+
+  private static List<WeightedPodAffinityTerm> weightedTerms(At a) {
+    List<WeightedPodAffinityTerm> out = new ArrayList<>();
+    for (At w : a.list(PREFERRED)) {
+      Integer weight = w.int32("weight");
+      WeightedPodAffinityTerm.Builder wb =
+          WeightedPodAffinityTerm.newBuilder().setWeight(weight == null ? 0 : weight);
+      if (w.has("podAffinityTerm")) {
+        wb.setPodAffinityTerm(podAffinityTerms(List.of(w.obj("podAffinityTerm"))).get(0));
+      }
+      out.add(wb.build());
+    }
+    return out;
   }
 
   private static List<NodeSelectorRequirement> nodeRequirements(At term, String key) {
@@ -573,9 +739,9 @@ public final class KubernetesObjects {
     return out;
   }
 
-  private static List<PodAffinityTerm> podAffinityTerms(At a) {
+  private static List<PodAffinityTerm> podAffinityTerms(List<At> terms) {
     List<PodAffinityTerm> out = new ArrayList<>();
-    for (At t : a.list(REQUIRED)) {
+    for (At t : terms) {
       PodAffinityTerm.Builder tb =
           PodAffinityTerm.newBuilder()
               .addAllNamespaces(t.strings("namespaces"))

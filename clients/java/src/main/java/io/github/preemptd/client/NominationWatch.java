@@ -22,7 +22,11 @@ import preemptd.v1.Preemptd.WatchNominationsResponse;
 public final class NominationWatch implements AutoCloseable {
   /** Receives what a watch delivers. */
   public interface Handler {
-    /** Every event, in revision order, without gaps or repeats. */
+    /**
+     * Every event, in revision order, without gaps or repeats. The events of one change (a
+     * Preempt or PreemptGroup commit) share {@code getBatchRevision()}; the change is complete at
+     * the event whose revision equals it.
+     */
     void onEvent(WatchNominationsResponse event) throws Exception;
 
     /**
@@ -36,6 +40,7 @@ public final class NominationWatch implements AutoCloseable {
         onEvent(
             WatchNominationsResponse.newBuilder()
                 .setRevision(list.getRevision())
+                .setBatchRevision(list.getRevision())
                 .setType(NominationEventType.NOMINATION_EVENT_TYPE_NOMINATED)
                 .setPod(n.getPod())
                 .setNode(n.getNode())

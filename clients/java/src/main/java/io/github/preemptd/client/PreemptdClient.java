@@ -39,14 +39,21 @@ import preemptd.v1.Preemptd.PlanDrainRequest;
 import preemptd.v1.Preemptd.PlanDrainResponse;
 import preemptd.v1.Preemptd.Pod;
 import preemptd.v1.Preemptd.PodDisruptionBudget;
+import preemptd.v1.Preemptd.PodGroup;
+import preemptd.v1.Preemptd.PodGroupRef;
 import preemptd.v1.Preemptd.PodRef;
+import preemptd.v1.Preemptd.PreemptGroupRequest;
+import preemptd.v1.Preemptd.PreemptGroupResponse;
 import preemptd.v1.Preemptd.PreemptRequest;
 import preemptd.v1.Preemptd.PreemptResponse;
 import preemptd.v1.Preemptd.SyncRequest;
 import preemptd.v1.Preemptd.SyncResponse;
 import preemptd.v1.Preemptd.UpdateNodeRequest;
 import preemptd.v1.Preemptd.UpdatePodDisruptionBudgetRequest;
+import preemptd.v1.Preemptd.UpdatePodGroupRequest;
 import preemptd.v1.Preemptd.UpdatePodRequest;
+import preemptd.v1.Preemptd.UpdateWorkloadRequest;
+import preemptd.v1.Preemptd.Workload;
 
 /**
  * A client for the {@code preemptd.v1.Preemption} service: push Kubernetes objects (as JSON
@@ -318,12 +325,13 @@ public final class PreemptdClient implements AutoCloseable {
     }
   }
 
-  /** What an upsert or delete did (the three Update* responses alike). */
+  /** What an upsert or delete did (the Update* responses alike). */
   public record UpdateResult(
       boolean applied, long resourceVersion, long revision, String epoch, String stale) {}
 
   /**
-   * Sends one update: a node, pod or PodDisruptionBudget request as built by {@link
+   * Sends one update: a node, pod, PodDisruptionBudget, PodGroup or Workload request as built by
+   * {@link
    * KubernetesObjects} or the upsert and delete helpers.
    */
   public UpdateResult update(SyncRequest item) {
@@ -347,6 +355,16 @@ public final class PreemptdClient implements AutoCloseable {
                   return new UpdateResult(
                       b.getApplied(), b.getResourceVersion(), b.getRevision(), b.getEpoch(),
                       b.getStale());
+                case POD_GROUP:
+                  var g = stub.updatePodGroup(item.getPodGroup());
+                  return new UpdateResult(
+                      g.getApplied(), g.getResourceVersion(), g.getRevision(), g.getEpoch(),
+                      g.getStale());
+                case WORKLOAD:
+                  var w = stub.updateWorkload(item.getWorkload());
+                  return new UpdateResult(
+                      w.getApplied(), w.getResourceVersion(), w.getRevision(), w.getEpoch(),
+                      w.getStale());
                 default:
                   throw new IllegalArgumentException("update: empty item");
               }
@@ -356,8 +374,8 @@ public final class PreemptdClient implements AutoCloseable {
   }
 
   /**
-   * Pushes one Kubernetes Node, Pod or PodDisruptionBudget given as JSON (e.g. {@code kubectl
-   * get pod NAME -o json}); the server decodes it.
+   * Pushes one Kubernetes Node, Pod, PodDisruptionBudget, PodGroup or Workload given as JSON
+   * (e.g. {@code kubectl get pod NAME -o json}); the server decodes it.
    */
   public UpdateResult upsertJson(String object) {
     return update(KubernetesObjects.item(object, false));
@@ -376,6 +394,42 @@ public final class PreemptdClient implements AutoCloseable {
   /** Pushes a typed PodDisruptionBudget. */
   public UpdateResult upsert(PodDisruptionBudget pdb) {
     return update(KubernetesObjects.item(pdb));
+  }
+
+  /** Pushes a typed PodGroup. */
+  public UpdateResult upsert(PodGroup group) {
+    return update(KubernetesObjects.item(group));
+  }
+
+  /** Pushes a typed Workload. */
+  public UpdateResult upsert(Workload workload) {
+    return update(KubernetesObjects.item(workload));
+  }
+
+  /** Upserts or deletes one PodGroup (scheduling.k8s.io/v1beta1). */
+  public UpdateResult updatePodGroup(UpdatePodGroupRequest request) {
+    return update(SyncRequest.newBuilder().setPodGroup(request).build());
+  }
+
+  /** Upserts or deletes one Workload (scheduling.k8s.io/v1beta1). */
+  public UpdateResult updateWorkload(UpdateWorkloadRequest request) {
+    return update(SyncRequest.newBuilder().setWorkload(request).build());
+  }
+
+  /** Deletes a PodGroup by namespace and name; its pods keep naming it. */
+  public UpdateResult deletePodGroup(String namespace, String name) {
+    return updatePodGroup(
+        UpdatePodGroupRequest.newBuilder()
+            .setDelete(ObjectRef.newBuilder().setNamespace(namespace).setName(name))
+            .build());
+  }
+
+  /** Deletes a Workload by namespace and name. */
+  public UpdateResult deleteWorkload(String namespace, String name) {
+    return updateWorkload(
+        UpdateWorkloadRequest.newBuilder()
+            .setDelete(ObjectRef.newBuilder().setNamespace(namespace).setName(name))
+            .build());
   }
 
   /** Deletes a node by name. */
@@ -514,6 +568,39 @@ public final class PreemptdClient implements AutoCloseable {
    */
   public PreemptResponse preemptRef(PodRef podRef, PreemptOptions options) {
     return preempt(options.apply(PreemptRequest.newBuilder().setPodRef(podRef)).build());
+  }
+
+  /**
+   * Asks for a group preemption of the PodGroup the server's cache holds under {@code group}
+   * (the server must answer as kubernetes 1.37 with GenericWorkload=true, else
+   * FAILED_PRECONDITION). {@code members} are its pending pods, typed; none means the pending
+   * pods the cache holds that name the group.
+   */
+  public PreemptGroupResponse preemptGroup(
+      PodGroupRef group, List<Pod> members, PreemptOptions options) {
+    return preemptGroup(
+        PreemptGroupRequest.newBuilder().setGroupRef(group).addAllMembers(members), options);
+  }
+
+  /** {@link #preemptGroup} with the members given as Kubernetes JSON, one pod each. */
+  public PreemptGroupResponse preemptGroupJson(
+      PodGroupRef group, List<String> memberJson, PreemptOptions options) {
+    return preemptGroup(
+        PreemptGroupRequest.newBuilder().setGroupRef(group).addAllMemberJson(memberJson), options);
+  }
+
+  private PreemptGroupResponse preemptGroup(
+      PreemptGroupRequest.Builder builder, PreemptOptions options) {
+    PreemptGroupRequest request =
+        builder
+            .setDryRun(options.dryRun())
+            .setExplain(options.explain())
+            .setPdbMode(options.pdbMode())
+            .build();
+    PreemptGroupResponse r =
+        withRetries(deadline -> blocking.withDeadline(deadline).preemptGroup(request));
+    observeEpoch(r.getEpoch());
+    return r;
   }
 
   /** Flags of a PlanDrain call. */

@@ -23,12 +23,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.api.io.TempDir;
 import preemptd.v1.Preemptd.DrainOutcome;
+import preemptd.v1.Preemptd.ObjectRef;
 import preemptd.v1.Preemptd.Outcome;
 import preemptd.v1.Preemptd.PdbMode;
 import preemptd.v1.Preemptd.PlanDrainResponse;
+import preemptd.v1.Preemptd.Pod;
+import preemptd.v1.Preemptd.PodGroupRef;
 import preemptd.v1.Preemptd.PodRef;
+import preemptd.v1.Preemptd.PreemptGroupResponse;
 import preemptd.v1.Preemptd.PreemptResponse;
 import preemptd.v1.Preemptd.SyncRequest;
+import preemptd.v1.Preemptd.UpdatePodGroupRequest;
 
 /**
  * One test per row of the client parity table (docs/clients.md) that the conformance and watch
@@ -217,6 +222,94 @@ class ParityTest {
       SyncRequest.Builder want = SyncRequest.newBuilder();
       JsonFormat.parser().merge(golden.get(i).toString(), want);
       assertEquals(want.build(), converted.get(i), "item " + i);
+    }
+  }
+
+  static String gangPod(String name, int priority, String group, String nodeName) {
+    return ("{\"kind\": \"Pod\", \"metadata\": {\"namespace\": \"gang\", \"name\": \"%s\", \"uid\": \"uid-%s\"},"
+            + " \"spec\": {\"nodeName\": \"%s\", \"priority\": %d, \"schedulingGroup\": {\"podGroupName\": \"%s\"},"
+            + " \"containers\": [{\"name\": \"c\", \"resources\": {\"requests\": {\"cpu\": \"8\"}}}]},"
+            + " \"status\": {\"phase\": \"%s\"}}")
+        .formatted(name, name, nodeName, priority, group, nodeName.isEmpty() ? "Pending" : "Running");
+  }
+
+  static String gangGroup(String name, int priority) {
+    return ("{\"apiVersion\": \"scheduling.k8s.io/v1beta1\", \"kind\": \"PodGroup\","
+            + " \"metadata\": {\"namespace\": \"gang\", \"name\": \"%s\"}, \"spec\": {\"schedulingPolicy\":"
+            + " {\"gang\": {\"minCount\": 2}}, \"disruptionMode\": {\"all\": {}}, \"priority\": %d}}")
+        .formatted(name, priority);
+  }
+
+  @Test
+  void preemptGroupEvictsAnAllModeGangForEveryMember() throws Exception {
+    try (PreemptdServer server =
+            PreemptdServer.start("--kubernetes-version", "1.37", "--feature-gates", "GenericWorkload=true");
+        PreemptdClient client = PreemptdClient.connect(server.address())) {
+      var report =
+          client.syncList(
+              "{\"kind\": \"List\", \"items\": [%s, %s, %s, %s, %s]}"
+                  .formatted(
+                      node("n1", "8"),
+                      node("n2", "8"),
+                      gangGroup("inference", 100),
+                      gangPod("inf-0", 100, "inference", "n1"),
+                      gangPod("inf-1", 100, "inference", "n2")),
+              true);
+      assertEquals(0, report.getRejected(), () -> report.getRejectionsList().toString());
+      assertEquals(1, report.getApplied().getPodGroups());
+      assertTrue(client.upsertJson(gangGroup("training", 1000)).applied());
+      List<Pod> members =
+          List.of(
+              KubernetesObjects.pod(gangPod("train-1", 1000, "training", "")),
+              KubernetesObjects.pod(gangPod("train-0", 1000, "training", "")));
+      PreemptGroupResponse answer =
+          client.preemptGroup(
+              PodGroupRef.newBuilder().setNamespace("gang").setName("training").build(),
+              members,
+              PreemptOptions.COMMIT);
+      assertEquals(Outcome.OUTCOME_PREEMPT, answer.getOutcome(), answer::getMessage);
+      assertEquals(
+          List.of("inf-0", "inf-1"), answer.getVictimsList().stream().map(PodRef::getName).toList());
+      assertEquals(
+          List.of("train-0@n1", "train-1@n2"),
+          answer.getNominationsList().stream()
+              .map(n -> n.getPod().getName() + "@" + n.getNodeName())
+              .toList());
+      assertEquals(1, answer.getPodGroupDisruptions());
+      assertEquals(2, client.listNominations().getNominationsCount());
+      StatusRuntimeException missing =
+          assertThrows(
+              StatusRuntimeException.class,
+              () ->
+                  client.preemptGroupJson(
+                      PodGroupRef.newBuilder().setNamespace("gang").setName("absent").build(),
+                      List.of(gangPod("x", 1000, "absent", "")),
+                      PreemptOptions.DRY_RUN));
+      assertEquals(Status.Code.NOT_FOUND, missing.getStatus().getCode());
+      assertTrue(
+          client
+              .upsert(
+                  KubernetesObjects.workload(
+                      "{\"kind\": \"Workload\", \"metadata\": {\"namespace\": \"gang\", \"name\": \"job\"},"
+                          + " \"spec\": {\"podGroupTemplates\": [{\"name\": \"workers\"}]}}"))
+              .applied());
+      assertTrue(client.deleteWorkload("gang", "job").applied());
+      assertTrue(
+          client
+              .updatePodGroup(
+                  UpdatePodGroupRequest.newBuilder()
+                      .setDelete(ObjectRef.newBuilder().setNamespace("gang").setName("training"))
+                      .build())
+              .applied());
+      StatusRuntimeException deleted =
+          assertThrows(
+              StatusRuntimeException.class,
+              () ->
+                  client.preemptGroup(
+                      PodGroupRef.newBuilder().setNamespace("gang").setName("training").build(),
+                      members,
+                      PreemptOptions.DRY_RUN));
+      assertEquals(Status.Code.NOT_FOUND, deleted.getStatus().getCode());
     }
   }
 }
