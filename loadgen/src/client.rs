@@ -305,7 +305,10 @@ pub(crate) fn check_sync(response: &pb::SyncResponse, sent: usize) -> anyhow::Re
             first.message
         );
     }
-    let counts = |c: &Option<pb::SyncCounts>| c.as_ref().map_or(0, |c| c.nodes + c.pods + c.pdbs);
+    let counts = |c: &Option<pb::SyncCounts>| {
+        c.as_ref()
+            .map_or(0, |c| c.nodes + c.pods + c.pdbs + c.pod_groups + c.workloads)
+    };
     let seen = counts(&response.applied) + counts(&response.stale);
     if seen != sent as u64 {
         bail!("sync accounted for {seen} of {sent} items (is --target a fresh server?)");
