@@ -26,6 +26,8 @@ const RPCS: &[&str] = &[
     "UpdatePodDisruptionBudget",
     "UpdatePriorityClass",
     "UpdateNamespace",
+    "UpdatePodGroup",
+    "UpdateWorkload",
     "Preempt",
     "ListNominations",
     "WatchNominations",

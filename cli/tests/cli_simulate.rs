@@ -365,7 +365,7 @@ fn strict_refuses_unused_kinds_and_errors_name_the_document() {
     let (code, _, stderr) = simulate_with(&cluster, &pod, &[]);
     assert_eq!(code, 65);
     assert!(
-        stderr.contains("expected one object of kind Pod, found Pod (2)"),
+        stderr.contains("expected one object of kind Pod or PodGroup, found Pod (2)"),
         "{stderr}"
     );
 }

@@ -306,8 +306,9 @@ pub(crate) fn check_sync(response: &pb::SyncResponse, sent: usize) -> anyhow::Re
         );
     }
     let counts = |c: &Option<pb::SyncCounts>| {
-        c.as_ref()
-            .map_or(0, |c| c.nodes + c.pods + c.pdbs + c.pod_groups + c.workloads)
+        c.as_ref().map_or(0, |c| {
+            c.nodes + c.pods + c.pdbs + c.pod_groups + c.workloads
+        })
     };
     let seen = counts(&response.applied) + counts(&response.stale);
     if seen != sent as u64 {

@@ -3,7 +3,7 @@
 use super::filters::Status;
 use super::placement::Placement;
 use super::policy::{PdbMode, Policy};
-use super::version::KubernetesVersion;
+use super::version::{FeatureGates, KubernetesVersion};
 use crate::model::{PodRef, Str};
 
 /// What a decision concluded.
@@ -49,8 +49,8 @@ pub struct DecideOptions {
     /// The kube-scheduler version whose rules the decision follows.
     pub version: KubernetesVersion,
     /// The version's feature gates when not its defaults: with GenericWorkload on, pods
-    /// of PodGroups are preempted as victim units ([`super::units`]).
-    pub feature_gates: Option<super::FeatureGates>,
+    /// of PodGroups are preempted as victim units (see the engine's `units` module).
+    pub feature_gates: Option<FeatureGates>,
 }
 
 impl DecideOptions {

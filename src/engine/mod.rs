@@ -18,6 +18,7 @@
 
 mod bounds;
 mod candidate;
+mod clock;
 mod decision;
 pub mod drain;
 mod eligibility;
@@ -61,13 +62,6 @@ use thresholds::PARALLEL_THRESHOLD;
 pub const SCREEN_MIN_NODES: usize = 12_000;
 const NOT_HELPFUL: filters::Reason =
     std::borrow::Cow::Borrowed("Preemption is not helpful for scheduling");
-
-fn now_nanos() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
 
 impl Decision {
     /// No node can be made to fit: the dry runs' failures and, for every node not
@@ -193,7 +187,7 @@ pub fn decide(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> 
 }
 
 fn decide_phases(snapshot: &Snapshot, preemptor: &Pod, options: &DecideOptions) -> Decision {
-    let now = options.now.unwrap_or_else(now_nanos);
+    let now = options.now.unwrap_or_else(clock::now_nanos);
     let total = snapshot.nodes.len();
     let pre = PreFilter::new(preemptor, snapshot);
     let applied = options

@@ -74,7 +74,7 @@ pub fn victims_on_nodes(
     nodes: &[&str],
     options: &DecideOptions,
 ) -> Vec<Result<NodeVictims, NoVictims>> {
-    let now = options.now.unwrap_or_else(super::now_nanos);
+    let now = options.now.unwrap_or_else(super::clock::now_nanos);
     let strict = options.effective_pdb_mode() == PdbMode::Strict;
     let policy = options.policy.as_deref();
     let critical = policy.is_some_and(|p| p.is_critical(preemptor));

@@ -207,13 +207,16 @@ pub(crate) fn split_units_by_violation(
 pub(crate) struct UnitContext<'s> {
     snapshot: &'s Snapshot,
     all_members: AllModeMembers,
-    version: super::KubernetesVersion,
+    version: super::version::KubernetesVersion,
 }
 
 impl<'s> UnitContext<'s> {
     /// For decisions on `snapshot` with `gates`; `None` when pods are pods (GenericWorkload
     /// off, or no pod names a group).
-    pub(crate) fn new(snapshot: &'s Snapshot, gates: &super::FeatureGates) -> Option<Self> {
+    pub(crate) fn new(
+        snapshot: &'s Snapshot,
+        gates: &super::version::FeatureGates,
+    ) -> Option<Self> {
         if !gates.generic_workload() {
             return None;
         }

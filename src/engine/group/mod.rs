@@ -240,7 +240,7 @@ fn decide_phases(
     options: &GroupOptions,
 ) -> GroupDecision {
     let version = options.gates.version();
-    let now = options.now.unwrap_or_else(super::now_nanos);
+    let now = options.now.unwrap_or_else(super::clock::now_nanos);
     let mut ordered = members.to_vec();
     order_members(&mut ordered);
     let ordered: Vec<Arc<Pod>> = ordered.into_iter().map(Arc::new).collect();
@@ -483,13 +483,15 @@ impl<'p> Reprieve<'p> {
     /// passes Filter on its node (in order, the earlier ones assumed); else takes them
     /// out again. Whether the unit was reprieved.
     fn try_unit(&mut self, view: &mut ClusterView, unit: &VictimUnit) -> bool {
+        // No placed member's Filter can see an invisible unit, now or after later
+        // reprieves: it stays out of the view, which no later check could tell apart.
+        if self.invisible(unit) {
+            return true;
+        }
         for pod in &unit.pods {
             if let Some(node) = &pod.node_name {
                 view.add_pod(pod.clone(), node);
             }
-        }
-        if self.invisible(unit) {
-            return true;
         }
         let mut failure = None;
         let mut assumed = 0;
