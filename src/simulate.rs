@@ -347,7 +347,8 @@ pub fn decide(app: &App, mut pod: Pod, explain: bool) -> Result<Decision, AppErr
 /// with GenericWorkload on): the members are the pending pods `app` holds in the group's
 /// namespace that name it; `group` is the scenario's `preemptor` and wins over a PodGroup
 /// of the same name among the cluster's objects. The answer renders as the
-/// `PreemptGroupResponse` JSON with [`crate::server::json::group_decision_json`].
+/// `PreemptGroupResponse` JSON (the server's JSON rendering does that; this layer knows no
+/// transport).
 pub fn decide_group(
     app: &App,
     group: crate::model::PodGroup,
