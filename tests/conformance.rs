@@ -135,6 +135,16 @@ fn check_as(scenario: &Value, version: KubernetesVersion) -> Result<(), String> 
                     return Err(format!("feasible nodes {got:?} != expected {feasible}"));
                 }
             }
+            if let Some(expected) = expect.get("placementNode").and_then(Value::as_str) {
+                let placement = decision.placement.as_ref();
+                let node = placement.and_then(|p| p.node.as_deref()).unwrap_or("");
+                if node != expected {
+                    return Err(format!(
+                        "placement {node} != expected {expected} (scores {:?})",
+                        placement.map(|p| &p.scores)
+                    ));
+                }
+            }
         }
         Outcome::NotEligible | Outcome::NoCandidate => {}
     }

@@ -375,6 +375,9 @@ pub struct PodDetails {
     pub requests: Resources,
     /// Derived by [`Pod::finish`]: the requests scoring reads (see [`NonZeroRequests`]).
     pub non_zero_requests: NonZeroRequests,
+    /// Derived by [`Pod::finish`]: the requests NodeResourcesFit scores the pod with when
+    /// it is the one being placed (see [`resources::fit_score_requests`]).
+    pub fit_score_requests: NonZeroRequests,
     /// Derived by [`Pod::finish`]: the images of the init containers, then of the
     /// containers, normalised as ImageLocality looks them up (kept when the container
     /// specs are dropped).
@@ -406,6 +409,7 @@ impl PodDetails {
         self.requests = Resources::default();
         self.requests = resources::effective_pod_requests(self)?;
         self.non_zero_requests = resources::non_zero_requests(self)?;
+        self.fit_score_requests = resources::fit_score_requests(self)?;
         self.images = self
             .init_containers
             .iter()

@@ -351,6 +351,25 @@ pub fn non_zero_requests(
     })
 }
 
+/// The cpu and memory NodeResourcesFit scores the incoming pod with: its
+/// [`non_zero_requests`] without the pod-level requests. Upstream builds that plugin's
+/// scorer without the PodLevelResources switch (v1.35 to v1.37), so its score reads the
+/// containers alone, each defaulted, while the node's side counts pod-level requests.
+pub fn fit_score_requests(
+    details: &PodDetails,
+) -> Result<super::pod::NonZeroRequests, ReadingError> {
+    if !details
+        .pod_requests
+        .iter()
+        .any(|(name, _)| is_pod_level_resource(name))
+    {
+        return Ok(details.non_zero_requests);
+    }
+    let mut containers_only = details.clone();
+    containers_only.pod_requests = ContainerResources::default();
+    non_zero_requests(&containers_only)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,6 +423,28 @@ mod tests {
         let pod = pod.finish();
         assert_eq!(pod.requests().milli_cpu, 1050);
         assert_eq!(pod.requests().memory, 1024);
+    }
+
+    #[test]
+    fn fit_scoring_reads_the_containers_not_the_pod_level_requests() {
+        // Container: 600m cpu, no memory; pod level: 1920Mi memory.
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.details_mut().containers = vec![container("600m", false)];
+        pod.details_mut().pod_requests = list(&[("memory", "1920Mi")]);
+        let mut pod = pod.finish();
+        let details = &pod.details;
+        assert_eq!(details.non_zero_requests.memory, 1920 << 20);
+        assert_eq!(details.fit_score_requests.milli_cpu, 600);
+        assert_eq!(
+            details.fit_score_requests.memory, DEFAULT_MEMORY_REQUEST,
+            "the container's memory, defaulted"
+        );
+        // Held in the cache, the specs are dropped; the derived requests stay.
+        pod.details_mut().drop_specs();
+        assert_eq!(
+            pod.details.fit_score_requests.memory,
+            DEFAULT_MEMORY_REQUEST
+        );
     }
 
     #[test]

@@ -293,6 +293,9 @@ func compareAnswers(expect, got *Answer) string {
 		if expect.FeasibleNodes != nil && setOf(expect.FeasibleNodes) != setOf(got.FeasibleNodes) {
 			return fmt.Sprintf("feasible nodes [%s], recorded [%s]", setOf(got.FeasibleNodes), setOf(expect.FeasibleNodes))
 		}
+		if expect.PlacementNode != "" && expect.PlacementNode != got.PlacementNode {
+			return fmt.Sprintf("placement %s, recorded %s", got.PlacementNode, expect.PlacementNode)
+		}
 	}
 	return ""
 }

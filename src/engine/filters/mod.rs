@@ -317,6 +317,18 @@ impl<'a> PreFilter<'a> {
         self.set_spread_counts(counts.spread);
     }
 
+    /// Upstream's InterPodAffinity PreFilter returns Skip: the pod has no required terms
+    /// and no pod's required anti-affinity matches it, so its Filter is not run.
+    pub fn inter_pod_skipped(&self) -> bool {
+        !self.inter_pod
+    }
+
+    /// Runs no InterPodAffinity Filter from now on, as upstream's cycle state does once
+    /// its PreFilter skipped, whatever pods are added later.
+    pub fn skip_inter_pod(&mut self) {
+        self.inter_pod = false;
+    }
+
     /// Whether the preemptor's Filter on a node reads pods of other nodes: its spread or
     /// inter-pod terms, or existing pods' anti-affinity against it.
     pub fn reads_other_nodes(&self) -> bool {

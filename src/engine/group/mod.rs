@@ -120,6 +120,9 @@ fn preemption_policy(group: &PodGroup, members: &[Pod], gates: &FeatureGates) ->
 struct Scheduled {
     /// Per member (member order): its node, if placed.
     nodes: Vec<Option<Str>>,
+    /// Per member: its placement skipped InterPodAffinity (see
+    /// [`super::placement::Placement::inter_pod_skipped`]).
+    inter_pod_skipped: Vec<bool>,
     /// Per placed member: how its node was chosen (for `explain`).
     choices: Vec<String>,
     /// At least the minimum count is placed (with the group's bound pods).
@@ -134,6 +137,7 @@ struct Scheduled {
 /// assumed members are taken out of `view` again before returning.
 fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usize) -> Scheduled {
     let mut nodes = vec![None; members.len()];
+    let mut inter_pod_skipped = vec![false; members.len()];
     let mut choices = Vec::new();
     let mut remaining = members.len();
     let mut scheduled = bound;
@@ -142,6 +146,7 @@ fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usi
     if !stopped {
         for (i, member) in members.iter().enumerate() {
             let placement = view.place(member);
+            inter_pod_skipped[i] = placement.inter_pod_skipped;
             remaining -= 1;
             match placement.node {
                 Some(node) => {
@@ -189,6 +194,7 @@ fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usi
     };
     Scheduled {
         nodes,
+        inter_pod_skipped,
         choices,
         feasible,
         message,
@@ -323,10 +329,17 @@ fn decide_phases(
     potential.sort_by(units::importance);
     let pdbs = PdbIndex::new(&snapshot.pdbs, version);
     let (violating, non_violating) = units::split_units_by_violation(potential, &pdbs);
-    let placed: Vec<(Arc<Pod>, Str)> = ordered
+    let placed: Vec<Placed> = ordered
         .iter()
         .zip(&freed.nodes)
-        .filter_map(|(p, n)| Some((p.clone(), n.clone()?)))
+        .zip(&freed.inter_pod_skipped)
+        .filter_map(|((pod, node), &inter_pod_skipped)| {
+            Some(Placed {
+                pod: pod.clone(),
+                node: node.clone()?,
+                inter_pod_skipped,
+            })
+        })
         .collect();
     let mut reprieve = Reprieve::new(&placed, options.explain);
     let mut victims: Vec<VictimUnit> = Vec::new();
@@ -417,12 +430,8 @@ fn ongoing_preemption(snapshot: &Snapshot, group: &PodGroup, members: &[Arc<Pod>
 }
 
 /// The nodes of the placed members and of the victims, with their generations.
-fn generations(
-    snapshot: &Snapshot,
-    placed: &[(Arc<Pod>, Str)],
-    victims: &[VictimUnit],
-) -> Vec<(Str, u64)> {
-    let mut names: Vec<&Str> = placed.iter().map(|(_, n)| n).collect();
+fn generations(snapshot: &Snapshot, placed: &[Placed], victims: &[VictimUnit]) -> Vec<(Str, u64)> {
+    let mut names: Vec<&Str> = placed.iter().map(|p| &p.node).collect();
     names.extend(
         victims
             .iter()
@@ -436,9 +445,17 @@ fn generations(
         .collect()
 }
 
+/// A member placed with every potential victim out.
+struct Placed {
+    pod: Arc<Pod>,
+    node: Str,
+    /// Its placement skipped InterPodAffinity, so its re-checks do too.
+    inter_pod_skipped: bool,
+}
+
 /// The reprieve loop's state: the placed members and what can see a unit's pods.
 struct Reprieve<'p> {
-    placed: &'p [(Arc<Pod>, Str)],
+    placed: &'p [Placed],
     /// Some placed member has inter-pod or spread terms: its Filter reads pods on other
     /// nodes than its own.
     members_look_wide: bool,
@@ -447,8 +464,8 @@ struct Reprieve<'p> {
 }
 
 impl<'p> Reprieve<'p> {
-    fn new(placed: &'p [(Arc<Pod>, Str)], explain: bool) -> Self {
-        let members_look_wide = placed.iter().any(|(p, _)| {
+    fn new(placed: &'p [Placed], explain: bool) -> Self {
+        let members_look_wide = placed.iter().any(|Placed { pod: p, .. }| {
             !p.details.pod_affinity.is_empty()
                 || !p.details.pod_anti_affinity.is_empty()
                 || !p.details.topology_spread.is_empty()
@@ -475,7 +492,7 @@ impl<'p> Reprieve<'p> {
                     && !self
                         .placed
                         .iter()
-                        .any(|(_, node)| p.node_name.as_ref() == Some(node))
+                        .any(|member| p.node_name.as_ref() == Some(&member.node))
             })
     }
 
@@ -495,16 +512,17 @@ impl<'p> Reprieve<'p> {
         }
         let mut failure = None;
         let mut assumed = 0;
-        for (member, node) in self.placed {
-            if let Err(status) = view.fits(member, node) {
+        for placed in self.placed {
+            let (member, node) = (&placed.pod, &placed.node);
+            if let Err(status) = view.fits_as_placed(member, node, placed.inter_pod_skipped) {
                 failure = Some((member, node, status));
                 break;
             }
             view.add_pod(member.clone(), node);
             assumed += 1;
         }
-        for (member, node) in &self.placed[..assumed] {
-            view.remove_pod_from(member, node);
+        for placed in &self.placed[..assumed] {
+            view.remove_pod_from(&placed.pod, &placed.node);
         }
         let Some((member, node, status)) = failure else {
             return true;

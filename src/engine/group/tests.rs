@@ -301,3 +301,57 @@ fn the_placed_member_is_counted_once_when_units_are_reprieved() {
     );
     assert_eq!(nominated(&decision), vec![("t-0", "n1")]);
 }
+
+/// A required anti-affinity term against `selector`'s pods in `default`, per zone.
+fn zone_anti_affinity(selector: LabelSelector) -> crate::model::PodAffinityTerm {
+    crate::model::PodAffinityTerm {
+        label_selector: Some(selector),
+        namespaces: Vec::new(),
+        namespace_selector: None,
+        topology_key: "zone".into(),
+    }
+}
+
+#[test]
+fn a_member_whose_placement_skipped_inter_pod_affinity_ignores_returned_anti_affinity() {
+    // `guard` (on n2, same zone) has anti-affinity against every pod. With all victims
+    // out nobody's anti-affinity matches the member, so upstream's InterPodAffinity
+    // PreFilter skips, and the member's re-checks, in that cycle state, never read
+    // `guard`: it is reprieved. A member with a term of its own runs the filter: `guard`
+    // stays a victim.
+    let zoned = |name: &str, cpu_milli: i64| {
+        let mut n = node(name, cpu_milli, 4 * GI);
+        n.labels = [("kubernetes.io/hostname", name), ("zone", "a")]
+            .into_iter()
+            .collect();
+        n
+    };
+    let mut guard = started(pod("guard", 1, 100, GI, Some("n2")), 2);
+    guard.details_mut().pod_anti_affinity = vec![zone_anti_affinity(LabelSelector::everything())];
+    let guard = guard.finish();
+    let snapshot = snapshot_with_groups(
+        vec![zoned("n1", 2000), zoned("n2", 100)],
+        vec![started(pod("near", 1, 2000, GI, Some("n1")), 1), guard],
+        vec![training(1)],
+    );
+    let plain = trainer("t-0", 2000);
+    let decision = decide_group(
+        &snapshot,
+        &training(1),
+        std::slice::from_ref(&plain),
+        &options(),
+    );
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    assert_eq!(nominated(&decision), vec![("t-0", "n1")]);
+    assert_eq!(victim_names(&decision), vec!["near"]);
+
+    let mut wary = plain;
+    let nobody = LabelSelector {
+        match_labels: [("app", "none")].into_iter().collect(),
+        match_expressions: Vec::new(),
+    };
+    wary.details_mut().pod_anti_affinity = vec![zone_anti_affinity(nobody)];
+    let decision = decide_group(&snapshot, &training(1), &[wary.finish()], &options());
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    assert_eq!(victim_names(&decision), vec!["near", "guard"]);
+}

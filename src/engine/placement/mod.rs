@@ -76,6 +76,11 @@ pub struct Placement {
     pub feasible: usize,
     /// Why the pod fits nowhere (upstream's FitError text); empty when it fits.
     pub message: String,
+    /// Upstream's InterPodAffinity PreFilter skipped this cycle: the pod has no terms and
+    /// no pod on the view has required anti-affinity against it. A gang member's later
+    /// Filter re-checks run in the cycle state of its placement, so they skip it too
+    /// ([`ClusterView::fits_as_placed`]).
+    pub inter_pod_skipped: bool,
 }
 
 /// A snapshot with pods taken off and put on, on which Filter and Score run as on the
@@ -123,10 +128,31 @@ impl ClusterView {
 
     /// Every filter for `pod` on `node`, with the nominated pods.
     pub fn fits(&self, pod: &Pod, node: &str) -> Result<(), Status> {
-        let pre = PreFilter::new(pod, &self.snapshot);
+        self.fits_with(&PreFilter::new(pod, &self.snapshot), node)
+    }
+
+    /// [`ClusterView::fits`] for a pod placed earlier on another view, in the cycle state
+    /// of that placement as upstream keeps it: pods added since update its PreFilter
+    /// state, but a plugin whose PreFilter skipped stays skipped — InterPodAffinity when
+    /// `placement.inter_pod_skipped`.
+    pub fn fits_as_placed(
+        &self,
+        pod: &Pod,
+        node: &str,
+        placement_skipped_inter_pod: bool,
+    ) -> Result<(), Status> {
+        let mut pre = PreFilter::new(pod, &self.snapshot);
+        if placement_skipped_inter_pod {
+            pre.skip_inter_pod();
+        }
+        self.fits_with(&pre, node)
+    }
+
+    fn fits_with(&self, pre: &PreFilter<'_>, node: &str) -> Result<(), Status> {
+        let pod = pre.pod;
         match self.snapshot.node(node) {
             Some(info) => {
-                let status = filter(&pre, pod, info);
+                let status = filter(pre, pod, info);
                 if status.is_success() {
                     Ok(())
                 } else {
@@ -145,7 +171,7 @@ impl ClusterView {
             && let Some(info) = snapshot.node(nominated)
             && filter(&pre, pod, info).is_success()
         {
-            return Placement::single(nominated.clone());
+            return Placement::single(nominated.clone(), &pre);
         }
         let mut feasible: Vec<&NodeInfo> = Vec::new();
         let mut reasons = ReasonCounts::default();
@@ -165,8 +191,9 @@ impl ClusterView {
                 scores: Vec::new(),
                 feasible: 0,
                 message: fit_error_message(snapshot.nodes.len(), &reasons),
+                inter_pod_skipped: pre.inter_pod_skipped(),
             },
-            1 => Placement::single(feasible[0].name.clone()),
+            1 => Placement::single(feasible[0].name.clone(), &pre),
             count => {
                 let input = ScoreInput {
                     pod,
@@ -188,6 +215,7 @@ impl ClusterView {
                     scores,
                     feasible: count,
                     message: String::new(),
+                    inter_pod_skipped: pre.inter_pod_skipped(),
                 }
             }
         }
@@ -196,7 +224,7 @@ impl ClusterView {
 
 impl Placement {
     /// The only feasible node, taken without scoring.
-    fn single(node: Str) -> Self {
+    fn single(node: Str, pre: &PreFilter<'_>) -> Self {
         Placement {
             node: Some(node.clone()),
             total: 0,
@@ -204,6 +232,7 @@ impl Placement {
             scores: Vec::new(),
             feasible: 1,
             message: String::new(),
+            inter_pod_skipped: pre.inter_pod_skipped(),
         }
     }
 }

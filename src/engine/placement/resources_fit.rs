@@ -1,6 +1,8 @@
 //! NodeResourcesFit's score, the default LeastAllocated strategy over cpu and memory
 //! (weight 1 each): the share of the node left free once the pod is on it, counted with
-//! the scheduler's non-zero requests (see [`crate::model::NonZeroRequests`]).
+//! the scheduler's non-zero requests (see [`crate::model::NonZeroRequests`]); the pod's
+//! own side ignores its pod-level requests, as upstream's scorer does
+//! ([`crate::model::resources::fit_score_requests`]).
 
 use super::{MAX_NODE_SCORE, ScoreInput};
 use crate::cache::NodeInfo;
@@ -35,7 +37,7 @@ pub(super) fn score(input: &ScoreInput<'_>, info: &NodeInfo) -> i64 {
     let Some(node) = info.node.as_deref() else {
         return 0;
     };
-    let pod = input.pod.details.non_zero_requests;
+    let pod = input.pod.details.fit_score_requests;
     let on_node = node_non_zero(info);
     let resources = [
         (node.allocatable.milli_cpu, on_node.milli_cpu, pod.milli_cpu),
