@@ -25,16 +25,13 @@ impl Snapshot {
         Some(pod)
     }
 
-    /// Puts `pod` on node `node` as bound there (its `nodeName` set to the node, its
-    /// nomination, if any, withdrawn as upstream's assume does); `false` when the
-    /// snapshot has no such node.
+    /// Puts `pod` on node `node` as bound there (its `nodeName` set to the node; a
+    /// nomination it holds stays, as upstream's snapshot `AddPod` leaves the nominator
+    /// alone); `false` when the snapshot has no such node.
     pub fn add_bound_pod(&mut self, pod: Arc<Pod>, node: &Str) -> bool {
         let Some(index) = self.node_index(node) else {
             return false;
         };
-        if let Some(nominated) = pod.nomination().cloned() {
-            self.remove_nominated_pod(&nominated, pod.uid());
-        }
         let pod = if pod.node_name.as_ref() == Some(node) {
             pod
         } else {
@@ -51,17 +48,31 @@ impl Snapshot {
         true
     }
 
-    /// Withdraws the nomination of the pod with `uid` to node `node`; `false` when the
-    /// node holds no such nomination.
-    pub fn remove_nominated_pod(&mut self, node: &str, uid: &str) -> bool {
-        let Some(index) = self.node_index(node) else {
+    /// Nominates the pending `pod` to the node its `nominatedNodeName` names again;
+    /// `false` when it names none the snapshot has, or the node holds it already.
+    pub fn add_nominated_pod(&mut self, pod: Arc<Pod>) -> bool {
+        let Some(index) = pod.nomination().and_then(|node| self.node_index(node)) else {
             return false;
         };
-        if !self.nodes[index].nominated.iter().any(|p| p.uid() == uid) {
+        if self.nodes[index]
+            .nominated
+            .iter()
+            .any(|p| p.uid() == pod.uid())
+        {
             return false;
         }
-        self.edit_node(index, |info| info.remove_nominated(uid));
+        self.edit_node(index, |info| info.nominated.push(pod));
         true
+    }
+
+    /// Withdraws the nomination of the pod with `uid` to node `node`: the pod it held, or
+    /// `None` when the node holds no such nomination.
+    pub fn remove_nominated_pod(&mut self, node: &str, uid: &str) -> Option<Arc<Pod>> {
+        let index = self.node_index(node)?;
+        if !self.nodes[index].nominated.iter().any(|p| p.uid() == uid) {
+            return None;
+        }
+        self.edit_node(index, |info| info.remove_nominated(uid))
     }
 
     /// Applies `change` to a copy of node entry `index`, then refreshes what digests it.

@@ -134,10 +134,12 @@ struct Scheduled {
 /// Upstream's pod group algorithm: every member in order through placement with the
 /// earlier ones assumed, the gang rule checked after each (too few left to reach the
 /// minimum stops the loop; reaching it does not: v1.37 places as many as it can). The
-/// assumed members are taken out of `view` again before returning.
+/// assumed members are taken out of `view` again, their nominations back, before
+/// returning.
 fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usize) -> Scheduled {
     let mut nodes = vec![None; members.len()];
     let mut inter_pod_skipped = vec![false; members.len()];
+    let mut withdrawn = vec![None; members.len()];
     let mut choices = Vec::new();
     let mut remaining = members.len();
     let mut scheduled = bound;
@@ -161,7 +163,7 @@ fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usi
                             placement.tied.join(", ")
                         }
                     ));
-                    view.add_pod(member.clone(), &node);
+                    withdrawn[i] = view.assume(member.clone(), &node);
                     nodes[i] = Some(node);
                     scheduled += 1;
                 }
@@ -174,9 +176,9 @@ fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usi
             }
         }
     }
-    for (member, node) in members.iter().zip(&nodes) {
+    for ((member, node), withdrawn) in members.iter().zip(&nodes).zip(withdrawn) {
         if let Some(node) = node {
-            view.remove_pod_from(member, node);
+            view.forget(member, node, withdrawn);
         }
     }
     let feasible = !stopped && scheduled >= min;
@@ -459,6 +461,9 @@ struct Reprieve<'p> {
     /// Some placed member has inter-pod or spread terms: its Filter reads pods on other
     /// nodes than its own.
     members_look_wide: bool,
+    /// The members' check on the view as it stands, once run: what an invisible unit
+    /// gets.
+    fits_without_unit: Option<bool>,
     explain: bool,
     notes: Vec<String>,
 }
@@ -473,6 +478,7 @@ impl<'p> Reprieve<'p> {
         Reprieve {
             placed,
             members_look_wide,
+            fits_without_unit: None,
             explain,
             notes: Vec::new(),
         }
@@ -501,30 +507,34 @@ impl<'p> Reprieve<'p> {
     /// out again. Whether the unit was reprieved.
     fn try_unit(&mut self, view: &mut ClusterView, unit: &VictimUnit) -> bool {
         // No placed member's Filter can see an invisible unit, now or after later
-        // reprieves: it stays out of the view, which no later check could tell apart.
+        // reprieves: it stays out of the view, and the members' check gives what it
+        // gives without it (the members can fail without any unit: their nominations
+        // are back, and an assumed member still holds its own).
         if self.invisible(unit) {
-            return true;
+            let fits = match self.fits_without_unit {
+                Some(fits) => fits,
+                None => {
+                    let fits = self.members_fit(view).is_ok();
+                    self.fits_without_unit = Some(fits);
+                    fits
+                }
+            };
+            if !fits && self.explain {
+                self.notes.push(format!(
+                    "unit {} stays a victim: the members do not fit even without it",
+                    describe(unit)
+                ));
+            }
+            return fits;
         }
         for pod in &unit.pods {
             if let Some(node) = &pod.node_name {
                 view.add_pod(pod.clone(), node);
             }
         }
-        let mut failure = None;
-        let mut assumed = 0;
-        for placed in self.placed {
-            let (member, node) = (&placed.pod, &placed.node);
-            if let Err(status) = view.fits_as_placed(member, node, placed.inter_pod_skipped) {
-                failure = Some((member, node, status));
-                break;
-            }
-            view.add_pod(member.clone(), node);
-            assumed += 1;
-        }
-        for placed in &self.placed[..assumed] {
-            view.remove_pod_from(&placed.pod, &placed.node);
-        }
-        let Some((member, node, status)) = failure else {
+        let Err((member, node, status)) = self.members_fit(view) else {
+            // The view now holds the unit, and the members fit on it.
+            self.fits_without_unit = Some(true);
             return true;
         };
         if self.explain {
@@ -539,6 +549,29 @@ impl<'p> Reprieve<'p> {
             view.remove_pod(pod);
         }
         false
+    }
+
+    /// Whether every placed member passes Filter on its node in `view`, in order, the
+    /// earlier ones assumed (and taken off again); else the first that does not.
+    fn members_fit(
+        &self,
+        view: &mut ClusterView,
+    ) -> Result<(), (&'p Pod, &'p Str, super::filters::Status)> {
+        let mut failure = None;
+        let mut assumed = 0;
+        for placed in self.placed {
+            let (member, node) = (&placed.pod, &placed.node);
+            if let Err(status) = view.fits_as_placed(member, node, placed.inter_pod_skipped) {
+                failure = Some((&**member, node, status));
+                break;
+            }
+            view.add_pod(member.clone(), node);
+            assumed += 1;
+        }
+        for placed in &self.placed[..assumed] {
+            view.remove_pod_from(&placed.pod, &placed.node);
+        }
+        failure.map_or(Ok(()), Err)
     }
 }
 

@@ -355,3 +355,36 @@ fn a_member_whose_placement_skipped_inter_pod_affinity_ignores_returned_anti_aff
     assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
     assert_eq!(victim_names(&decision), vec!["near", "guard"]);
 }
+
+#[test]
+fn reprieve_checks_see_the_members_nominations_back() {
+    // Both members are nominated to n6 (room for one). Placing, t-0 goes to n5 (once `big`
+    // is out) and its nomination is withdrawn, so t-1 takes n6. For the reprieve upstream
+    // has the nominations back: t-1's check on n6 counts t-0's nomination there and fails
+    // whatever is returned, so `far` (on n4, where no member goes) stays a victim too.
+    const MI: i64 = 1 << 20;
+    let nominated_trainer = |name: &str| {
+        let mut p = member(pod(name, TRAINING, 0, 1792 * MI, None), "training");
+        p.nominated_node_name = Some("n6".into());
+        p
+    };
+    let members = [nominated_trainer("t-0"), nominated_trainer("t-1")];
+    let mut pods = vec![
+        started(pod("big", 1, 0, 3328 * MI, Some("n5")), 1),
+        started(pod("far", 1, 0, 0, Some("n4")), 2),
+    ];
+    pods.extend(members.iter().cloned());
+    let snapshot = snapshot_with_groups(
+        vec![
+            node("n4", 0, 0),
+            node("n5", 4000, 4 * GI),
+            node("n6", 4000, 2 * GI),
+        ],
+        pods,
+        vec![training(1)],
+    );
+    let decision = decide_group(&snapshot, &training(1), &members, &options());
+    assert_eq!(decision.outcome, Outcome::Preempt, "{}", decision.message);
+    assert_eq!(nominated(&decision), vec![("t-0", "n5"), ("t-1", "n6")]);
+    assert_eq!(victim_names(&decision), vec!["big", "far"]);
+}

@@ -120,10 +120,31 @@ impl ClusterView {
         self.snapshot.remove_bound_pod(node, pod.uid()).is_some()
     }
 
-    /// Puts `pod` on `node` (a victim back, or an assumed member); `false` when the view
-    /// has no such node.
+    /// Puts `pod` on `node` (a victim back, or a member assumed during a reprieve, whose
+    /// nomination stays as upstream's snapshot `AddPod` leaves it); `false` when the
+    /// view has no such node.
     pub fn add_pod(&mut self, pod: Arc<Pod>, node: &Str) -> bool {
         self.snapshot.add_bound_pod(pod, node)
+    }
+
+    /// A scheduling cycle's assume: `pod` on `node`, its nomination withdrawn (the
+    /// nominator drops an assumed pod). Returns the withdrawn nomination, for
+    /// [`ClusterView::forget`].
+    pub fn assume(&mut self, pod: Arc<Pod>, node: &Str) -> Option<Arc<Pod>> {
+        let withdrawn = pod
+            .nomination()
+            .and_then(|nominated| self.snapshot.remove_nominated_pod(nominated, pod.uid()));
+        self.add_pod(pod, node);
+        withdrawn
+    }
+
+    /// Undoes [`ClusterView::assume`] (upstream's unreserve and forget): `pod` off `node`,
+    /// the nomination it withdrew back.
+    pub fn forget(&mut self, pod: &Pod, node: &str, withdrawn: Option<Arc<Pod>>) {
+        self.remove_pod_from(pod, node);
+        if let Some(nominated) = withdrawn {
+            self.snapshot.add_nominated_pod(nominated);
+        }
     }
 
     /// Every filter for `pod` on `node`, with the nominated pods.

@@ -207,14 +207,16 @@ enum Seg {
 }
 
 /// Keys that keep an object what it is (identity, kind, the start time that makes the
-/// victims' order deterministic, a pod's containers).
-const PROTECTED: [&str; 10] = [
+/// victims' order deterministic, the creation time that orders a gang's members upstream
+/// and preemptd cannot see, a pod's containers).
+const PROTECTED: [&str; 11] = [
     "apiVersion",
     "kind",
     "name",
     "namespace",
     "uid",
     "startTime",
+    "creationTimestamp",
     "image",
     "containers",
     "metadata",
