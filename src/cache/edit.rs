@@ -1,14 +1,16 @@
 //! Editing a snapshot: pods taken off or put on its nodes, for "what if" views (victims
 //! gone, members assumed). The edits go through the same per-node bookkeeping the cache
-//! keeps (requests, priority levels, label counts, anti-affinity counts, digests), so
-//! every reader of a snapshot reads an edited one exactly as it would a cache's. Only the
-//! copy changes: node entries are shared until edited, so an edit copies one entry.
+//! keeps (requests, priority levels, label counts, anti-affinity counts, node digests), so
+//! every reader of a snapshot reads an edited one exactly as it would a cache's. The group
+//! digests are dropped instead: only the per-pod filter pass reads them, and it filters
+//! every node of a snapshot without them. Only the copy changes: node entries are shared
+//! until edited, so an edit copies one entry.
 
 use triomphe::Arc;
 
 use crate::model::{Pod, Str};
 
-use super::{GROUP_NODES, LabelId, NodeGroup, NodeInfo, NodeSummary, Snapshot};
+use super::{LabelId, NodeInfo, NodeSummary, Snapshot};
 
 impl Snapshot {
     /// Takes the pod with `uid` off node `node`; `None` when the node does not hold it.
@@ -23,6 +25,42 @@ impl Snapshot {
             .collect();
         self.edit_node(index, |info| info.remove_pod(uid, &ids));
         Some(pod)
+    }
+
+    /// Takes every pod of `pods` off the node its `nodeName` names, each node edited once;
+    /// how many were there.
+    pub fn remove_bound_pods<'p>(&mut self, pods: impl IntoIterator<Item = &'p Pod>) -> usize {
+        let mut by_node: Vec<(usize, &Pod)> = pods
+            .into_iter()
+            .filter_map(|pod| Some((self.node_index(pod.node_name.as_deref()?)?, pod)))
+            .collect();
+        by_node.sort_by_key(|(index, _)| *index);
+        let mut removed = 0;
+        for chunk in by_node.chunk_by(|a, b| a.0 == b.0) {
+            let index = chunk[0].0;
+            let taking: Vec<(&str, Vec<Option<LabelId>>)> = chunk
+                .iter()
+                .filter(|(_, pod)| self.nodes[index].pods.iter().any(|p| p.uid() == pod.uid()))
+                .map(|(_, pod)| {
+                    let ids = pod
+                        .labels
+                        .iter()
+                        .map(|(key, value)| self.labels.get(&pod.namespace, key, value))
+                        .collect();
+                    (pod.uid(), ids)
+                })
+                .collect();
+            if taking.is_empty() {
+                continue;
+            }
+            removed += taking.len();
+            self.edit_node(index, |info| {
+                for (uid, ids) in &taking {
+                    info.remove_pod(uid, ids);
+                }
+            });
+        }
+        removed
     }
 
     /// Puts `pod` on node `node` as bound there (its `nodeName` set to the node; a
@@ -87,13 +125,7 @@ impl Snapshot {
             self.summaries.set(index, NodeSummary::of(&info, taint_set));
         }
         self.nodes.set(index, Arc::new(info));
-        let group = index / GROUP_NODES;
-        if group < self.groups.len() {
-            let start = group * GROUP_NODES;
-            let end = (start + GROUP_NODES).min(self.summaries.len());
-            let rebuilt = NodeGroup::of(self.summaries.focus().narrow(start..end));
-            self.groups.set(group, Arc::new(rebuilt));
-        }
+        self.groups = imbl::Vector::new();
         result
     }
 }

@@ -11,6 +11,7 @@
 //! earliest of the unit's pods; a pod without `startTime` counts as now). preemptd breaks
 //! remaining ties by the first pod's namespace, name and uid so answers are reproducible.
 
+use ahash::AHashSet as HashSet;
 use std::cmp::Ordering;
 
 use ahash::AHashMap as HashMap;
@@ -147,16 +148,15 @@ pub fn units_of<'p>(
     all_members: &AllModeMembers,
     now: i64,
 ) -> Vec<VictimUnit> {
-    let mut seen_groups: Vec<(&Str, &Str)> = Vec::new();
+    let mut seen_groups: HashSet<(&Str, &Str)> = HashSet::new();
     let mut units = Vec::new();
     for pod in pods {
         let priority = victim_priority(pod, groups);
         match all_mode_group(pod, groups) {
             Some(group) => {
-                if seen_groups.contains(&(&pod.namespace, group)) {
+                if !seen_groups.insert((&pod.namespace, group)) {
                     continue;
                 }
-                seen_groups.push((&pod.namespace, group));
                 let members = all_members
                     .get(&pod.namespace, group)
                     .cloned()
@@ -329,9 +329,7 @@ impl Checker<'_> {
                 }
             }
             Checker::View(view) => {
-                for pod in &unit.pods {
-                    view.remove_pod(pod);
-                }
+                view.remove_pods(unit.pods.iter().map(|p| &**p));
             }
         }
     }

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/metrics/testutil"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -36,6 +37,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/kubernetes/pkg/scheduler/util"
 )
 
@@ -274,6 +276,7 @@ func (e *env) groupCycle(ctx context.Context, pg *schedulingv1beta1.PodGroup, me
 		if want := fmt.Sprintf("preempting %d victims", len(a.Victims)); !strings.Contains(pfStatus.Message(), want) {
 			return nil, fmt.Errorf("pod group preemption: %s, but the executor skipped %d terminating victims", pfStatus.Message(), len(a.Victims))
 		}
+		a.PdbViolations = pf.pdbViolations
 	}
 	a.setUnits(e.allModeGroupOf)
 	if res != nil {
@@ -294,7 +297,11 @@ type postFiltered struct {
 	status      *fwk.Status
 	recorded    *victimRecorder
 	terminating *skippedVictims
-	elapsed     time.Duration
+	// pdbViolations is what the executor counted into the scheduler's
+	// PreemptionPDBViolations metric: the candidate's NumPDBViolations, seen even when no
+	// victim reaches the hook.
+	pdbViolations int64
+	elapsed       time.Duration
 }
 
 // podGroupPostFilter is podGroupCycle's PodGroupPostFilter step: the framework's
@@ -323,9 +330,18 @@ func (e *env) podGroupPostFilter(ctx context.Context, pg *schedulingv1beta1.PodG
 	terminating := &skippedVictims{}
 	klog.SetLoggerWithOptions(logr.New(terminating), klog.ContextualLogger(true))
 	defer klog.ClearLogger()
+	violations := metrics.PreemptionPDBViolations.WithLabelValues(string(fwk.PodGroupKeyType))
+	violationsBefore, err := testutil.GetCounterMetricValue(violations)
+	if err != nil {
+		return nil, err
+	}
 	t := time.Now()
 	res, status := e.fw.RunPodGroupPostFilterPlugins(ctx, podGroupCycleState, pgi, rerun)
 	elapsed := time.Since(t)
+	violationsAfter, err := testutil.GetCounterMetricValue(violations)
+	if err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for e.plugin.Executor.IsPodGroupRunningPreemption(pg.UID) {
 		if time.Now().After(deadline) {
@@ -333,7 +349,7 @@ func (e *env) podGroupPostFilter(ctx context.Context, pg *schedulingv1beta1.PodG
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return &postFiltered{result: res, status: status, recorded: rec, terminating: terminating, elapsed: elapsed}, nil
+	return &postFiltered{result: res, status: status, recorded: rec, terminating: terminating, pdbViolations: int64(violationsAfter - violationsBefore), elapsed: elapsed}, nil
 }
 
 // memberResult is one member's outcome in a group cycle; it is the fwk.ProposedAssignment the

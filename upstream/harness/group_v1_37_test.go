@@ -214,14 +214,19 @@ func TestPodPreemptionTakesAWholeAllModeUnit(t *testing.T) {
 }
 
 // A victim that is already terminating never reaches the executor's deletion hook; the
-// answer still names it (from the executor's own account of the pods it skips).
+// answer still names it (from the executor's own account of the pods it skips), and its budget
+// violation (from the executor's PreemptionPDBViolations count).
 func TestGroupVictimsThatAreAllTerminating(t *testing.T) {
 	withGenericWorkload(t)
 	old := gPod("old", "n1", 3, 1, "", "2026-01-01T00:00:00Z")
 	old["metadata"].(obj)["deletionTimestamp"] = "2026-01-02T00:00:00Z"
-	items := []obj{gNode("n1", 4), old, gPod("train-0", "", 3, 1000, "train", "2026-01-01T00:00:00Z")}
+	old["metadata"].(obj)["labels"] = obj{"app": "old"}
+	budget := obj{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+		"metadata": obj{"namespace": "default", "name": "old"},
+		"spec":     obj{"selector": obj{"matchLabels": obj{"app": "old"}}}}
+	items := []obj{gNode("n1", 4), old, budget, gPod("train-0", "", 3, 1000, "train", "2026-01-01T00:00:00Z")}
 	a := answerGroup(t, groupScenario(t, items, gGroup("train", 1000, 1, "single")))
-	if a.Outcome != "PREEMPT" || !eq(refNames(a.Victims), []string{"old"}) || !eq(nominations(a.Nominations), []string{"train-0@n1"}) {
+	if a.Outcome != "PREEMPT" || !eq(refNames(a.Victims), []string{"old"}) || !eq(nominations(a.Nominations), []string{"train-0@n1"}) || a.PdbViolations != 1 {
 		t.Fatalf("got %+v", a)
 	}
 }

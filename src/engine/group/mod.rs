@@ -13,6 +13,8 @@
 //!    back, and it is kept if every placed member still passes Filter on its node, in
 //!    member order with the earlier members assumed.
 
+use ahash::AHashSet as HashSet;
+
 use triomphe::Arc;
 
 use super::decision::Outcome;
@@ -313,11 +315,11 @@ fn decide_phases(
             version,
         );
     }
-    for unit in &potential {
-        for pod in &unit.pods {
-            view.remove_pod(pod);
-        }
-    }
+    view.remove_pods(
+        potential
+            .iter()
+            .flat_map(|unit| unit.pods.iter().map(|p| &**p)),
+    );
     let freed = schedule(&mut view, &ordered, min, bound);
     if !freed.feasible {
         return GroupDecision::new(
@@ -461,6 +463,8 @@ struct Reprieve<'p> {
     /// Some placed member has inter-pod or spread terms: its Filter reads pods on other
     /// nodes than its own.
     members_look_wide: bool,
+    /// The nodes the members are placed on.
+    member_nodes: HashSet<&'p str>,
     /// The members' check on the view as it stands, once run: what an invisible unit
     /// gets.
     fits_without_unit: Option<bool>,
@@ -478,6 +482,7 @@ impl<'p> Reprieve<'p> {
         Reprieve {
             placed,
             members_look_wide,
+            member_nodes: placed.iter().map(|p| &*p.node).collect(),
             fits_without_unit: None,
             explain,
             notes: Vec::new(),
@@ -495,10 +500,9 @@ impl<'p> Reprieve<'p> {
         !self.members_look_wide
             && unit.pods.iter().all(|p| {
                 p.details.pod_anti_affinity.is_empty()
-                    && !self
-                        .placed
-                        .iter()
-                        .any(|member| p.node_name.as_ref() == Some(&member.node))
+                    && p.node_name
+                        .as_deref()
+                        .is_none_or(|node| !self.member_nodes.contains(node))
             })
     }
 
@@ -545,9 +549,7 @@ impl<'p> Reprieve<'p> {
                 status.reasons.join(", ")
             ));
         }
-        for pod in &unit.pods {
-            view.remove_pod(pod);
-        }
+        view.remove_pods(unit.pods.iter().map(|p| &**p));
         false
     }
 

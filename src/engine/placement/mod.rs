@@ -106,12 +106,10 @@ impl ClusterView {
         &self.snapshot
     }
 
-    /// Takes a bound pod off its node (a victim); `false` when the view does not hold it.
-    pub fn remove_pod(&mut self, pod: &Pod) -> bool {
-        let Some(node) = pod.node_name.as_deref() else {
-            return false;
-        };
-        self.remove_pod_from(pod, node)
+    /// Takes bound pods off their nodes (victims), each node edited once; how many the
+    /// view held.
+    pub fn remove_pods<'p>(&mut self, pods: impl IntoIterator<Item = &'p Pod>) -> usize {
+        self.snapshot.remove_bound_pods(pods)
     }
 
     /// Takes `pod` off `node`, where [`ClusterView::add_pod`] put it (an assumed member,

@@ -382,9 +382,8 @@ fn a_view_with_pods_removed_filters_and_scores_as_a_snapshot_without_them() {
         .filter(|p| p.name().ends_with(['1', '2', '6']))
         .collect();
     let mut view = ClusterView::new(&full, KubernetesVersion::V1_37);
-    for p in &gone {
-        assert!(view.remove_pod(p));
-    }
+    assert_eq!(view.remove_pods(gone.iter().copied()), gone.len());
+    assert_eq!(view.remove_pods(gone.iter().copied()), 0, "gone already");
     let kept: Vec<Pod> = pods
         .iter()
         .filter(|p| !gone.iter().any(|g| g.uid() == p.uid()))
