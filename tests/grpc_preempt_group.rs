@@ -1,5 +1,5 @@
 //! `PreemptGroup` over gRPC on loopback: refused without GenericWorkload, a dry run that
-//! changes nothing, and a commit whose events WatchNominations shows as one batch. The
+//! changes nothing, a group held or sent with the request (typed or JSON), and a commit whose events WatchNominations shows as one batch. The
 //! worked example of docs/gangs.md: a training gang of three whole nodes preempting two
 //! inference gangs in disruption mode `all`.
 
@@ -378,6 +378,112 @@ async fn no_candidate_clears_the_members_own_nominations() {
         assert!(now.nominations.is_empty(), "{:?}", now.nominations);
         assert_eq!(now.revision, response.nominations_revision);
         assert_eq!(now.revision, listed.revision + 1);
+        server.shutdown().await.expect("shutdown");
+    })
+    .await
+    .expect("test timed out");
+}
+
+/// The training group as the request sends it: typed, its priority from class `training`.
+fn inline_training_group() -> pb::PodGroup {
+    pb::PodGroup {
+        namespace: "default".into(),
+        name: "training".into(),
+        scheduling_policy: Some(pb::PodGroupSchedulingPolicy {
+            gang: Some(pb::GangSchedulingPolicy { min_count: 3 }),
+            ..Default::default()
+        }),
+        disruption_mode: Some(pb::DisruptionMode {
+            all: Some(pb::AllDisruptionMode {}),
+            ..Default::default()
+        }),
+        priority_class_name: "training".into(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inline_group_typed_or_as_json_is_answered_as_the_held_one() {
+    timeout(TEST_TIMEOUT, async {
+        let (server, mut client) = start_gang_server().await;
+        inference_cluster(&server, &mut client).await;
+        server
+            .app()
+            .cache
+            .upsert_priority_class(preemptd::model::priority::PriorityClass {
+                name: "training".into(),
+                uid: "uid-training".into(),
+                resource_version: 1,
+                value: 1000,
+                global_default: false,
+                preemption_policy: None,
+            });
+
+        let mut typed = request(true);
+        typed.group = Some(pb::preempt_group_request::Group::PodGroup(
+            inline_training_group(),
+        ));
+        let response = client
+            .preempt_group(typed)
+            .await
+            .expect("typed inline group")
+            .into_inner();
+        expect_training_answer(&response);
+
+        let json = r#"{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"namespace": "default", "name": "training"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 3}},
+                     "disruptionMode": {"all": {}}, "priorityClassName": "training"}}"#;
+        let mut as_json = request(true);
+        as_json.group = Some(pb::preempt_group_request::Group::PodGroupJson(
+            json.to_string(),
+        ));
+        let response = client
+            .preempt_group(as_json)
+            .await
+            .expect("inline group as JSON")
+            .into_inner();
+        expect_training_answer(&response);
+
+        // The held `training` needs 3 members; the one sent needs 4, which 3 cannot meet.
+        let mut larger = request(true);
+        let mut group = inline_training_group();
+        group.scheduling_policy = Some(pb::PodGroupSchedulingPolicy {
+            gang: Some(pb::GangSchedulingPolicy { min_count: 4 }),
+            ..Default::default()
+        });
+        larger.group = Some(pb::preempt_group_request::Group::PodGroup(group));
+        let response = client
+            .preempt_group(larger)
+            .await
+            .expect("the group sent wins over the held one")
+            .into_inner();
+        assert_eq!(
+            response.outcome(),
+            pb::Outcome::NoCandidate,
+            "{}",
+            response.message
+        );
+
+        let mut unknown_class = request(true);
+        let mut group = inline_training_group();
+        group.priority_class_name = "nope".into();
+        unknown_class.group = Some(pb::preempt_group_request::Group::PodGroup(group));
+        let status = client
+            .preempt_group(unknown_class)
+            .await
+            .expect_err("unknown class");
+        assert_eq!(status.code(), Code::InvalidArgument);
+        assert!(
+            status.message().contains("pod_group.priority_class_name"),
+            "{}",
+            status.message()
+        );
+
+        let mut no_group = request(true);
+        no_group.group = None;
+        let status = client.preempt_group(no_group).await.expect_err("no group");
+        assert_eq!(status.code(), Code::InvalidArgument);
         server.shutdown().await.expect("shutdown");
     })
     .await

@@ -9,7 +9,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::cache::Commit;
 use crate::engine::drain::{DrainError, DrainOptions, DrainPlan};
 use crate::engine::{self, DecideOptions, Decision, Outcome, PdbMode};
-use crate::model::{Pod, Str};
+use crate::model::{Pod, PodGroup, Str};
 use crate::nominations::{Event, EventKind};
 
 use super::apply::change_event;
@@ -78,6 +78,14 @@ impl App {
     /// from its class. `class_path` names the class field for the error.
     pub fn admit(&self, pod: &mut Pod, class_path: &str) -> Result<(), AppError> {
         pod.admit(&self.cache.priority_classes())
+            .map_err(|unknown| AppError::invalid(class_path, unknown.to_string()))
+    }
+
+    /// [`App::admit`] for a PodGroup sent with a request: its priority from its class
+    /// when `spec.priority` is unset.
+    pub fn admit_group(&self, group: &mut PodGroup, class_path: &str) -> Result<(), AppError> {
+        group
+            .admit(&self.cache.priority_classes())
             .map_err(|unknown| AppError::invalid(class_path, unknown.to_string()))
     }
 

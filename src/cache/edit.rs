@@ -23,7 +23,10 @@ impl Snapshot {
             .iter()
             .map(|(key, value)| self.labels.get(&pod.namespace, key, value))
             .collect();
-        self.edit_node(index, |info| info.remove_pod(uid, &ids));
+        self.edit_node(index, |info| {
+            info.remove_pod(uid, &ids);
+            forget_ports(info, &pod);
+        });
         Some(pod)
     }
 
@@ -38,16 +41,16 @@ impl Snapshot {
         let mut removed = 0;
         for chunk in by_node.chunk_by(|a, b| a.0 == b.0) {
             let index = chunk[0].0;
-            let taking: Vec<(&str, Vec<Option<LabelId>>)> = chunk
+            let taking: Vec<(&Pod, Vec<Option<LabelId>>)> = chunk
                 .iter()
                 .filter(|(_, pod)| self.nodes[index].pods.iter().any(|p| p.uid() == pod.uid()))
-                .map(|(_, pod)| {
+                .map(|&(_, pod)| {
                     let ids = pod
                         .labels
                         .iter()
                         .map(|(key, value)| self.labels.get(&pod.namespace, key, value))
                         .collect();
-                    (pod.uid(), ids)
+                    (pod, ids)
                 })
                 .collect();
             if taking.is_empty() {
@@ -55,8 +58,9 @@ impl Snapshot {
             }
             removed += taking.len();
             self.edit_node(index, |info| {
-                for (uid, ids) in &taking {
-                    info.remove_pod(uid, ids);
+                for (pod, ids) in &taking {
+                    info.remove_pod(pod.uid(), ids);
+                    forget_ports(info, pod);
                 }
             });
         }
@@ -82,7 +86,11 @@ impl Snapshot {
             .iter()
             .map(|(key, value)| self.labels.get_or_add(&pod.namespace, key, value))
             .collect();
-        self.edit_node(index, |info| info.add_pod(pod, &ids));
+        self.edit_node(index, |info| {
+            info.forgotten_ports
+                .retain(|port| !pod.details.host_ports.contains(port));
+            info.add_pod(pod, &ids);
+        });
         true
     }
 
@@ -127,5 +135,19 @@ impl Snapshot {
         self.nodes.set(index, Arc::new(info));
         self.groups = imbl::Vector::new();
         result
+    }
+}
+
+/// Upstream's `RemovePod` deletes the removed pod's host ports from the node's port set,
+/// even those another pod there still binds: those are forgotten.
+fn forget_ports(info: &mut NodeInfo, removed: &Pod) {
+    for port in removed.details.host_ports.iter().filter(|p| p.port > 0) {
+        let still_bound = info
+            .pods
+            .iter()
+            .any(|p| p.details.host_ports.contains(port));
+        if still_bound && !info.forgotten_ports.contains(port) {
+            info.forgotten_ports.push(port.clone());
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use triomphe::Arc;
 
-use crate::model::{Node, Pod, Resources, Str};
+use crate::model::{HostPort, Node, Pod, Resources, Str};
 
 use super::LabelId;
 
@@ -31,6 +31,10 @@ pub struct NodeInfo {
     /// The pods' requests summed per priority, ascending by priority: what removing every
     /// pod below a priority would free, in O(levels) rather than O(pods).
     pub levels: smallvec::SmallVec<[PriorityLevel; 4]>,
+    /// Host ports a pod of `pods` binds that upstream's port set of this node no longer
+    /// holds: a snapshot edit took off another pod binding the same one, and upstream's
+    /// `HostPortInfo` is a set, not a count. Empty in the cache.
+    pub forgotten_ports: Vec<HostPort>,
 }
 
 impl PriorityLevel {
@@ -145,6 +149,7 @@ impl NodeInfo {
             anti_affinity_pods: 0,
             label_counts: LabelCounts::default(),
             levels: smallvec::SmallVec::new(),
+            forgotten_ports: Vec::new(),
         }
     }
 

@@ -303,8 +303,9 @@ pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 /// The cpu and memory the scoring plugins count a pod for (upstream's non-zero requests):
 /// [`effective_pod_requests`] with every container (init containers too) that sets no cpu
 /// (memory) request counted at [`DEFAULT_MILLI_CPU_REQUEST`] ([`DEFAULT_MEMORY_REQUEST`]).
-/// With pod-level requests set, only a resource that neither the pod level nor any
-/// container sets is defaulted (the pod level replaces the aggregate anyway).
+/// With pod-level requests set, only a resource that neither the pod level, nor any
+/// container, nor the overhead sets is defaulted (the pod level replaces the aggregate
+/// anyway).
 pub fn non_zero_requests(
     details: &PodDetails,
 ) -> Result<super::pod::NonZeroRequests, ReadingError> {
@@ -312,8 +313,11 @@ pub fn non_zero_requests(
         .pod_requests
         .iter()
         .any(|(name, _)| is_pod_level_resource(name));
+    // Upstream's test is whether the pod's requests (containers, pod level, overhead)
+    // name the resource at all.
     let set_anywhere = |name: &str| {
         details.pod_requests.get(name).is_some()
+            || details.overhead.get(name).is_some()
             || details
                 .containers
                 .iter()
@@ -445,6 +449,19 @@ mod tests {
             pod.details.fit_score_requests.memory,
             DEFAULT_MEMORY_REQUEST
         );
+    }
+
+    #[test]
+    fn with_pod_level_requests_an_overhead_resource_is_not_defaulted() {
+        // Pod level: memory only; the overhead names cpu, so upstream's requests name
+        // cpu and it gets no 100m default: the overhead's 100m alone.
+        let mut pod = Pod::new("ns", "p", "u");
+        pod.details_mut().containers = vec![Container::default()];
+        pod.details_mut().pod_requests = list(&[("memory", "2816Mi")]);
+        pod.details_mut().overhead = list(&[("cpu", "100m")]);
+        let pod = pod.finish();
+        assert_eq!(pod.details.non_zero_requests.milli_cpu, 100);
+        assert_eq!(pod.details.non_zero_requests.memory, 2816 << 20);
     }
 
     #[test]

@@ -346,7 +346,7 @@ impl<'a> PreFilter<'a> {
             info,
             node,
             removed: Vec::new(),
-            used_ports: self.wants_ports().then(|| UsedPorts::of(&info.pods)),
+            used_ports: self.wants_ports().then(|| UsedPorts::of(info)),
             pod_count: info.pods.len() as i64,
             requested: info.requested.clone(),
             inter_pod: InterPodDelta::default(),

@@ -1,8 +1,7 @@
 //! NodePorts: a host port (IP, protocol, port) is bound by one pod a node.
 
-use triomphe::Arc;
-
 use super::{NodeScratch, PreFilter, Status};
+use crate::cache::NodeInfo;
 use crate::model::{HostPort, Pod};
 
 /// The plugin's name in statuses and diagnostics.
@@ -36,11 +35,14 @@ impl PreFilter<'_> {
 pub(super) struct UsedPorts(Vec<HostPort>);
 
 impl UsedPorts {
-    pub(super) fn of(pods: &[Arc<Pod>]) -> Self {
+    /// The node's port set as upstream holds it: its pods' ports less those a snapshot
+    /// edit made it forget (see [`NodeInfo::forgotten_ports`]).
+    pub(super) fn of(info: &NodeInfo) -> Self {
         let mut used = Self::default();
-        for pod in pods {
+        for pod in &info.pods {
             used.add(pod);
         }
+        used.0.retain(|port| !info.forgotten_ports.contains(port));
         used
     }
 

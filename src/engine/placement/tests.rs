@@ -6,9 +6,9 @@ use triomphe::Arc;
 use super::*;
 use crate::engine::test_support::{GI, node, pod, snapshot};
 use crate::model::{
-    ContainerImage, LabelSelector, Labels, Node, NodeSelectorOperator, NodeSelectorRequirement,
-    NodeSelectorTerm, PodAffinityTerm, PreferredSchedulingTerm, Taint, TaintEffect,
-    TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable,
+    BIND_ALL_IP, ContainerImage, HostPort, LabelSelector, Labels, Node, NodeSelectorOperator,
+    NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm, PreferredSchedulingTerm, Protocol,
+    Taint, TaintEffect, TopologySpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable,
 };
 
 const MB: i64 = 1024 * 1024;
@@ -422,4 +422,29 @@ fn a_view_with_pods_added_filters_and_scores_as_a_snapshot_with_them() {
             assert_eq!(view.fits(&p, &name), expected.fits(&p, &name), "{name}");
         }
     }
+}
+
+#[test]
+fn a_view_forgets_a_host_port_another_pod_still_binds_as_upstreams_port_set_does() {
+    // `a` and `b` both bind 8080 on n1 (bound by name, past the scheduler). Taking `a`
+    // off deletes 8080 from upstream's port set though `b` holds it: a pod asking for it
+    // fits; putting `a` back restores the port.
+    let with_port = |mut p: Pod| {
+        p.details_mut().containers[0].ports = vec![HostPort {
+            ip: BIND_ALL_IP.into(),
+            protocol: Protocol::Tcp,
+            port: 8080,
+        }];
+        p.finish()
+    };
+    let a = with_port(pod("a", 0, 100, GI, Some("n1")));
+    let b = with_port(pod("b", 0, 100, GI, Some("n1")));
+    let base = snapshot(vec![node("n1", 4000, 8 * GI)], vec![a.clone(), b]);
+    let wants = with_port(pod("p", 10, 100, GI, None));
+    let mut view = ClusterView::new(&base, KubernetesVersion::V1_37);
+    assert!(view.fits(&wants, "n1").is_err(), "8080 is bound");
+    assert_eq!(view.remove_pods([&a]), 1);
+    assert_eq!(view.fits(&wants, "n1"), Ok(()), "forgotten with `a`");
+    assert!(view.add_pod(Arc::new(a), &Str::from("n1")));
+    assert!(view.fits(&wants, "n1").is_err(), "bound again");
 }

@@ -29,16 +29,7 @@ impl PreemptionService {
             .decision_permit(AppError::preempt_overloaded)
             .map_err(ApiError::from)?;
         let request = request.into_inner();
-        let group = match &request.group {
-            None => {
-                return Err(ApiError::invalid("group", "group_ref is required").into());
-            }
-            Some(pb::preempt_group_request::Group::GroupRef(r)) => GroupSource::Held(ObjectKey {
-                namespace: r.namespace.clone(),
-                name: r.name.clone(),
-                uid: (!r.uid.is_empty()).then(|| r.uid.clone()),
-            }),
-        };
+        let group = read_group(app, &request).await?;
         let members = read_members(app, &request).await?;
         let decide = PreemptGroupRequest {
             group,
@@ -63,6 +54,47 @@ impl PreemptionService {
         );
         Ok(Response::new(response))
     }
+}
+
+/// The group the request names: held (by reference) or sent (admitted).
+async fn read_group(
+    app: &crate::app::App,
+    request: &pb::PreemptGroupRequest,
+) -> Result<GroupSource, ApiError> {
+    use pb::preempt_group_request::Group;
+    let (mut group, class_path) = match &request.group {
+        None => {
+            return Err(ApiError::invalid(
+                "group",
+                "one of group_ref, pod_group and pod_group_json is required",
+            ));
+        }
+        Some(Group::GroupRef(r)) => {
+            return Ok(GroupSource::Held(ObjectKey {
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+                uid: (!r.uid.is_empty()).then(|| r.uid.clone()),
+            }));
+        }
+        Some(Group::PodGroup(typed)) => (
+            convert::pod_group("pod_group", typed)?,
+            "pod_group.priority_class_name",
+        ),
+        Some(Group::PodGroupJson(text)) => {
+            let text = text.clone();
+            let group = if parses_inline(&text) {
+                decode_document("pod_group_json", &text, decode::decode_pod_group)?
+            } else {
+                on_blocking_pool(move || {
+                    decode_document("pod_group_json", &text, decode::decode_pod_group)
+                })
+                .await?
+            };
+            (group, "pod_group_json: spec.priorityClassName")
+        }
+    };
+    app.admit_group(&mut group, class_path)?;
+    Ok(GroupSource::Inline(group))
 }
 
 /// The members sent with the request, typed then JSON, each admitted; `None` when none

@@ -5175,6 +5175,8 @@ type PreemptGroupRequest struct {
 	// Types that are valid to be assigned to Group:
 	//
 	//	*PreemptGroupRequest_GroupRef
+	//	*PreemptGroupRequest_PodGroup
+	//	*PreemptGroupRequest_PodGroupJson
 	Group isPreemptGroupRequest_Group `protobuf_oneof:"group"`
 	// The group's pending member pods, typed. With neither members nor member_json, the
 	// members are the pending pods the cache holds in the group's namespace whose
@@ -5243,6 +5245,24 @@ func (x *PreemptGroupRequest) GetGroupRef() *PodGroupRef {
 	return nil
 }
 
+func (x *PreemptGroupRequest) GetPodGroup() *PodGroup {
+	if x != nil {
+		if x, ok := x.Group.(*PreemptGroupRequest_PodGroup); ok {
+			return x.PodGroup
+		}
+	}
+	return nil
+}
+
+func (x *PreemptGroupRequest) GetPodGroupJson() string {
+	if x != nil {
+		if x, ok := x.Group.(*PreemptGroupRequest_PodGroupJson); ok {
+			return x.PodGroupJson
+		}
+	}
+	return ""
+}
+
 func (x *PreemptGroupRequest) GetMembers() []*Pod {
 	if x != nil {
 		return x.Members
@@ -5287,7 +5307,23 @@ type PreemptGroupRequest_GroupRef struct {
 	GroupRef *PodGroupRef `protobuf:"bytes,1,opt,name=group_ref,json=groupRef,proto3,oneof"`
 }
 
+type PreemptGroupRequest_PodGroup struct {
+	// A PodGroup sent with the request, typed (the cache's PodGroup of that name, if any,
+	// is not read); its priority comes from its class when spec.priority is unset, as the
+	// Priority admission plugin gives it.
+	PodGroup *PodGroup `protobuf:"bytes,2,opt,name=pod_group,json=podGroup,proto3,oneof"`
+}
+
+type PreemptGroupRequest_PodGroupJson struct {
+	// The same as Kubernetes JSON (or YAML): one scheduling.k8s.io/v1beta1 PodGroup.
+	PodGroupJson string `protobuf:"bytes,3,opt,name=pod_group_json,json=podGroupJson,proto3,oneof"`
+}
+
 func (*PreemptGroupRequest_GroupRef) isPreemptGroupRequest_Group() {}
+
+func (*PreemptGroupRequest_PodGroup) isPreemptGroupRequest_Group() {}
+
+func (*PreemptGroupRequest_PodGroupJson) isPreemptGroupRequest_Group() {}
 
 // GroupNomination is the node one member of a group is nominated to.
 type GroupNomination struct {
@@ -7047,9 +7083,11 @@ const file_preemptd_v1_preemptd_proto_rawDesc = "" +
 	"\vPodGroupRef\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
-	"\x03uid\x18\x03 \x01(\tR\x03uid\"\x88\x02\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\"\xe6\x02\n" +
 	"\x13PreemptGroupRequest\x127\n" +
-	"\tgroup_ref\x18\x01 \x01(\v2\x18.preemptd.v1.PodGroupRefH\x00R\bgroupRef\x12*\n" +
+	"\tgroup_ref\x18\x01 \x01(\v2\x18.preemptd.v1.PodGroupRefH\x00R\bgroupRef\x124\n" +
+	"\tpod_group\x18\x02 \x01(\v2\x15.preemptd.v1.PodGroupH\x00R\bpodGroup\x12&\n" +
+	"\x0epod_group_json\x18\x03 \x01(\tH\x00R\fpodGroupJson\x12*\n" +
 	"\amembers\x18\x04 \x03(\v2\x10.preemptd.v1.PodR\amembers\x12\x1f\n" +
 	"\vmember_json\x18\x05 \x03(\tR\n" +
 	"memberJson\x12\x17\n" +
@@ -7396,68 +7434,69 @@ var file_preemptd_v1_preemptd_proto_depIdxs = []int32{
 	63,  // 77: preemptd.v1.Placement.node_scores:type_name -> preemptd.v1.NodeScore
 	64,  // 78: preemptd.v1.NodeScore.plugins:type_name -> preemptd.v1.PluginScore
 	65,  // 79: preemptd.v1.PreemptGroupRequest.group_ref:type_name -> preemptd.v1.PodGroupRef
-	15,  // 80: preemptd.v1.PreemptGroupRequest.members:type_name -> preemptd.v1.Pod
-	0,   // 81: preemptd.v1.PreemptGroupRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
-	6,   // 82: preemptd.v1.GroupNomination.pod:type_name -> preemptd.v1.PodRef
-	1,   // 83: preemptd.v1.PreemptGroupResponse.outcome:type_name -> preemptd.v1.Outcome
-	6,   // 84: preemptd.v1.PreemptGroupResponse.victims:type_name -> preemptd.v1.PodRef
-	67,  // 85: preemptd.v1.PreemptGroupResponse.nominations:type_name -> preemptd.v1.GroupNomination
-	6,   // 86: preemptd.v1.PreemptGroupResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
-	6,   // 87: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
-	69,  // 88: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
-	3,   // 89: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
-	6,   // 90: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
-	13,  // 91: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
-	33,  // 92: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
-	36,  // 93: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	39,  // 94: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
-	42,  // 95: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
-	52,  // 96: preemptd.v1.SyncRequest.pod_group:type_name -> preemptd.v1.UpdatePodGroupRequest
-	56,  // 97: preemptd.v1.SyncRequest.workload:type_name -> preemptd.v1.UpdateWorkloadRequest
-	75,  // 98: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
-	75,  // 99: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
-	76,  // 100: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
-	0,   // 101: preemptd.v1.PlanDrainRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
-	6,   // 102: preemptd.v1.PodDrainPlan.pod:type_name -> preemptd.v1.PodRef
-	4,   // 103: preemptd.v1.PodDrainPlan.outcome:type_name -> preemptd.v1.DrainOutcome
-	6,   // 104: preemptd.v1.PodDrainPlan.victims:type_name -> preemptd.v1.PodRef
-	5,   // 105: preemptd.v1.PodDrainPlan.blocked_by_pdb:type_name -> preemptd.v1.ObjectRef
-	60,  // 106: preemptd.v1.PodDrainPlan.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
-	6,   // 107: preemptd.v1.DrainBatch.pods:type_name -> preemptd.v1.PodRef
-	79,  // 108: preemptd.v1.PlanDrainResponse.pods:type_name -> preemptd.v1.PodDrainPlan
-	80,  // 109: preemptd.v1.PlanDrainResponse.batches:type_name -> preemptd.v1.DrainBatch
-	81,  // 110: preemptd.v1.PlanDrainResponse.noticed_nodes:type_name -> preemptd.v1.NoticedNode
-	13,  // 111: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
-	33,  // 112: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
-	36,  // 113: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
-	39,  // 114: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
-	42,  // 115: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
-	52,  // 116: preemptd.v1.Preemption.UpdatePodGroup:input_type -> preemptd.v1.UpdatePodGroupRequest
-	56,  // 117: preemptd.v1.Preemption.UpdateWorkload:input_type -> preemptd.v1.UpdateWorkloadRequest
-	58,  // 118: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
-	70,  // 119: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
-	72,  // 120: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
-	74,  // 121: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
-	78,  // 122: preemptd.v1.Preemption.PlanDrain:input_type -> preemptd.v1.PlanDrainRequest
-	66,  // 123: preemptd.v1.Preemption.PreemptGroup:input_type -> preemptd.v1.PreemptGroupRequest
-	14,  // 124: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
-	34,  // 125: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
-	37,  // 126: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
-	40,  // 127: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
-	43,  // 128: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
-	53,  // 129: preemptd.v1.Preemption.UpdatePodGroup:output_type -> preemptd.v1.UpdatePodGroupResponse
-	57,  // 130: preemptd.v1.Preemption.UpdateWorkload:output_type -> preemptd.v1.UpdateWorkloadResponse
-	61,  // 131: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
-	71,  // 132: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
-	73,  // 133: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
-	77,  // 134: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
-	82,  // 135: preemptd.v1.Preemption.PlanDrain:output_type -> preemptd.v1.PlanDrainResponse
-	68,  // 136: preemptd.v1.Preemption.PreemptGroup:output_type -> preemptd.v1.PreemptGroupResponse
-	124, // [124:137] is the sub-list for method output_type
-	111, // [111:124] is the sub-list for method input_type
-	111, // [111:111] is the sub-list for extension type_name
-	111, // [111:111] is the sub-list for extension extendee
-	0,   // [0:111] is the sub-list for field type_name
+	44,  // 80: preemptd.v1.PreemptGroupRequest.pod_group:type_name -> preemptd.v1.PodGroup
+	15,  // 81: preemptd.v1.PreemptGroupRequest.members:type_name -> preemptd.v1.Pod
+	0,   // 82: preemptd.v1.PreemptGroupRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
+	6,   // 83: preemptd.v1.GroupNomination.pod:type_name -> preemptd.v1.PodRef
+	1,   // 84: preemptd.v1.PreemptGroupResponse.outcome:type_name -> preemptd.v1.Outcome
+	6,   // 85: preemptd.v1.PreemptGroupResponse.victims:type_name -> preemptd.v1.PodRef
+	67,  // 86: preemptd.v1.PreemptGroupResponse.nominations:type_name -> preemptd.v1.GroupNomination
+	6,   // 87: preemptd.v1.PreemptGroupResponse.nominated_pods_to_clear:type_name -> preemptd.v1.PodRef
+	6,   // 88: preemptd.v1.Nomination.pod:type_name -> preemptd.v1.PodRef
+	69,  // 89: preemptd.v1.ListNominationsResponse.nominations:type_name -> preemptd.v1.Nomination
+	3,   // 90: preemptd.v1.WatchNominationsResponse.type:type_name -> preemptd.v1.NominationEventType
+	6,   // 91: preemptd.v1.WatchNominationsResponse.pod:type_name -> preemptd.v1.PodRef
+	13,  // 92: preemptd.v1.SyncRequest.node:type_name -> preemptd.v1.UpdateNodeRequest
+	33,  // 93: preemptd.v1.SyncRequest.pod:type_name -> preemptd.v1.UpdatePodRequest
+	36,  // 94: preemptd.v1.SyncRequest.pdb:type_name -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	39,  // 95: preemptd.v1.SyncRequest.priority_class:type_name -> preemptd.v1.UpdatePriorityClassRequest
+	42,  // 96: preemptd.v1.SyncRequest.namespace:type_name -> preemptd.v1.UpdateNamespaceRequest
+	52,  // 97: preemptd.v1.SyncRequest.pod_group:type_name -> preemptd.v1.UpdatePodGroupRequest
+	56,  // 98: preemptd.v1.SyncRequest.workload:type_name -> preemptd.v1.UpdateWorkloadRequest
+	75,  // 99: preemptd.v1.SyncResponse.applied:type_name -> preemptd.v1.SyncCounts
+	75,  // 100: preemptd.v1.SyncResponse.stale:type_name -> preemptd.v1.SyncCounts
+	76,  // 101: preemptd.v1.SyncResponse.rejections:type_name -> preemptd.v1.SyncRejection
+	0,   // 102: preemptd.v1.PlanDrainRequest.pdb_mode:type_name -> preemptd.v1.PdbMode
+	6,   // 103: preemptd.v1.PodDrainPlan.pod:type_name -> preemptd.v1.PodRef
+	4,   // 104: preemptd.v1.PodDrainPlan.outcome:type_name -> preemptd.v1.DrainOutcome
+	6,   // 105: preemptd.v1.PodDrainPlan.victims:type_name -> preemptd.v1.PodRef
+	5,   // 106: preemptd.v1.PodDrainPlan.blocked_by_pdb:type_name -> preemptd.v1.ObjectRef
+	60,  // 107: preemptd.v1.PodDrainPlan.diagnostics:type_name -> preemptd.v1.NodeDiagnostic
+	6,   // 108: preemptd.v1.DrainBatch.pods:type_name -> preemptd.v1.PodRef
+	79,  // 109: preemptd.v1.PlanDrainResponse.pods:type_name -> preemptd.v1.PodDrainPlan
+	80,  // 110: preemptd.v1.PlanDrainResponse.batches:type_name -> preemptd.v1.DrainBatch
+	81,  // 111: preemptd.v1.PlanDrainResponse.noticed_nodes:type_name -> preemptd.v1.NoticedNode
+	13,  // 112: preemptd.v1.Preemption.UpdateNode:input_type -> preemptd.v1.UpdateNodeRequest
+	33,  // 113: preemptd.v1.Preemption.UpdatePod:input_type -> preemptd.v1.UpdatePodRequest
+	36,  // 114: preemptd.v1.Preemption.UpdatePodDisruptionBudget:input_type -> preemptd.v1.UpdatePodDisruptionBudgetRequest
+	39,  // 115: preemptd.v1.Preemption.UpdatePriorityClass:input_type -> preemptd.v1.UpdatePriorityClassRequest
+	42,  // 116: preemptd.v1.Preemption.UpdateNamespace:input_type -> preemptd.v1.UpdateNamespaceRequest
+	52,  // 117: preemptd.v1.Preemption.UpdatePodGroup:input_type -> preemptd.v1.UpdatePodGroupRequest
+	56,  // 118: preemptd.v1.Preemption.UpdateWorkload:input_type -> preemptd.v1.UpdateWorkloadRequest
+	58,  // 119: preemptd.v1.Preemption.Preempt:input_type -> preemptd.v1.PreemptRequest
+	70,  // 120: preemptd.v1.Preemption.ListNominations:input_type -> preemptd.v1.ListNominationsRequest
+	72,  // 121: preemptd.v1.Preemption.WatchNominations:input_type -> preemptd.v1.WatchNominationsRequest
+	74,  // 122: preemptd.v1.Preemption.Sync:input_type -> preemptd.v1.SyncRequest
+	78,  // 123: preemptd.v1.Preemption.PlanDrain:input_type -> preemptd.v1.PlanDrainRequest
+	66,  // 124: preemptd.v1.Preemption.PreemptGroup:input_type -> preemptd.v1.PreemptGroupRequest
+	14,  // 125: preemptd.v1.Preemption.UpdateNode:output_type -> preemptd.v1.UpdateNodeResponse
+	34,  // 126: preemptd.v1.Preemption.UpdatePod:output_type -> preemptd.v1.UpdatePodResponse
+	37,  // 127: preemptd.v1.Preemption.UpdatePodDisruptionBudget:output_type -> preemptd.v1.UpdatePodDisruptionBudgetResponse
+	40,  // 128: preemptd.v1.Preemption.UpdatePriorityClass:output_type -> preemptd.v1.UpdatePriorityClassResponse
+	43,  // 129: preemptd.v1.Preemption.UpdateNamespace:output_type -> preemptd.v1.UpdateNamespaceResponse
+	53,  // 130: preemptd.v1.Preemption.UpdatePodGroup:output_type -> preemptd.v1.UpdatePodGroupResponse
+	57,  // 131: preemptd.v1.Preemption.UpdateWorkload:output_type -> preemptd.v1.UpdateWorkloadResponse
+	61,  // 132: preemptd.v1.Preemption.Preempt:output_type -> preemptd.v1.PreemptResponse
+	71,  // 133: preemptd.v1.Preemption.ListNominations:output_type -> preemptd.v1.ListNominationsResponse
+	73,  // 134: preemptd.v1.Preemption.WatchNominations:output_type -> preemptd.v1.WatchNominationsResponse
+	77,  // 135: preemptd.v1.Preemption.Sync:output_type -> preemptd.v1.SyncResponse
+	82,  // 136: preemptd.v1.Preemption.PlanDrain:output_type -> preemptd.v1.PlanDrainResponse
+	68,  // 137: preemptd.v1.Preemption.PreemptGroup:output_type -> preemptd.v1.PreemptGroupResponse
+	125, // [125:138] is the sub-list for method output_type
+	112, // [112:125] is the sub-list for method input_type
+	112, // [112:112] is the sub-list for extension type_name
+	112, // [112:112] is the sub-list for extension extendee
+	0,   // [0:112] is the sub-list for field type_name
 }
 
 func init() { file_preemptd_v1_preemptd_proto_init() }
@@ -7512,6 +7551,8 @@ func file_preemptd_v1_preemptd_proto_init() {
 	}
 	file_preemptd_v1_preemptd_proto_msgTypes[61].OneofWrappers = []any{
 		(*PreemptGroupRequest_GroupRef)(nil),
+		(*PreemptGroupRequest_PodGroup)(nil),
+		(*PreemptGroupRequest_PodGroupJson)(nil),
 	}
 	file_preemptd_v1_preemptd_proto_msgTypes[69].OneofWrappers = []any{
 		(*SyncRequest_Node)(nil),

@@ -885,20 +885,24 @@ class PodGroupRef(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., name: _Optional[str] = ..., uid: _Optional[str] = ...) -> None: ...
 
 class PreemptGroupRequest(_message.Message):
-    __slots__ = ("group_ref", "members", "member_json", "dry_run", "explain", "pdb_mode")
+    __slots__ = ("group_ref", "pod_group", "pod_group_json", "members", "member_json", "dry_run", "explain", "pdb_mode")
     GROUP_REF_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_FIELD_NUMBER: _ClassVar[int]
+    POD_GROUP_JSON_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     MEMBER_JSON_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
     EXPLAIN_FIELD_NUMBER: _ClassVar[int]
     PDB_MODE_FIELD_NUMBER: _ClassVar[int]
     group_ref: PodGroupRef
+    pod_group: PodGroup
+    pod_group_json: str
     members: _containers.RepeatedCompositeFieldContainer[Pod]
     member_json: _containers.RepeatedScalarFieldContainer[str]
     dry_run: bool
     explain: bool
     pdb_mode: PdbMode
-    def __init__(self, group_ref: _Optional[_Union[PodGroupRef, _Mapping]] = ..., members: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., member_json: _Optional[_Iterable[str]] = ..., dry_run: _Optional[bool] = ..., explain: _Optional[bool] = ..., pdb_mode: _Optional[_Union[PdbMode, str]] = ...) -> None: ...
+    def __init__(self, group_ref: _Optional[_Union[PodGroupRef, _Mapping]] = ..., pod_group: _Optional[_Union[PodGroup, _Mapping]] = ..., pod_group_json: _Optional[str] = ..., members: _Optional[_Iterable[_Union[Pod, _Mapping]]] = ..., member_json: _Optional[_Iterable[str]] = ..., dry_run: _Optional[bool] = ..., explain: _Optional[bool] = ..., pdb_mode: _Optional[_Union[PdbMode, str]] = ...) -> None: ...
 
 class GroupNomination(_message.Message):
     __slots__ = ("pod", "node_name")

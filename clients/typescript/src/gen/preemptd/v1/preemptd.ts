@@ -1279,6 +1279,18 @@ export interface PreemptGroupRequest {
     | PodGroupRef
     | undefined;
   /**
+   * A PodGroup sent with the request, typed (the cache's PodGroup of that name, if any,
+   * is not read); its priority comes from its class when spec.priority is unset, as the
+   * Priority admission plugin gives it.
+   */
+  podGroup?:
+    | PodGroup
+    | undefined;
+  /** The same as Kubernetes JSON (or YAML): one scheduling.k8s.io/v1beta1 PodGroup. */
+  podGroupJson?:
+    | string
+    | undefined;
+  /**
    * The group's pending member pods, typed. With neither members nor member_json, the
    * members are the pending pods the cache holds in the group's namespace whose
    * spec.schedulingGroup.podGroupName names it. Members are placed in kube-scheduler's
@@ -10894,13 +10906,28 @@ export const PodGroupRef: MessageFns<PodGroupRef> = {
 };
 
 function createBasePreemptGroupRequest(): PreemptGroupRequest {
-  return { groupRef: undefined, members: [], memberJson: [], dryRun: false, explain: false, pdbMode: 0 };
+  return {
+    groupRef: undefined,
+    podGroup: undefined,
+    podGroupJson: undefined,
+    members: [],
+    memberJson: [],
+    dryRun: false,
+    explain: false,
+    pdbMode: 0,
+  };
 }
 
 export const PreemptGroupRequest: MessageFns<PreemptGroupRequest> = {
   encode(message: PreemptGroupRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.groupRef !== undefined) {
       PodGroupRef.encode(message.groupRef, writer.uint32(10).fork()).join();
+    }
+    if (message.podGroup !== undefined) {
+      PodGroup.encode(message.podGroup, writer.uint32(18).fork()).join();
+    }
+    if (message.podGroupJson !== undefined) {
+      writer.uint32(26).string(message.podGroupJson);
     }
     for (const v of message.members) {
       Pod.encode(v!, writer.uint32(34).fork()).join();
@@ -10939,6 +10966,22 @@ export const PreemptGroupRequest: MessageFns<PreemptGroupRequest> = {
             }
 
             message.groupRef = PodGroupRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.podGroup = PodGroup.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.podGroupJson = reader.string();
             continue;
           }
           case 4: {
@@ -11000,6 +11043,16 @@ export const PreemptGroupRequest: MessageFns<PreemptGroupRequest> = {
         : isSet(object.group_ref)
         ? PodGroupRef.fromJSON(object.group_ref)
         : undefined,
+      podGroup: isSet(object.podGroup)
+        ? PodGroup.fromJSON(object.podGroup)
+        : isSet(object.pod_group)
+        ? PodGroup.fromJSON(object.pod_group)
+        : undefined,
+      podGroupJson: isSet(object.podGroupJson)
+        ? globalThis.String(object.podGroupJson)
+        : isSet(object.pod_group_json)
+        ? globalThis.String(object.pod_group_json)
+        : undefined,
       members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Pod.fromJSON(e)) : [],
       memberJson: globalThis.Array.isArray(object?.memberJson)
         ? object.memberJson.map((e: any) => globalThis.String(e))
@@ -11024,6 +11077,12 @@ export const PreemptGroupRequest: MessageFns<PreemptGroupRequest> = {
     const obj: any = {};
     if (message.groupRef !== undefined) {
       obj.groupRef = PodGroupRef.toJSON(message.groupRef);
+    }
+    if (message.podGroup !== undefined) {
+      obj.podGroup = PodGroup.toJSON(message.podGroup);
+    }
+    if (message.podGroupJson !== undefined) {
+      obj.podGroupJson = message.podGroupJson;
     }
     if (message.members?.length) {
       obj.members = message.members.map((e) => Pod.toJSON(e));
@@ -11051,6 +11110,10 @@ export const PreemptGroupRequest: MessageFns<PreemptGroupRequest> = {
     message.groupRef = (object.groupRef !== undefined && object.groupRef !== null)
       ? PodGroupRef.fromPartial(object.groupRef)
       : undefined;
+    message.podGroup = (object.podGroup !== undefined && object.podGroup !== null)
+      ? PodGroup.fromPartial(object.podGroup)
+      : undefined;
+    message.podGroupJson = object.podGroupJson ?? undefined;
     message.members = object.members?.map((e) => Pod.fromPartial(e)) || [];
     message.memberJson = object.memberJson?.map((e) => e) || [];
     message.dryRun = object.dryRun ?? false;
