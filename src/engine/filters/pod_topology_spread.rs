@@ -138,6 +138,46 @@ impl PreFilter<'_> {
         }
     }
 
+    /// Upstream updates PodTopologySpread's state pod by pod once PreFilter made it
+    /// (AddPod, RemovePod), and the updates count a terminating pod, which PreFilter's own
+    /// count skips: `moved` (pod, its node, +1 put on / −1 taken off) changes the counts
+    /// as those updates do.
+    pub fn count_moved_terminating<'p>(
+        &mut self,
+        snapshot: &Snapshot,
+        moved: impl IntoIterator<Item = (&'p Pod, &'p str, i64)>,
+    ) {
+        if self.spread.is_empty() {
+            return;
+        }
+        let mut counts: Vec<HashMap<Str, i64>> =
+            self.spread.iter().map(|c| c.counts.clone()).collect();
+        let mut changed = false;
+        for (pod, node, sign) in moved {
+            let Some(node) = snapshot.node(node).and_then(|info| info.node.as_deref()) else {
+                continue;
+            };
+            if !pod.terminating
+                || pod.namespace != self.pod.namespace
+                || !self.has_all_spread_keys(node)
+            {
+                continue;
+            }
+            for (i, c) in self.spread.iter().enumerate() {
+                if self.spread_node_included(i, node)
+                    && optional_matches(c.selector.as_ref(), &pod.labels)
+                    && let Some(value) = node.labels.get(&c.topology_key)
+                {
+                    add_count(&mut counts[i], value, sign);
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            self.set_spread_counts(counts);
+        }
+    }
+
     /// Takes the cluster-wide counts of [`Self::count_spread`].
     pub(super) fn set_spread_counts(&mut self, counts: Vec<HashMap<Str, i64>>) {
         for (c, counts) in self.spread.iter_mut().zip(counts) {

@@ -321,6 +321,7 @@ fn decide_phases(
             .flat_map(|unit| unit.pods.iter().map(|p| &**p)),
     );
     let freed = schedule(&mut view, &ordered, min, bound);
+    view.mark_cycle_states();
     if !freed.feasible {
         return GroupDecision::new(
             Outcome::NoCandidate,

@@ -90,6 +90,10 @@ pub struct Placement {
 pub struct ClusterView {
     snapshot: Snapshot,
     version: KubernetesVersion,
+    /// Terminating pods taken off (−1) or put back (+1) since the cycle states were made
+    /// ([`ClusterView::mark_cycle_states`]), with their nodes: upstream's AddPod and
+    /// RemovePod count them in PodTopologySpread's state, though its PreFilter does not.
+    terminating_moved: Vec<(Arc<Pod>, Str, i64)>,
 }
 
 impl ClusterView {
@@ -98,6 +102,7 @@ impl ClusterView {
         ClusterView {
             snapshot: snapshot.clone(),
             version,
+            terminating_moved: Vec::new(),
         }
     }
 
@@ -109,19 +114,40 @@ impl ClusterView {
     /// Takes bound pods off their nodes (victims), each node edited once; how many the
     /// view held.
     pub fn remove_pods<'p>(&mut self, pods: impl IntoIterator<Item = &'p Pod>) -> usize {
-        self.snapshot.remove_bound_pods(pods)
+        let pods: Vec<&Pod> = pods.into_iter().collect();
+        let removed = self.snapshot.remove_bound_pods(pods.iter().copied());
+        for pod in pods.iter().filter(|p| p.terminating) {
+            if let Some(node) = &pod.node_name {
+                self.terminating_moved
+                    .push((Arc::new((*pod).clone()), node.clone(), -1));
+            }
+        }
+        removed
+    }
+
+    /// The cycle states of the pods to be checked are made now (a gang's members are
+    /// placed): later moves of terminating pods count as upstream's updates count them.
+    pub fn mark_cycle_states(&mut self) {
+        self.terminating_moved.clear();
     }
 
     /// Takes `pod` off `node`, where [`ClusterView::add_pod`] put it (an assumed member,
     /// whose own `nodeName` is unset); `false` when it is not there.
     pub fn remove_pod_from(&mut self, pod: &Pod, node: &str) -> bool {
-        self.snapshot.remove_bound_pod(node, pod.uid()).is_some()
+        let removed = self.snapshot.remove_bound_pod(node, pod.uid());
+        if let Some(pod) = removed.as_ref().filter(|p| p.terminating) {
+            self.terminating_moved.push((pod.clone(), node.into(), -1));
+        }
+        removed.is_some()
     }
 
     /// Puts `pod` on `node` (a victim back, or a member assumed during a reprieve, whose
     /// nomination stays as upstream's snapshot `AddPod` leaves it); `false` when the
     /// view has no such node.
     pub fn add_pod(&mut self, pod: Arc<Pod>, node: &Str) -> bool {
+        if pod.terminating {
+            self.terminating_moved.push((pod.clone(), node.clone(), 1));
+        }
         self.snapshot.add_bound_pod(pod, node)
     }
 
@@ -147,7 +173,20 @@ impl ClusterView {
 
     /// Every filter for `pod` on `node`, with the nominated pods.
     pub fn fits(&self, pod: &Pod, node: &str) -> Result<(), Status> {
-        self.fits_with(&PreFilter::new(pod, &self.snapshot), node)
+        self.fits_with(&self.cycle_state(pod), node)
+    }
+
+    /// The PreFilter state upstream's cycle state holds for `pod` now: made when the
+    /// states were marked, then updated pod by pod.
+    fn cycle_state<'p>(&self, pod: &'p Pod) -> PreFilter<'p> {
+        let mut pre = PreFilter::new(pod, &self.snapshot);
+        pre.count_moved_terminating(
+            &self.snapshot,
+            self.terminating_moved
+                .iter()
+                .map(|(pod, node, sign)| (&**pod, &**node, *sign)),
+        );
+        pre
     }
 
     /// [`ClusterView::fits`] for a pod placed earlier on another view, in the cycle state
@@ -160,7 +199,7 @@ impl ClusterView {
         node: &str,
         placement_skipped_inter_pod: bool,
     ) -> Result<(), Status> {
-        let mut pre = PreFilter::new(pod, &self.snapshot);
+        let mut pre = self.cycle_state(pod);
         if placement_skipped_inter_pod {
             pre.skip_inter_pod();
         }

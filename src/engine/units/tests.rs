@@ -288,3 +288,79 @@ fn removing_an_all_group_elsewhere_clears_the_preemptor_s_anti_affinity() {
         pods.message
     );
 }
+
+#[test]
+fn a_terminating_victim_taken_off_counts_in_spread_as_upstreams_updates_count_it() {
+    // Zone a holds two `batch` pods on n5 and a terminating one, `old`, on n1 (which
+    // PreFilter's count skips): 2 against zone b's 1, so the preemptor (skew 1) fits zone
+    // a only with one fewer. Upstream's RemovePod still takes `old` off zone a's count,
+    // so evicting `old` makes n1 fit. The gang on n1 and n5 (mode all) makes the dry run
+    // span nodes: the same answer as on n1 alone.
+    let zoned = |name: &str, cpu: i64, zone: &str| {
+        let mut n = node(name, cpu, 4 * GI);
+        n.labels = [("kubernetes.io/hostname", name), ("zone", zone)]
+            .into_iter()
+            .collect();
+        n
+    };
+    let batch = |mut p: Pod| {
+        p.labels = [("app", "batch")].into_iter().collect();
+        p
+    };
+    let mut old = batch(pod("old", 0, 0, 0, Some("n1")));
+    old.terminating = true;
+    let snapshot = snapshot_with_groups(
+        vec![
+            zoned("n1", 2000, "a"),
+            zoned("n2", 0, "b"),
+            zoned("n5", 0, "a"),
+        ],
+        vec![
+            old,
+            batch(pod("b-1", 2000, 0, 0, Some("n5"))),
+            batch(pod("b-2", 2000, 0, 0, Some("n5"))),
+            batch(pod("b-3", 2000, 0, 0, Some("n2"))),
+            member(pod("g-1", 0, 0, 0, Some("n1")), "gang"),
+            member(pod("g-2", 0, 0, 0, Some("n5")), "gang"),
+        ],
+        vec![pod_group("gang", 0, DisruptionMode::All, Some(2))],
+    );
+    let mut preemptor = pod("p", 1000, 100, GI, None);
+    preemptor.labels = [("app", "cache")].into_iter().collect();
+    preemptor.details_mut().topology_spread = vec![crate::model::TopologySpreadConstraint {
+        max_skew: 1,
+        topology_key: "zone".into(),
+        when_unsatisfiable: crate::model::WhenUnsatisfiable::DoNotSchedule,
+        label_selector: Some(LabelSelector {
+            match_labels: Default::default(),
+            match_expressions: vec![crate::model::labels::Requirement {
+                key: "app".into(),
+                operator: crate::model::labels::Operator::In,
+                values: vec!["batch".into(), "cache".into()],
+            }],
+        }),
+        min_domains: None,
+        match_label_keys: Vec::new(),
+        node_affinity_policy: crate::model::InclusionPolicy::Honor,
+        node_taints_policy: crate::model::InclusionPolicy::Ignore,
+    }];
+    for gates in ["GenericWorkload=true", "GenericWorkload=false"] {
+        let options = crate::engine::DecideOptions {
+            now: Some(0),
+            feature_gates: Some(
+                crate::engine::FeatureGates::parse(KubernetesVersion::V1_37, gates).expect("gates"),
+            ),
+            ..crate::engine::DecideOptions::default()
+        };
+        let decision = crate::engine::decide(&snapshot, &preemptor, &options);
+        assert_eq!(
+            decision.outcome,
+            crate::engine::Outcome::Preempt,
+            "{gates}: {}",
+            decision.message
+        );
+        assert_eq!(decision.nominated_node.as_deref(), Some("n1"), "{gates}");
+        let victims: Vec<&str> = decision.victims.iter().map(|v| &*v.name).collect();
+        assert_eq!(victims, vec!["old"], "{gates}");
+    }
+}
