@@ -528,10 +528,19 @@ impl fmt::Display for Quantity {
             }
             Form::Dec { .. } => {
                 let digits = self.mantissa.unsigned_abs().to_string();
-                let pad = 19usize.saturating_sub(digits.len());
                 let sign = if self.mantissa < 0 { "-" } else { "" };
-                let exponent = self.exponent - pad as i64;
-                write!(f, "{sign}{digits}{}e{exponent}", "0".repeat(pad))
+                // The `e` suffix holds an int32: an exponent beyond it moves into zeros of
+                // the digits (above) or of a fraction (below), which parse back exactly.
+                let len = digits.len() as i64;
+                let pad = (19 - len).max(self.exponent - i64::from(i32::MAX)).max(0);
+                let exponent = self.exponent - pad;
+                if exponent < i64::from(i32::MIN) {
+                    let lead = i64::from(i32::MIN) - exponent - len;
+                    let lead = lead.max(0);
+                    let written = exponent + len + lead;
+                    return write!(f, "{sign}0.{}{digits}e{written}", "0".repeat(lead as usize));
+                }
+                write!(f, "{sign}{digits}{}e{exponent}", "0".repeat(pad as usize))
             }
         }
     }

@@ -268,3 +268,29 @@ fn values_compare_whatever_the_form() {
     assert!(q("0").cmp_value(q("0.0000000000")).is_eq());
     assert!(q("1Ki").cmp_value(q("1k")).is_gt());
 }
+
+#[test]
+fn exponents_beyond_int32_render_into_zeros_and_parse_back() {
+    // The first is a fuzz finding (its exponent's low 32 bits, plus the mantissa's
+    // zeros, pass i32::MAX); the others reach past either end the same way.
+    let found = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fuzz/regressions/quantity/exponent-beyond-int32"
+    ))
+    .expect("regression input");
+    for text in [
+        found.as_str(),
+        "1000000000000000000000e2147483647",
+        "-123456789012345678901e2147483640",
+        "0.000000000000000000001e-2147483648",
+        "-0.00000000000000000000000012345e-2147483600",
+    ] {
+        let quantity = Quantity::parse(text).expect("parses");
+        let rendered = quantity.to_string();
+        assert_eq!(
+            Quantity::parse(&rendered).ok(),
+            Some(quantity),
+            "{text:?} rendered as {rendered:?}"
+        );
+    }
+}
