@@ -523,7 +523,13 @@ value: 1000
         let app = load_cluster(objects, &AppConfig::default()).expect("loads");
         let index = app.cache.pod_groups();
         // The class came after the group in the file: the group takes its value all the same.
-        assert_eq!(index.group("ml", "train").expect("held").priority, 1000);
-        assert!(index.workload("ml", "job").is_some());
+        assert_eq!(
+            index
+                .group(&"ml".into(), &"train".into())
+                .expect("held")
+                .priority,
+            1000
+        );
+        assert!(index.workload(&"ml".into(), &"job".into()).is_some());
     }
 }

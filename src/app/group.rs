@@ -167,14 +167,14 @@ impl App {
                 if key.name.is_empty() {
                     return Err(AppError::invalid("group_ref.name", "must not be empty"));
                 }
-                let namespace = if key.namespace.is_empty() {
-                    "default"
+                let namespace: Str = if key.namespace.is_empty() {
+                    "default".into()
                 } else {
-                    &key.namespace
+                    key.namespace.as_str().into()
                 };
                 snapshot
                     .pod_groups
-                    .group(namespace, &key.name)
+                    .group(&namespace, &key.name.as_str().into())
                     .filter(|g| {
                         key.uid
                             .as_deref()

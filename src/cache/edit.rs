@@ -30,8 +30,8 @@ impl Snapshot {
         Some(pod)
     }
 
-    /// Takes every pod of `pods` off the node its `nodeName` names, each node edited once;
-    /// how many were there.
+    /// Takes every pod of `pods` off the node its `nodeName` names, each node edited once
+    /// (its entry rebuilt from the pods it keeps); how many were there.
     pub fn remove_bound_pods<'p>(&mut self, pods: impl IntoIterator<Item = &'p Pod>) -> usize {
         let mut by_node: Vec<(usize, &Pod)> = pods
             .into_iter()
@@ -41,26 +41,30 @@ impl Snapshot {
         let mut removed = 0;
         for chunk in by_node.chunk_by(|a, b| a.0 == b.0) {
             let index = chunk[0].0;
-            let taking: Vec<(&Pod, Vec<Option<LabelId>>)> = chunk
+            // The pods come from the snapshot itself as a rule: the pointer settles it.
+            let taken = |held: &Pod| {
+                chunk.iter().any(|(_, pod)| std::ptr::eq(held, *pod))
+                    || chunk.iter().any(|(_, pod)| held.uid() == pod.uid())
+            };
+            let info = &self.nodes[index];
+            let kept_label_ids: Vec<Vec<LabelId>> = info
+                .pods
                 .iter()
-                .filter(|(_, pod)| self.nodes[index].pods.iter().any(|p| p.uid() == pod.uid()))
-                .map(|&(_, pod)| {
-                    let ids = pod
-                        .labels
+                .filter(|p| !taken(p))
+                .map(|p| {
+                    p.labels
                         .iter()
-                        .map(|(key, value)| self.labels.get(&pod.namespace, key, value))
-                        .collect();
-                    (pod, ids)
+                        .filter_map(|(key, value)| self.labels.get(&p.namespace, key, value))
+                        .collect()
                 })
                 .collect();
-            if taking.is_empty() {
+            if kept_label_ids.len() == info.pods.len() {
                 continue;
             }
-            removed += taking.len();
+            removed += info.pods.len() - kept_label_ids.len();
             self.edit_node(index, |info| {
-                for (pod, ids) in &taking {
-                    info.remove_pod(pod.uid(), ids);
-                    forget_ports(info, pod);
+                for pod in info.retain_pods(|p| !taken(p), &kept_label_ids) {
+                    forget_ports(info, &pod);
                 }
             });
         }

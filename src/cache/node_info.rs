@@ -257,6 +257,27 @@ impl NodeInfo {
         Some(pod)
     }
 
+    /// Keeps the pods `keep` accepts, whose label ids `kept_label_ids` gives in order,
+    /// and rebuilds what is derived from the pods; the pods taken off.
+    pub(super) fn retain_pods(
+        &mut self,
+        mut keep: impl FnMut(&Pod) -> bool,
+        kept_label_ids: &[Vec<LabelId>],
+    ) -> Vec<Arc<Pod>> {
+        let (kept, removed): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) = std::mem::take(&mut self.pods)
+            .into_iter()
+            .partition(|p| keep(p));
+        self.requested = Resources::default();
+        self.levels.clear();
+        self.label_counts = LabelCounts::default();
+        self.anti_affinity_pods = 0;
+        self.pods = Vec::with_capacity(kept.len());
+        for (pod, ids) in kept.into_iter().zip(kept_label_ids) {
+            self.add_pod(pod, ids);
+        }
+        removed
+    }
+
     pub(super) fn remove_nominated(&mut self, uid: &str) -> Option<Arc<Pod>> {
         let index = self.nominated.iter().position(|p| p.uid() == uid)?;
         Some(self.nominated.swap_remove(index))

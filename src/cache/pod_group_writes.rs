@@ -276,7 +276,14 @@ mod tests {
         let (stale, _) = cache.upsert_pod_group(group("g", 4, Some(20), ""));
         assert!(!stale.applied);
         assert_eq!((stale.resource_version, stale.revision), (5, 1));
-        assert_eq!(cache.pod_groups().group("ml", "g").unwrap().priority, 10);
+        assert_eq!(
+            cache
+                .pod_groups()
+                .group(&"ml".into(), &"g".into())
+                .unwrap()
+                .priority,
+            10
+        );
         let workload = Workload {
             namespace: "ml".into(),
             name: "w".into(),
@@ -314,7 +321,13 @@ mod tests {
     #[test]
     fn a_group_without_priority_takes_its_class_and_follows_it() {
         let cache = ClusterCache::new();
-        let priority = |name: &str| cache.pod_groups().group("ml", name).unwrap().priority;
+        let priority = |name: &str| {
+            cache
+                .pod_groups()
+                .group(&"ml".into(), &name.into())
+                .unwrap()
+                .priority
+        };
         let (_, unknown) = cache.upsert_pod_group(group("named", 1, None, "training"));
         assert_eq!(
             unknown.map(|u| u.to_string()),

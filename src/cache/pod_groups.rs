@@ -8,6 +8,11 @@ use crate::model::{PodGroup, Str, Workload};
 /// A (namespace, name) key.
 pub type NamedKey = (Str, Str);
 
+/// A persistent map by (namespace, name), hashed with ahash: victim units look a group up
+/// for each of thousands of pods.
+type NamedMap<V> =
+    imbl::GenericHashMap<NamedKey, V, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
+
 /// A bound member of a group: the node it runs on and its uid.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BoundMember {
@@ -22,20 +27,20 @@ pub struct BoundMember {
 /// and counts once the group arrives.
 #[derive(Clone, Debug, Default)]
 pub struct PodGroupIndex {
-    groups: imbl::HashMap<NamedKey, Arc<PodGroup>>,
-    workloads: imbl::HashMap<NamedKey, Arc<Workload>>,
-    bound: imbl::HashMap<NamedKey, imbl::OrdSet<BoundMember>>,
+    groups: NamedMap<Arc<PodGroup>>,
+    workloads: NamedMap<Arc<Workload>>,
+    bound: NamedMap<imbl::OrdSet<BoundMember>>,
 }
 
 impl PodGroupIndex {
     /// The PodGroup `namespace/name`.
-    pub fn group(&self, namespace: &str, name: &str) -> Option<&Arc<PodGroup>> {
-        self.groups.get(&key(namespace, name))
+    pub fn group(&self, namespace: &Str, name: &Str) -> Option<&Arc<PodGroup>> {
+        self.groups.get(&(namespace.clone(), name.clone()))
     }
 
     /// The Workload `namespace/name`.
-    pub fn workload(&self, namespace: &str, name: &str) -> Option<&Arc<Workload>> {
-        self.workloads.get(&key(namespace, name))
+    pub fn workload(&self, namespace: &Str, name: &Str) -> Option<&Arc<Workload>> {
+        self.workloads.get(&(namespace.clone(), name.clone()))
     }
 
     /// Every PodGroup, in no particular order.
@@ -153,7 +158,7 @@ mod tests {
         assert_eq!(listed, ["n1/c", "n2/a", "n2/b"], "the clone is unchanged");
         assert_eq!(index.bound_members("ns", "g").count(), 2);
         assert!(index.delete_group("ns", "g").is_some());
-        assert!(index.group("ns", "g").is_none());
+        assert!(index.group(&"ns".into(), &"g".into()).is_none());
         assert_eq!(index.bound_members("ns", "g").count(), 2);
         index.remove_bound(&ns, &g, &"n2".into(), &"a".into());
         index.remove_bound(&ns, &g, &"n2".into(), &"b".into());

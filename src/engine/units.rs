@@ -75,11 +75,9 @@ pub fn importance(a: &VictimUnit, b: &VictimUnit) -> Ordering {
         .then_with(|| b.pods.len().cmp(&a.pods.len()))
         .then_with(|| a.earliest_start.cmp(&b.earliest_start))
         .then_with(|| {
-            let key = |u: &VictimUnit| {
-                u.pods
-                    .first()
-                    .map(|p| (p.namespace.clone(), Str::from(p.name()), Str::from(p.uid())))
-            };
+            fn key(u: &VictimUnit) -> Option<(&str, &str, &str)> {
+                u.pods.first().map(|p| (&*p.namespace, p.name(), p.uid()))
+            }
             key(a).cmp(&key(b))
         })
 }
@@ -140,10 +138,12 @@ impl AllModeMembers {
     }
 }
 
-/// Groups pods into units: each `all` group once (with all its members, wherever they
-/// run), every other pod alone. `pods` in any order; units in first-seen order.
+/// Groups the pods preempted below priority `below` into units: each `all` group once
+/// (with all its members, wherever they run), every other pod alone. `pods` in any
+/// order; units in first-seen order.
 pub fn units_of<'p>(
     pods: impl IntoIterator<Item = &'p Arc<Pod>>,
+    below: i32,
     groups: &PodGroupIndex,
     all_members: &AllModeMembers,
     now: i64,
@@ -151,14 +151,22 @@ pub fn units_of<'p>(
     let mut seen_groups: HashSet<(&Str, &Str)> = HashSet::new();
     let mut units = Vec::new();
     for pod in pods {
-        let priority = victim_priority(pod, groups);
-        match all_mode_group(pod, groups) {
-            Some(group) => {
-                if !seen_groups.insert((&pod.namespace, group)) {
+        let group = pod
+            .details
+            .scheduling_group
+            .as_ref()
+            .and_then(|name| Some((name, groups.group(&pod.namespace, name)?)));
+        let priority = group.map_or(pod.priority, |(_, group)| group.priority);
+        if priority >= below {
+            continue;
+        }
+        match group.filter(|(_, group)| group.disruption_mode == DisruptionMode::All) {
+            Some((name, _)) => {
+                if !seen_groups.insert((&pod.namespace, name)) {
                     continue;
                 }
                 let members = all_members
-                    .get(&pod.namespace, group)
+                    .get(&pod.namespace, name)
                     .cloned()
                     .unwrap_or_else(|| vec![pod.clone()]);
                 units.push(VictimUnit::new(members, priority, UnitKind::PodGroup, now));
@@ -257,10 +265,13 @@ pub(crate) fn select_unit_victims_on_node(
 ) -> Result<(Vec<Arc<Pod>>, i32), Status> {
     let preemptor = pre.pod;
     let groups = &context.snapshot.pod_groups;
-    let potential: Vec<VictimUnit> = units_of(info.pods.iter(), groups, &context.all_members, now)
-        .into_iter()
-        .filter(|u| u.priority < preemptor.priority)
-        .collect();
+    let potential = units_of(
+        info.pods.iter(),
+        preemptor.priority,
+        groups,
+        &context.all_members,
+        now,
+    );
     if potential.is_empty() {
         return Err(super::victims::no_victims());
     }

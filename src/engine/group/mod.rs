@@ -18,7 +18,7 @@ use ahash::AHashSet as HashSet;
 use triomphe::Arc;
 
 use super::decision::Outcome;
-use super::placement::ClusterView;
+use super::placement::{ClusterView, PlacementMemo};
 use super::policy::PdbMode;
 use super::units::{self, AllModeMembers, VictimUnit};
 use super::version::{FeatureGates, KubernetesVersion};
@@ -143,13 +143,14 @@ fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usi
     let mut inter_pod_skipped = vec![false; members.len()];
     let mut withdrawn = vec![None; members.len()];
     let mut choices = Vec::new();
+    let mut memo = PlacementMemo::default();
     let mut remaining = members.len();
     let mut scheduled = bound;
     let mut first_failure = String::new();
     let mut stopped = remaining + scheduled < min;
     if !stopped {
         for (i, member) in members.iter().enumerate() {
-            let placement = view.place(member);
+            let placement = view.place_remembering(member, &mut memo);
             inter_pod_skipped[i] = placement.inter_pod_skipped;
             remaining -= 1;
             match placement.node {
@@ -300,12 +301,13 @@ fn decide_phases(
 
     // 3. Every lower-priority unit out, the group placed once.
     let all_members = AllModeMembers::of(snapshot);
-    let lower = snapshot
-        .nodes
-        .iter()
-        .flat_map(|info| info.pods.iter())
-        .filter(|p| units::victim_priority(p, &snapshot.pod_groups) < group.priority);
-    let mut potential = units::units_of(lower, &snapshot.pod_groups, &all_members, now);
+    let mut potential = units::units_of(
+        snapshot.nodes.iter().flat_map(|info| info.pods.iter()),
+        group.priority,
+        &snapshot.pod_groups,
+        &all_members,
+        now,
+    );
     if potential.is_empty() {
         return GroupDecision::new(
             Outcome::NoCandidate,
@@ -466,11 +468,18 @@ struct Reprieve<'p> {
     members_look_wide: bool,
     /// The nodes the members are placed on.
     member_nodes: HashSet<&'p str>,
-    /// The members' check on the view as it stands, once run: what an invisible unit
-    /// gets.
-    fits_without_unit: Option<bool>,
+    /// The members' check on the view as it stands, once run.
+    view_fits: Option<bool>,
     explain: bool,
     notes: Vec<String>,
+}
+
+/// Which placed members' Filter can see a unit's pods.
+enum Watchers<'p> {
+    /// Any of them: their terms, or the unit's anti-affinity, reach across nodes.
+    All,
+    /// Only the members on these nodes (none when empty).
+    OnNodes(smallvec::SmallVec<[&'p str; 4]>),
 }
 
 impl<'p> Reprieve<'p> {
@@ -484,62 +493,81 @@ impl<'p> Reprieve<'p> {
             placed,
             members_look_wide,
             member_nodes: placed.iter().map(|p| &*p.node).collect(),
-            fits_without_unit: None,
+            view_fits: None,
             explain,
             notes: Vec::new(),
         }
     }
 
-    /// Whether returning `unit` cannot change any placed member's Filter result: Filter
-    /// on a node reads that node's pods and nominated pods (resources, ports), the
+    /// Filter on a node reads that node's pods and nominated pods (resources, ports), the
     /// member's own affinity and spread terms over the whole cluster, and the required
-    /// anti-affinity of pods anywhere in the cluster. So a unit with no pod on a member's
-    /// node and no pod with anti-affinity, returned while no member has affinity or
-    /// spread terms, leaves every member passing as it did before: it is kept without
-    /// running Filter, the answer Filter would give.
-    fn invisible(&self, unit: &VictimUnit) -> bool {
-        !self.members_look_wide
-            && unit.pods.iter().all(|p| {
-                p.details.pod_anti_affinity.is_empty()
-                    && p.node_name
-                        .as_deref()
-                        .is_none_or(|node| !self.member_nodes.contains(node))
-            })
+    /// anti-affinity of pods anywhere in the cluster. So while no member has affinity or
+    /// spread terms and the unit has no pod with anti-affinity, only the members on the
+    /// unit's nodes can see it, and returning pods never turns a failing Filter into a
+    /// passing one: the other members pass or fail as they do on the view without it.
+    fn watchers(&self, unit: &VictimUnit) -> Watchers<'p> {
+        if self.members_look_wide
+            || unit
+                .pods
+                .iter()
+                .any(|p| !p.details.pod_anti_affinity.is_empty())
+        {
+            return Watchers::All;
+        }
+        let mut nodes = smallvec::SmallVec::new();
+        for pod in &unit.pods {
+            if let Some(&node) = pod
+                .node_name
+                .as_deref()
+                .and_then(|n| self.member_nodes.get(n))
+                && !nodes.contains(&node)
+            {
+                nodes.push(node);
+            }
+        }
+        Watchers::OnNodes(nodes)
     }
 
     /// Returns `unit`'s pods to `view` and keeps them if every placed member still
     /// passes Filter on its node (in order, the earlier ones assumed); else takes them
     /// out again. Whether the unit was reprieved.
     fn try_unit(&mut self, view: &mut ClusterView, unit: &VictimUnit) -> bool {
-        // No placed member's Filter can see an invisible unit, now or after later
-        // reprieves: it stays out of the view, and the members' check gives what it
-        // gives without it (the members can fail without any unit: their nominations
-        // are back, and an assumed member still holds its own).
-        if self.invisible(unit) {
-            let fits = match self.fits_without_unit {
+        let watchers = self.watchers(unit);
+        if let Watchers::OnNodes(nodes) = &watchers {
+            let view_fits = match self.view_fits {
                 Some(fits) => fits,
                 None => {
-                    let fits = self.members_fit(view).is_ok();
-                    self.fits_without_unit = Some(fits);
+                    let fits = self.members_fit(view, None).is_ok();
+                    self.view_fits = Some(fits);
                     fits
                 }
             };
-            if !fits && self.explain {
-                self.notes.push(format!(
-                    "unit {} stays a victim: the members do not fit even without it",
-                    describe(unit)
-                ));
+            if !view_fits {
+                if self.explain {
+                    self.notes.push(format!(
+                        "unit {} stays a victim: the members do not fit even without it",
+                        describe(unit)
+                    ));
+                }
+                return false;
             }
-            return fits;
+            // No member can see it, now or after later reprieves: it stays out of the view.
+            if nodes.is_empty() {
+                return true;
+            }
         }
         for pod in &unit.pods {
             if let Some(node) = &pod.node_name {
                 view.add_pod(pod.clone(), node);
             }
         }
-        let Err((member, node, status)) = self.members_fit(view) else {
+        let only = match &watchers {
+            Watchers::All => None,
+            Watchers::OnNodes(nodes) => Some(nodes.as_slice()),
+        };
+        let Err((member, node, status)) = self.members_fit(view, only) else {
             // The view now holds the unit, and the members fit on it.
-            self.fits_without_unit = Some(true);
+            self.view_fits = Some(true);
             return true;
         };
         if self.explain {
@@ -554,24 +582,29 @@ impl<'p> Reprieve<'p> {
         false
     }
 
-    /// Whether every placed member passes Filter on its node in `view`, in order, the
-    /// earlier ones assumed (and taken off again); else the first that does not.
+    /// Whether every placed member (on `only` nodes, when given) passes Filter on its
+    /// node in `view`, in order, the earlier ones assumed (and taken off again); else the
+    /// first that does not.
     fn members_fit(
         &self,
         view: &mut ClusterView,
+        only: Option<&[&str]>,
     ) -> Result<(), (&'p Pod, &'p Str, super::filters::Status)> {
         let mut failure = None;
-        let mut assumed = 0;
+        let mut assumed = Vec::new();
         for placed in self.placed {
+            if only.is_some_and(|nodes| !nodes.contains(&&*placed.node)) {
+                continue;
+            }
             let (member, node) = (&placed.pod, &placed.node);
             if let Err(status) = view.fits_as_placed(member, node, placed.inter_pod_skipped) {
                 failure = Some((&**member, node, status));
                 break;
             }
             view.add_pod(member.clone(), node);
-            assumed += 1;
+            assumed.push(placed);
         }
-        for placed in &self.placed[..assumed] {
+        for placed in assumed {
             view.remove_pod_from(&placed.pod, &placed.node);
         }
         failure.map_or(Ok(()), Err)

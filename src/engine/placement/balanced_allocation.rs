@@ -10,23 +10,22 @@ use crate::engine::KubernetesVersion;
 /// The plugin's name in explanations.
 pub(super) const NAME: &str = "NodeResourcesBalancedAllocation";
 
-/// Upstream `balancedResourceScore`: (1 − std of the used fractions) × 100, truncated;
-/// resources the node has none of are left out, fractions are capped at 1.
-pub(super) fn balance_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let fractions: Vec<f64> = requested
-        .iter()
-        .zip(allocatable)
-        .filter(|(_, a)| **a != 0)
-        .map(|(r, a)| (*r as f64 / *a as f64).min(1.0))
-        .collect();
-    let std = match fractions.len() {
-        0 | 1 => 0.0,
-        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
-        n => {
-            let mean = fractions.iter().sum::<f64>() / n as f64;
-            let sum: f64 = fractions.iter().map(|f| (f - mean) * (f - mean)).sum();
-            (sum / n as f64).sqrt()
+/// Upstream `balancedResourceScore` over cpu and memory: (1 − std of the used
+/// fractions) × 100, truncated; resources the node has none of are left out, fractions
+/// are capped at 1.
+pub(super) fn balance_score(requested: [i64; 2], allocatable: [i64; 2]) -> i64 {
+    let mut fractions = [0.0; 2];
+    let mut count = 0;
+    for (r, a) in requested.into_iter().zip(allocatable) {
+        if a != 0 {
+            fractions[count] = (r as f64 / a as f64).min(1.0);
+            count += 1;
         }
+    }
+    let std = if count == 2 {
+        ((fractions[0] - fractions[1]) / 2.0).abs()
+    } else {
+        0.0
     };
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }
@@ -49,11 +48,11 @@ pub(super) fn score(input: &ScoreInput<'_>, info: &NodeInfo) -> i64 {
         allocated[0].wrapping_add(pod.milli_cpu),
         allocated[1].wrapping_add(pod.memory),
     ];
-    let with_pod = balance_score(&requested, &allocatable);
+    let with_pod = balance_score(requested, allocatable);
     match input.version {
         KubernetesVersion::V1_35 => with_pod,
         _ => {
-            let without_pod = balance_score(&allocated, &allocatable);
+            let without_pod = balance_score(allocated, allocatable);
             MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with_pod - without_pod) / 2
         }
     }

@@ -43,7 +43,13 @@ impl<'a> ImageSpread<'a> {
             .map(|name| (&**name, 0))
             .collect();
         let mut total_nodes = 0;
-        for info in input.snapshot.nodes.iter() {
+        // Without images to look for, every node scores 0 and nothing here is read.
+        let nodes = if nodes_holding.is_empty() {
+            None
+        } else {
+            Some(input.snapshot.nodes.iter())
+        };
+        for info in nodes.into_iter().flatten() {
             let Some(node) = info.node.as_deref() else {
                 continue;
             };

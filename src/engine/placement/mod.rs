@@ -70,7 +70,8 @@ pub struct Placement {
     /// picks among them at random.
     pub tied: Vec<Str>,
     /// The scored nodes, best first (total descending, then name); empty when the pod
-    /// went to its nominated node or only one node fits (upstream scores nothing then).
+    /// went to its nominated node or only one node fits (upstream scores nothing then),
+    /// and from [`ClusterView::place_remembering`].
     pub scores: Vec<NodeScores>,
     /// How many nodes passed the filters (1 when the nominated node was taken).
     pub feasible: usize,
@@ -223,6 +224,18 @@ impl ClusterView {
 
     /// Where upstream's `schedulePod` puts `pod` on this view.
     pub fn place(&self, pod: &Pod) -> Placement {
+        self.place_with(pod, &mut PlacementMemo::default(), true)
+    }
+
+    /// [`ClusterView::place`] without [`Placement::scores`], reusing from `memo` what an
+    /// earlier placement of a pod of the same template found on nodes the view has not
+    /// changed since (a gang's members, placed one after another), and leaving this
+    /// placement's findings in it.
+    pub fn place_remembering(&self, pod: &Pod, memo: &mut PlacementMemo) -> Placement {
+        self.place_with(pod, memo, false)
+    }
+
+    fn place_with(&self, pod: &Pod, memo: &mut PlacementMemo, rank_all: bool) -> Placement {
         let snapshot = &self.snapshot;
         let pre = PreFilter::new(pod, snapshot);
         if let Some(nominated) = pod.nominated_node_name.as_ref().filter(|n| !n.is_empty())
@@ -231,14 +244,27 @@ impl ClusterView {
         {
             return Placement::single(nominated.clone(), &pre);
         }
-        let mut feasible: Vec<&NodeInfo> = Vec::new();
+        let input = ScoreInput {
+            pod,
+            snapshot,
+            version: self.version,
+        };
+        let images = image_locality::ImageSpread::new(&input);
+        memo.prepare(pod, &pre, snapshot.nodes.len());
+        let mut feasible: Vec<(&NodeInfo, [i64; PLUGINS.len()])> = Vec::new();
         let mut reasons = ReasonCounts::default();
-        for info in snapshot.nodes.iter() {
-            let status = filter(&pre, pod, info);
-            if status.is_success() {
-                feasible.push(info);
-            } else {
-                reasons.add_all(&status.reasons);
+        for (index, info) in snapshot.nodes.iter().enumerate() {
+            let eval = match memo.reusable(index, info) {
+                Some(eval) => eval.clone(),
+                None => {
+                    let eval = evaluate(&pre, &input, &images, info);
+                    memo.keep(index, info, &eval);
+                    eval
+                }
+            };
+            match eval {
+                NodeEval::Fits(raw) => feasible.push((&**info, raw)),
+                NodeEval::Fails(status) => reasons.add_all(&status.reasons),
             }
         }
         match feasible.len() {
@@ -251,23 +277,23 @@ impl ClusterView {
                 message: fit_error_message(snapshot.nodes.len(), &reasons),
                 inter_pod_skipped: pre.inter_pod_skipped(),
             },
-            1 => Placement::single(feasible[0].name.clone(), &pre),
+            1 => Placement::single(feasible[0].0.name.clone(), &pre),
             count => {
-                let input = ScoreInput {
-                    pod,
-                    snapshot,
-                    version: self.version,
-                };
                 let mut scores = prioritize(&input, &feasible);
-                scores.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.node.cmp(&b.node)));
-                let total = scores[0].total;
-                let tied = scores
+                let total = scores.iter().map(|s| s.total).max().unwrap_or(0);
+                let mut tied: Vec<Str> = scores
                     .iter()
-                    .take_while(|s| s.total == total)
+                    .filter(|s| s.total == total)
                     .map(|s| s.node.clone())
                     .collect();
+                tied.sort();
+                if rank_all {
+                    scores.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.node.cmp(&b.node)));
+                } else {
+                    scores = Vec::new();
+                }
                 Placement {
-                    node: Some(scores[0].node.clone()),
+                    node: tied.first().cloned(),
                     total,
                     tied,
                     scores,
@@ -276,6 +302,91 @@ impl ClusterView {
                     inter_pod_skipped: pre.inter_pod_skipped(),
                 }
             }
+        }
+    }
+}
+
+/// One node's Filter result for a pod and, when it passes, the raw scores of the plugins
+/// that read that node alone (TaintToleration, NodeAffinity, NodeResourcesFit,
+/// BalancedAllocation, ImageLocality; the others' slots are 0 here).
+#[derive(Clone, Debug)]
+enum NodeEval {
+    Fits([i64; PLUGINS.len()]),
+    Fails(Status),
+}
+
+/// Filter and the node-local raw scores of `pod` on one node.
+fn evaluate(
+    pre: &PreFilter<'_>,
+    input: &ScoreInput<'_>,
+    images: &image_locality::ImageSpread<'_>,
+    info: &NodeInfo,
+) -> NodeEval {
+    let status = filter(pre, input.pod, info);
+    if !status.is_success() {
+        return NodeEval::Fails(status);
+    }
+    let pod = input.pod;
+    let mut raw = [0; PLUGINS.len()];
+    raw[0] = taint_toleration::raw_score(pod, info);
+    if !node_affinity::skips(pod) {
+        raw[1] = node_affinity::raw_score(pod, info);
+    }
+    raw[2] = resources_fit::score(input, info);
+    if !balanced_allocation::skips(input) {
+        raw[5] = balanced_allocation::score(input, info);
+    }
+    raw[6] = images.score(input, info);
+    NodeEval::Fits(raw)
+}
+
+/// What the last placement found per node, for the next pod of the same template: a
+/// node's entry is reused while the view still holds the very node entry it was found on
+/// (every edit of a view replaces the entry it changes). Only pods whose Filter and
+/// node-local scores read nothing beyond the node use it: no pod affinity, anti-affinity
+/// or spread terms of their own, and no pod's required anti-affinity against them.
+#[derive(Default)]
+pub struct PlacementMemo {
+    /// The pod the entries are for, when they may be reused.
+    template: Option<Pod>,
+    nodes: Vec<Option<(Arc<NodeInfo>, NodeEval)>>,
+}
+
+impl PlacementMemo {
+    /// Keeps the entries when `pod` is of the template they are for, else clears them.
+    fn prepare(&mut self, pod: &Pod, pre: &PreFilter<'_>, nodes: usize) {
+        let reads_only_its_node = !pre.reads_other_nodes()
+            && pod.details.pod_affinity.is_empty()
+            && pod.details.pod_anti_affinity.is_empty()
+            && pod.details.preferred_pod_affinity.is_empty()
+            && pod.details.preferred_pod_anti_affinity.is_empty()
+            && pod.details.topology_spread.is_empty();
+        let same_template = self.template.as_ref().is_some_and(|t| {
+            t.priority == pod.priority
+                && t.namespace == pod.namespace
+                && t.labels == pod.labels
+                && t.node_name == pod.node_name
+                && (Arc::ptr_eq(&t.details, &pod.details) || t.details == pod.details)
+        });
+        if !(reads_only_its_node && same_template) {
+            self.nodes.clear();
+        }
+        self.nodes.resize(nodes, None);
+        self.template = reads_only_its_node.then(|| pod.clone());
+    }
+
+    /// The entry found on exactly this node entry. Nodes with nominated pods are always
+    /// evaluated again: whether a nomination counts depends on whose it is.
+    fn reusable(&self, index: usize, info: &Arc<NodeInfo>) -> Option<&NodeEval> {
+        let (seen, eval) = self.nodes.get(index)?.as_ref()?;
+        (Arc::ptr_eq(seen, info) && info.nominated.is_empty()).then_some(eval)
+    }
+
+    fn keep(&mut self, index: usize, info: &Arc<NodeInfo>, eval: &NodeEval) {
+        if self.template.is_some()
+            && let Some(slot) = self.nodes.get_mut(index)
+        {
+            *slot = Some((info.clone(), eval.clone()));
         }
     }
 }
@@ -327,40 +438,33 @@ fn default_normalize(scores: &mut [i64], reverse: bool) {
     }
 }
 
-/// PreScore, Score and NormalizeScore of every plugin over the feasible nodes, weighted
-/// and summed (upstream `prioritizeNodes`).
-fn prioritize(input: &ScoreInput<'_>, feasible: &[&NodeInfo]) -> Vec<NodeScores> {
+/// PreScore, Score and NormalizeScore of every plugin over the feasible nodes (with the
+/// node-local raw scores [`evaluate`] found), weighted and summed (upstream
+/// `prioritizeNodes`).
+fn prioritize(
+    input: &ScoreInput<'_>,
+    feasible: &[(&NodeInfo, [i64; PLUGINS.len()])],
+) -> Vec<NodeScores> {
     let pod = input.pod;
     let n = feasible.len();
+    let infos: Vec<&NodeInfo> = feasible.iter().map(|(info, _)| *info).collect();
+    let column = |p: usize| -> Vec<i64> { feasible.iter().map(|(_, raw)| raw[p]).collect() };
     let mut columns: [Vec<i64>; PLUGINS.len()] = Default::default();
 
-    let mut taints: Vec<i64> = feasible
-        .iter()
-        .map(|i| taint_toleration::raw_score(pod, i))
-        .collect();
-    default_normalize(&mut taints, true);
-    columns[0] = taints;
+    columns[0] = column(0);
+    default_normalize(&mut columns[0], true);
 
-    columns[1] = if node_affinity::skips(pod) {
-        vec![0; n]
-    } else {
-        let mut raw: Vec<i64> = feasible
-            .iter()
-            .map(|i| node_affinity::raw_score(pod, i))
-            .collect();
-        default_normalize(&mut raw, false);
-        raw
-    };
+    columns[1] = column(1);
+    if !node_affinity::skips(pod) {
+        default_normalize(&mut columns[1], false);
+    }
 
-    columns[2] = feasible
-        .iter()
-        .map(|i| resources_fit::score(input, i))
-        .collect();
+    columns[2] = column(2);
 
-    columns[3] = match pod_topology_spread::SpreadScores::gather(input, feasible) {
+    columns[3] = match pod_topology_spread::SpreadScores::gather(input, &infos) {
         None => vec![0; n],
         Some(spread) => {
-            let raw: Vec<Option<i64>> = feasible.iter().map(|i| spread.score(input, i)).collect();
+            let raw: Vec<Option<i64>> = infos.iter().map(|i| spread.score(input, i)).collect();
             pod_topology_spread::normalize(&raw)
         }
     };
@@ -369,24 +473,15 @@ fn prioritize(input: &ScoreInput<'_>, feasible: &[&NodeInfo]) -> Vec<NodeScores>
     columns[4] = if topology.is_empty() {
         vec![0; n]
     } else {
-        let mut raw: Vec<i64> = feasible.iter().map(|i| topology.score(i)).collect();
+        let mut raw: Vec<i64> = infos.iter().map(|i| topology.score(i)).collect();
         inter_pod_affinity::normalize(&mut raw);
         raw
     };
 
-    columns[5] = if balanced_allocation::skips(input) {
-        vec![0; n]
-    } else {
-        feasible
-            .iter()
-            .map(|i| balanced_allocation::score(input, i))
-            .collect()
-    };
+    columns[5] = column(5);
+    columns[6] = column(6);
 
-    let images = image_locality::ImageSpread::new(input);
-    columns[6] = feasible.iter().map(|i| images.score(input, i)).collect();
-
-    feasible
+    infos
         .iter()
         .enumerate()
         .map(|(at, info)| {

@@ -448,3 +448,50 @@ fn a_view_forgets_a_host_port_another_pod_still_binds_as_upstreams_port_set_does
     assert!(view.add_pod(Arc::new(a), &Str::from("n1")));
     assert!(view.fits(&wants, "n1").is_err(), "bound again");
 }
+
+#[test]
+fn members_placed_in_turn_with_a_memo_go_where_fresh_placements_send_them() {
+    // A gang on the busy cluster: each member assumed where it goes, so nodes fill up and
+    // the memo must re-read every node the view changed. `batch` members are seen by the
+    // cluster's anti-affinity (the memo is not used for them, and is cleared), and a
+    // nominated pod on n2 counts for each member but not for itself.
+    let (nodes, mut pods) = busy_cluster();
+    let mut nominated = with_labels(pod("held", 9, 2000, GI, None), &[("app", "train")]);
+    nominated.nominated_node_name = Some("n2".into());
+    pods.push(nominated);
+    let base = snapshot(nodes, pods);
+    let mut view = ClusterView::new(&base, KubernetesVersion::V1_37);
+    let mut memo = PlacementMemo::default();
+    let member = |i: usize, app: &str| {
+        with_labels(pod(&format!("m{i}"), 9, 1500, GI, None), &[("app", app)])
+    };
+    let members: Vec<Pod> = (0..12)
+        .map(|i| member(i, if i == 4 || i == 5 { "batch" } else { "train" }))
+        .collect();
+    let mut placed = 0;
+    for m in members {
+        let fresh = view.place(&m);
+        let remembered = view.place_remembering(&m, &mut memo);
+        assert_eq!(
+            (
+                &remembered.node,
+                remembered.total,
+                &remembered.tied,
+                remembered.feasible
+            ),
+            (&fresh.node, fresh.total, &fresh.tied, fresh.feasible),
+            "{}",
+            m.name()
+        );
+        assert_eq!(remembered.message, fresh.message, "{}", m.name());
+        assert!(remembered.scores.is_empty());
+        if let Some(node) = fresh.node {
+            view.assume(Arc::new(m), &node);
+            placed += 1;
+        }
+    }
+    assert!(
+        (1..12).contains(&placed),
+        "some members fit, not all: {placed}"
+    );
+}

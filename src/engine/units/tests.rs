@@ -67,7 +67,7 @@ fn an_all_group_is_one_unit_across_nodes_and_members_rank_at_their_group_s_prior
     );
     let all = AllModeMembers::of(&snapshot);
     let n1 = snapshot.node("n1").expect("n1");
-    let mut units = units_of(n1.pods.iter(), &snapshot.pod_groups, &all, 0);
+    let mut units = units_of(n1.pods.iter(), i32::MAX, &snapshot.pod_groups, &all, 0);
     units.sort_by(importance);
     assert_eq!(
         names(&units),
