@@ -37,7 +37,7 @@ impl Snapshot {
             .into_iter()
             .filter_map(|pod| Some((self.node_index(pod.node_name.as_deref()?)?, pod)))
             .collect();
-        by_node.sort_by_key(|(index, _)| *index);
+        by_node.sort_unstable_by_key(|(index, _)| *index);
         let mut removed = 0;
         for chunk in by_node.chunk_by(|a, b| a.0 == b.0) {
             let index = chunk[0].0;

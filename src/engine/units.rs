@@ -295,7 +295,7 @@ pub(crate) fn select_unit_victims_on_node(
     }
     checker.fits(pre, info)?;
     let mut ordered = potential;
-    ordered.sort_by(importance);
+    ordered.sort_unstable_by(importance);
     let (violating, non_violating) = split_units_by_violation(ordered, pdbs);
     let both = !violating.is_empty() && !non_violating.is_empty();
     let mut victims: Vec<VictimUnit> = Vec::new();
@@ -312,7 +312,7 @@ pub(crate) fn select_unit_victims_on_node(
         }
     }
     if both {
-        victims.sort_by(importance);
+        victims.sort_unstable_by(importance);
     }
     let pods: Vec<Arc<Pod>> = victims.into_iter().flat_map(|u| u.pods).collect();
     if pods.is_empty() {

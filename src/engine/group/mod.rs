@@ -138,7 +138,13 @@ struct Scheduled {
 /// minimum stops the loop; reaching it does not: v1.37 places as many as it can). The
 /// assumed members are taken out of `view` again, their nominations back, before
 /// returning.
-fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usize) -> Scheduled {
+fn schedule(
+    view: &mut ClusterView,
+    members: &[Arc<Pod>],
+    min: usize,
+    bound: usize,
+    explain: bool,
+) -> Scheduled {
     let mut nodes = vec![None; members.len()];
     let mut inter_pod_skipped = vec![false; members.len()];
     let mut withdrawn = vec![None; members.len()];
@@ -150,22 +156,24 @@ fn schedule(view: &mut ClusterView, members: &[Arc<Pod>], min: usize, bound: usi
     let mut stopped = remaining + scheduled < min;
     if !stopped {
         for (i, member) in members.iter().enumerate() {
-            let placement = view.place_remembering(member, &mut memo);
+            let placement = view.place_remembering(member, &mut memo, explain);
             inter_pod_skipped[i] = placement.inter_pod_skipped;
             remaining -= 1;
             match placement.node {
                 Some(node) => {
-                    choices.push(format!(
-                        "member {} goes to {node} (score {} of {} feasible nodes; tied: {})",
-                        member.name(),
-                        placement.total,
-                        placement.feasible,
-                        if placement.tied.is_empty() {
-                            "none".to_string()
-                        } else {
-                            placement.tied.join(", ")
-                        }
-                    ));
+                    if explain {
+                        choices.push(format!(
+                            "member {} goes to {node} (score {} of {} feasible nodes; tied: {})",
+                            member.name(),
+                            placement.total,
+                            placement.feasible,
+                            if placement.tied.is_empty() {
+                                "none".to_string()
+                            } else {
+                                placement.tied.join(", ")
+                            }
+                        ));
+                    }
                     withdrawn[i] = view.assume(member.clone(), &node);
                     nodes[i] = Some(node);
                     scheduled += 1;
@@ -261,7 +269,7 @@ fn decide_phases(
 
     // 1. The group as it is.
     let mut view = ClusterView::new(snapshot, version);
-    let as_is = schedule(&mut view, &ordered, min, bound);
+    let as_is = schedule(&mut view, &ordered, min, bound, options.explain);
     if as_is.feasible {
         let placed = as_is.nodes.iter().flatten().count();
         let mut decision = GroupDecision::new(
@@ -322,7 +330,7 @@ fn decide_phases(
             .iter()
             .flat_map(|unit| unit.pods.iter().map(|p| &**p)),
     );
-    let freed = schedule(&mut view, &ordered, min, bound);
+    let freed = schedule(&mut view, &ordered, min, bound, options.explain);
     view.mark_cycle_states();
     if !freed.feasible {
         return GroupDecision::new(
@@ -333,7 +341,7 @@ fn decide_phases(
     }
 
     // 4. Reprieve.
-    potential.sort_by(units::importance);
+    potential.sort_unstable_by(units::importance);
     let pdbs = PdbIndex::new(&snapshot.pdbs, version);
     let (violating, non_violating) = units::split_units_by_violation(potential, &pdbs);
     let placed: Vec<Placed> = ordered
@@ -360,7 +368,7 @@ fn decide_phases(
             victims.push(unit);
         }
     }
-    victims.sort_by(units::importance);
+    victims.sort_unstable_by(units::importance);
 
     let mut decision = GroupDecision::new(
         Outcome::Preempt,

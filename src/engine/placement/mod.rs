@@ -224,18 +224,24 @@ impl ClusterView {
 
     /// Where upstream's `schedulePod` puts `pod` on this view.
     pub fn place(&self, pod: &Pod) -> Placement {
-        self.place_with(pod, &mut PlacementMemo::default(), true)
+        self.place_with(pod, &mut PlacementMemo::default(), Detail::Ranking)
     }
 
-    /// [`ClusterView::place`] without [`Placement::scores`], reusing from `memo` what an
-    /// earlier placement of a pod of the same template found on nodes the view has not
-    /// changed since (a gang's members, placed one after another), and leaving this
-    /// placement's findings in it.
-    pub fn place_remembering(&self, pod: &Pod, memo: &mut PlacementMemo) -> Placement {
-        self.place_with(pod, memo, false)
+    /// [`ClusterView::place`] without [`Placement::scores`] (and with only the chosen node
+    /// in [`Placement::tied`] unless `list_ties`), reusing from `memo` what an earlier
+    /// placement of a pod of the same template found on nodes the view has not changed
+    /// since (a gang's members, placed one after another), and leaving this placement's
+    /// findings in it.
+    pub fn place_remembering(
+        &self,
+        pod: &Pod,
+        memo: &mut PlacementMemo,
+        list_ties: bool,
+    ) -> Placement {
+        self.place_with(pod, memo, Detail::Choice { list_ties })
     }
 
-    fn place_with(&self, pod: &Pod, memo: &mut PlacementMemo, rank_all: bool) -> Placement {
+    fn place_with(&self, pod: &Pod, memo: &mut PlacementMemo, detail: Detail) -> Placement {
         let snapshot = &self.snapshot;
         let pre = PreFilter::new(pod, snapshot);
         if let Some(nominated) = pod.nominated_node_name.as_ref().filter(|n| !n.is_empty())
@@ -251,7 +257,8 @@ impl ClusterView {
         };
         let images = image_locality::ImageSpread::new(&input);
         memo.prepare(pod, &pre, snapshot.nodes.len());
-        let mut feasible: Vec<(&NodeInfo, [i64; PLUGINS.len()])> = Vec::new();
+        let mut feasible: Vec<(&NodeInfo, [i64; PLUGINS.len()])> =
+            Vec::with_capacity(snapshot.nodes.len());
         let mut reasons = ReasonCounts::default();
         for (index, info) in snapshot.nodes.iter().enumerate() {
             let eval = match memo.reusable(index, info) {
@@ -279,18 +286,38 @@ impl ClusterView {
             },
             1 => Placement::single(feasible[0].0.name.clone(), &pre),
             count => {
-                let mut scores = prioritize(&input, &feasible);
-                let total = scores.iter().map(|s| s.total).max().unwrap_or(0);
-                let mut tied: Vec<Str> = scores
-                    .iter()
-                    .filter(|s| s.total == total)
-                    .map(|s| s.node.clone())
-                    .collect();
+                let weighed = prioritize(&input, &feasible);
+                let total = weighed.iter().map(|(total, _)| *total).max().unwrap_or(0);
+                let mut tied: Vec<Str> = match detail {
+                    Detail::Choice { list_ties: false } => feasible
+                        .iter()
+                        .zip(&weighed)
+                        .filter(|(_, (t, _))| *t == total)
+                        .map(|((info, _), _)| &info.name)
+                        .min()
+                        .into_iter()
+                        .cloned()
+                        .collect(),
+                    _ => feasible
+                        .iter()
+                        .zip(&weighed)
+                        .filter(|(_, (t, _))| *t == total)
+                        .map(|((info, _), _)| info.name.clone())
+                        .collect(),
+                };
                 tied.sort();
-                if rank_all {
+                let mut scores = Vec::new();
+                if detail == Detail::Ranking {
+                    scores = feasible
+                        .iter()
+                        .zip(weighed)
+                        .map(|((info, _), (total, plugins))| NodeScores {
+                            node: info.name.clone(),
+                            total,
+                            plugins,
+                        })
+                        .collect();
                     scores.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.node.cmp(&b.node)));
-                } else {
-                    scores = Vec::new();
                 }
                 Placement {
                     node: tied.first().cloned(),
@@ -304,6 +331,15 @@ impl ClusterView {
             }
         }
     }
+}
+
+/// How much of a placement's reasoning to keep.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    /// Every scored node, ranked ([`Placement::scores`]), and every tied node.
+    Ranking,
+    /// The choice, with the tied nodes when `list_ties`.
+    Choice { list_ties: bool },
 }
 
 /// One node's Filter result for a pod and, when it passes, the raw scores of the plugins
@@ -349,7 +385,9 @@ fn evaluate(
 pub struct PlacementMemo {
     /// The pod the entries are for, when they may be reused.
     template: Option<Pod>,
-    nodes: Vec<Option<(Arc<NodeInfo>, NodeEval)>>,
+    /// Per node: the entry it was found on, whether that entry has nominated pods, and
+    /// what was found.
+    nodes: Vec<Option<(Arc<NodeInfo>, bool, NodeEval)>>,
 }
 
 impl PlacementMemo {
@@ -378,15 +416,15 @@ impl PlacementMemo {
     /// The entry found on exactly this node entry. Nodes with nominated pods are always
     /// evaluated again: whether a nomination counts depends on whose it is.
     fn reusable(&self, index: usize, info: &Arc<NodeInfo>) -> Option<&NodeEval> {
-        let (seen, eval) = self.nodes.get(index)?.as_ref()?;
-        (Arc::ptr_eq(seen, info) && info.nominated.is_empty()).then_some(eval)
+        let (seen, nominated, eval) = self.nodes.get(index)?.as_ref()?;
+        (Arc::ptr_eq(seen, info) && !nominated).then_some(eval)
     }
 
     fn keep(&mut self, index: usize, info: &Arc<NodeInfo>, eval: &NodeEval) {
         if self.template.is_some()
             && let Some(slot) = self.nodes.get_mut(index)
         {
-            *slot = Some((info.clone(), eval.clone()));
+            *slot = Some((info.clone(), !info.nominated.is_empty(), eval.clone()));
         }
     }
 }
@@ -440,11 +478,11 @@ fn default_normalize(scores: &mut [i64], reverse: bool) {
 
 /// PreScore, Score and NormalizeScore of every plugin over the feasible nodes (with the
 /// node-local raw scores [`evaluate`] found), weighted and summed (upstream
-/// `prioritizeNodes`).
+/// `prioritizeNodes`): each node's total and normalised scores, in `feasible` order.
 fn prioritize(
     input: &ScoreInput<'_>,
     feasible: &[(&NodeInfo, [i64; PLUGINS.len()])],
-) -> Vec<NodeScores> {
+) -> Vec<(i64, [i64; PLUGINS.len()])> {
     let pod = input.pod;
     let n = feasible.len();
     let infos: Vec<&NodeInfo> = feasible.iter().map(|(info, _)| *info).collect();
@@ -481,21 +519,15 @@ fn prioritize(
     columns[5] = column(5);
     columns[6] = column(6);
 
-    infos
-        .iter()
-        .enumerate()
-        .map(|(at, info)| {
+    (0..n)
+        .map(|at| {
             let plugins: [i64; PLUGINS.len()] = std::array::from_fn(|p| columns[p][at]);
             let total = plugins
                 .iter()
                 .zip(PLUGINS)
                 .map(|(score, (_, weight))| score * weight)
                 .sum();
-            NodeScores {
-                node: info.name.clone(),
-                total,
-                plugins,
-            }
+            (total, plugins)
         })
         .collect()
 }

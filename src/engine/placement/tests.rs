@@ -471,7 +471,7 @@ fn members_placed_in_turn_with_a_memo_go_where_fresh_placements_send_them() {
     let mut placed = 0;
     for m in members {
         let fresh = view.place(&m);
-        let remembered = view.place_remembering(&m, &mut memo);
+        let remembered = view.place_remembering(&m, &mut memo, true);
         assert_eq!(
             (
                 &remembered.node,
@@ -485,6 +485,8 @@ fn members_placed_in_turn_with_a_memo_go_where_fresh_placements_send_them() {
         );
         assert_eq!(remembered.message, fresh.message, "{}", m.name());
         assert!(remembered.scores.is_empty());
+        let chosen_only = view.place_remembering(&m, &mut memo, false);
+        assert_eq!(chosen_only.tied, Vec::from_iter(fresh.node.clone()));
         if let Some(node) = fresh.node {
             view.assume(Arc::new(m), &node);
             placed += 1;
