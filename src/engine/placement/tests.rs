@@ -453,8 +453,9 @@ fn a_view_forgets_a_host_port_another_pod_still_binds_as_upstreams_port_set_does
 fn members_placed_in_turn_with_a_memo_go_where_fresh_placements_send_them() {
     // A gang on the busy cluster: each member assumed where it goes, so nodes fill up and
     // the memo must re-read every node the view changed. `batch` members are seen by the
-    // cluster's anti-affinity (the memo is not used for them, and is cleared), and a
-    // nominated pod on n2 counts for each member but not for itself.
+    // cluster's anti-affinity (the memo is not used for them, and is cleared), `web` ones
+    // are weighed by pods' preferred affinity, and a nominated pod on n2 counts for each
+    // member but not for itself.
     let (nodes, mut pods) = busy_cluster();
     let mut nominated = with_labels(pod("held", 9, 2000, GI, None), &[("app", "train")]);
     nominated.nominated_node_name = Some("n2".into());
@@ -466,10 +467,39 @@ fn members_placed_in_turn_with_a_memo_go_where_fresh_placements_send_them() {
         with_labels(pod(&format!("m{i}"), 9, 1500, GI, None), &[("app", app)])
     };
     let members: Vec<Pod> = (0..12)
-        .map(|i| member(i, if i == 4 || i == 5 { "batch" } else { "train" }))
+        .map(|i| {
+            let app = match i {
+                4 | 5 => "batch",
+                6..=9 => "web",
+                _ => "train",
+            };
+            member(i, app)
+        })
         .collect();
+    // Between the `web` members, the pods whose preferred affinity weighs `web` pods'
+    // zones leave and come back: InterPodAffinity's weights follow them.
+    let weighing: Vec<Arc<Pod>> = base
+        .nodes
+        .iter()
+        .flat_map(|info| info.pods.iter())
+        .filter(|p| !p.details.preferred_pod_affinity.is_empty())
+        .cloned()
+        .collect();
+    assert!(!weighing.is_empty());
     let mut placed = 0;
     for m in members {
+        match m.name() {
+            "m7" => {
+                let gone = view.remove_pods(weighing.iter().map(|p| &**p));
+                assert_eq!(gone, weighing.len());
+            }
+            "m9" => {
+                for p in &weighing {
+                    assert!(view.add_pod(p.clone(), p.node_name.as_ref().unwrap()));
+                }
+            }
+            _ => {}
+        }
         let fresh = view.place(&m);
         let remembered = view.place_remembering(&m, &mut memo, true);
         assert_eq!(
