@@ -167,11 +167,7 @@ fn schedule(
                             member.name(),
                             placement.total,
                             placement.feasible,
-                            if placement.tied.is_empty() {
-                                "none".to_string()
-                            } else {
-                                placement.tied.join(", ")
-                            }
+                            tie_list(&placement.tied)
                         ));
                     }
                     withdrawn[i] = view.assume(member.clone(), &node);
@@ -211,6 +207,17 @@ fn schedule(
         choices,
         feasible,
         message,
+    }
+}
+
+/// The tied nodes of a member's placement for its note: the first few by name, then how
+/// many more (on a large cluster of equal nodes, every member ties on all of them).
+fn tie_list(tied: &[Str]) -> String {
+    const SHOWN: usize = 8;
+    match tied.len() {
+        0 => "none".to_string(),
+        n if n <= SHOWN => tied.join(", "),
+        n => format!("{}, and {} more", tied[..SHOWN].join(", "), n - SHOWN),
     }
 }
 

@@ -388,3 +388,25 @@ fn reprieve_checks_see_the_members_nominations_back() {
     assert_eq!(nominated(&decision), vec![("t-0", "n5"), ("t-1", "n6")]);
     assert_eq!(victim_names(&decision), vec!["big", "far"]);
 }
+
+#[test]
+fn explain_names_a_few_tied_nodes_and_counts_the_rest() {
+    let nodes = (0..12)
+        .map(|i| node(&format!("n{i:02}"), 2000, 4 * GI))
+        .collect();
+    let snapshot = snapshot_with_groups(nodes, vec![], vec![training(1)]);
+    let explained = GroupOptions {
+        explain: true,
+        ..options()
+    };
+    let decision = decide_group(&snapshot, &training(1), &[trainer("t-0", 500)], &explained);
+    assert_eq!(decision.outcome, Outcome::Fits, "{}", decision.message);
+    assert_eq!(
+        decision.notes,
+        vec![
+            "member t-0 goes to n00 (score 450 of 12 feasible nodes; tied: n00, n01, n02, n03, \
+             n04, n05, n06, n07, and 4 more)"
+                .to_string()
+        ]
+    );
+}
