@@ -101,6 +101,12 @@ impl prost::Message for SyncRequestWire {
         ctx: DecodeContext,
     ) -> Result<(), prost::DecodeError> {
         use prost::encoding::skip_field;
+        if matches!(
+            tag,
+            NODE | POD | PDB | PRIORITY_CLASS | NAMESPACE | POD_GROUP | WORKLOAD
+        ) {
+            check_replaced(self.item.as_ref(), tag)?;
+        }
         match tag {
             NODE => {
                 let held = match self.item.take() {
@@ -302,6 +308,20 @@ fn merged_encoding<M: prost::Message + Default>(
         M::decode(part.clone()).map_err(within_item)?;
     }
     Ok([earlier, encoding].concat().into())
+}
+
+/// A node or pod item that another kind of item replaces was kept undecoded, but prost
+/// decodes every occurrence of the oneof: a malformed one fails the request even when a
+/// later item replaces it.
+fn check_replaced(held: Option<&WireItem>, tag: u32) -> Result<(), prost::DecodeError> {
+    match held {
+        Some(WireItem::Node(b)) if tag != NODE => {
+            pb::UpdateNodeRequest::decode(b.clone()).map(drop)
+        }
+        Some(WireItem::Pod(b)) if tag != POD => pb::UpdatePodRequest::decode(b.clone()).map(drop),
+        _ => Ok(()),
+    }
+    .map_err(within_item)
 }
 
 /// A message item's decode error as prost reports it inside `SyncRequest`.
