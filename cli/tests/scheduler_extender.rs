@@ -12,10 +12,12 @@
 //! ./upstream/with-kube-apiserver cargo test -p preemptd-cli --features kube-e2e --test scheduler_extender
 //! ```
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -25,6 +27,8 @@ use preemptd::server::pb;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use support::Process;
 
 /// How long a change may take to reach the scheduler, preemptd and back to the API.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -52,48 +56,6 @@ fn var(name: &str) -> String {
 fn free_port() -> SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("addr")
-}
-
-// ---------------------------------------------------------------------------------------
-// Child processes: killed when dropped, their logs printed when the test fails.
-
-struct Process {
-    name: &'static str,
-    child: Child,
-    log: PathBuf,
-}
-
-impl Process {
-    fn spawn(name: &'static str, command: &mut Command, dir: &Path) -> Process {
-        let log = dir.join(format!("{name}.log"));
-        let file = std::fs::File::create(&log).expect("log file");
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().expect("log file"))
-            .stderr(file)
-            .spawn()
-            .unwrap_or_else(|error| panic!("start {name}: {error}"));
-        Process { name, child, log }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            let text = self.log_text();
-            let tail: Vec<&str> = text.lines().rev().take(60).collect();
-            eprintln!("== {} log (tail)", self.name);
-            for line in tail.iter().rev() {
-                eprintln!("{line}");
-            }
-        }
-    }
 }
 
 struct Preemptd {

@@ -23,8 +23,8 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -33,6 +33,7 @@ use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use preemptd::server::pb;
 use serde_json::{Value, json};
+use support::Process;
 
 /// How long a change may take to reach the scheduler, preemptd and back to the API.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -56,55 +57,6 @@ fn var(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!("{name} is not set: run this test through ./upstream/with-kube-apiserver")
     })
-}
-
-// ---------------------------------------------------------------------------------------
-// Child processes: killed when dropped, their logs' tails printed when the test fails.
-
-struct Process {
-    name: &'static str,
-    child: Child,
-    log: PathBuf,
-}
-
-impl Process {
-    fn spawn(name: &'static str, command: &mut Command, dir: &Path) -> Process {
-        let log = dir.join(format!("{name}.log"));
-        let file = std::fs::File::create(&log).expect("log file");
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().expect("log file"))
-            .stderr(file)
-            .spawn()
-            .unwrap_or_else(|error| panic!("start {name}: {error}"));
-        Process { name, child, log }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Whether a line of the log has every one of `fields`.
-    fn logged(&self, fields: &[&str]) -> bool {
-        let text = self.log_text();
-        text.lines()
-            .any(|line| fields.iter().all(|field| line.contains(field)))
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if std::thread::panicking() {
-            let text = self.log_text();
-            let tail: Vec<&str> = text.lines().rev().take(60).collect();
-            eprintln!("== {} log (tail)", self.name);
-            for line in tail.iter().rev() {
-                eprintln!("{line}");
-            }
-        }
-    }
 }
 
 /// preemptd in Kubernetes mode as kube-scheduler v1.37.2 with GenericWorkload on.

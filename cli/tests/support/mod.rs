@@ -1,10 +1,11 @@
-//! What the CLI tests share: the real binary with a clean environment, its run, a free
-//! loopback port and a `/metrics` scrape.
+//! What the CLI tests share: the real binary with a clean environment, its run, a child
+//! process with its log, a free loopback port and a `/metrics` scrape.
 #![allow(dead_code)]
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 /// The real binary; nothing from the test's own environment (PREEMPTD_*, OTEL_*) leaks in.
@@ -44,4 +45,54 @@ pub fn scrape(addr: SocketAddr) -> std::io::Result<String> {
     let mut out = String::new();
     stream.read_to_string(&mut out)?;
     Ok(out)
+}
+
+/// A child process (preemptd, kube-scheduler), its output in a log file: killed when
+/// dropped, the log's tail printed when the test fails.
+pub struct Process {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Process {
+    /// Starts `command`, its output to `dir/NAME.log`.
+    pub fn spawn(name: &'static str, command: &mut Command, dir: &Path) -> Process {
+        let log = dir.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("log file"))
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|error| panic!("start {name}: {error}"));
+        Process { name, child, log }
+    }
+
+    /// The log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Whether a line of the log has every one of `fields`.
+    pub fn logged(&self, fields: &[&str]) -> bool {
+        let text = self.log_text();
+        text.lines()
+            .any(|line| fields.iter().all(|field| line.contains(field)))
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let text = self.log_text();
+            let tail: Vec<&str> = text.lines().rev().take(60).collect();
+            eprintln!("== {} log (tail)", self.name);
+            for line in tail.iter().rev() {
+                eprintln!("{line}");
+            }
+        }
+    }
 }

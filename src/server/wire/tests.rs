@@ -606,28 +606,29 @@ fn pod_group_and_workload_items_are_decoded_and_merged_as_prost_does() {
     }
 }
 
+/// A `SyncRequest` encoding with these item fields, in order.
+fn sync_items(items: &[(u32, &[u8])]) -> Vec<u8> {
+    let mut request = Vec::new();
+    for (field, item) in items {
+        prost::encoding::encode_key(*field, WireType::LengthDelimited, &mut request);
+        prost::encoding::encode_varint(item.len() as u64, &mut request);
+        request.extend_from_slice(item);
+    }
+    request
+}
+
 #[test]
 fn a_malformed_pod_item_replaced_by_a_node_item_fails_as_prost_fails_it() {
     // Fuzzing found it: the pod item's upsert claims five bytes and has one; the node item
     // after it replaces it in the oneof, but prost has decoded (and refused) it by then.
     let malformed_pod = [0x0a, 0x05, 0x01];
     let node = pb::UpdateNodeRequest::default().encode_to_vec();
-    let mut request = Vec::new();
-    for (field, item) in [(POD, &malformed_pod[..]), (NODE, &node[..])] {
-        prost::encoding::encode_key(field, WireType::LengthDelimited, &mut request);
-        prost::encoding::encode_varint(item.len() as u64, &mut request);
-        request.extend_from_slice(item);
-    }
+    let request = sync_items(&[(POD, &malformed_pod), (NODE, &node)]);
     assert!(pb::SyncRequest::decode(&request[..]).is_err());
     assert!(SyncRequestWire::decode(&request[..]).is_err());
     // The other way round, and a valid pod replaced, as prost has them.
     let valid_pod = pb::UpdatePodRequest::default().encode_to_vec();
-    let mut replaced = Vec::new();
-    for (field, item) in [(POD, &valid_pod[..]), (NODE, &node[..])] {
-        prost::encoding::encode_key(field, WireType::LengthDelimited, &mut replaced);
-        prost::encoding::encode_varint(item.len() as u64, &mut replaced);
-        replaced.extend_from_slice(item);
-    }
+    let replaced = sync_items(&[(POD, &valid_pod), (NODE, &node)]);
     assert!(pb::SyncRequest::decode(&replaced[..]).is_ok());
     assert!(matches!(
         SyncRequestWire::decode(&replaced[..]).map(|r| r.item),
