@@ -106,7 +106,7 @@ impl App {
                 .then(|| self.preempt_gate.lock());
             let snapshot = self.cache.snapshot();
             let group = self.resolve_group(&request.group, &snapshot)?;
-            let members = self.members(&request, &group)?;
+            let members = self.members(&request, &group, &snapshot)?;
             if !request.dry_run {
                 for member in &members {
                     self.check_name_is_free(member)?;
@@ -192,11 +192,13 @@ impl App {
     }
 
     /// The group's pending members: those sent (each checked to belong), else the
-    /// pending pods held that name it; held nominations filled in.
+    /// pending pods held that name it (as `snapshot` indexes them, still pending);
+    /// held nominations filled in.
     fn members(
         &self,
         request: &PreemptGroupRequest,
         group: &PodGroup,
+        snapshot: &Snapshot,
     ) -> Result<Vec<Pod>, AppError> {
         let mut members = match &request.members {
             Some(sent) => {
@@ -227,10 +229,10 @@ impl App {
                 }
                 sent.clone()
             }
-            None => self
-                .cache
-                .pods()
-                .into_iter()
+            None => snapshot
+                .pod_groups
+                .pending_members(&group.namespace, &group.name)
+                .filter_map(|uid| self.cache.get_pod(uid))
                 .filter(|p| {
                     p.namespace == group.namespace
                         && p.node_name.is_none()

@@ -33,42 +33,60 @@ impl Snapshot {
     /// Takes every pod of `pods` off the node its `nodeName` names, each node edited once
     /// (its entry rebuilt from the pods it keeps); how many were there.
     pub fn remove_bound_pods<'p>(&mut self, pods: impl IntoIterator<Item = &'p Pod>) -> usize {
-        let mut by_node: Vec<(usize, &Pod)> = pods
+        let mut positions: Vec<(usize, usize)> = pods
             .into_iter()
-            .filter_map(|pod| Some((self.node_index(pod.node_name.as_deref()?)?, pod)))
+            .filter_map(|pod| {
+                let index = self.node_index(pod.node_name.as_deref()?)?;
+                let held = &self.nodes[index].pods;
+                // The pods come from the snapshot itself as a rule: the pointer settles it.
+                let position = held
+                    .iter()
+                    .position(|p| std::ptr::eq(&**p, pod))
+                    .or_else(|| held.iter().position(|p| p.uid() == pod.uid()))?;
+                Some((index, position))
+            })
             .collect();
-        by_node.sort_unstable_by_key(|(index, _)| *index);
-        let mut removed = 0;
-        for chunk in by_node.chunk_by(|a, b| a.0 == b.0) {
+        positions.sort_unstable();
+        positions.dedup();
+        self.remove_positions(&positions, |_| {})
+    }
+
+    /// Takes the pods at `positions` (node index, position among its pods; sorted,
+    /// distinct) off their nodes, rebuilding each node's entry once from the pods it
+    /// keeps; `removed` sees each pod taken off. How many were.
+    pub fn remove_positions(
+        &mut self,
+        positions: &[(usize, usize)],
+        mut removed: impl FnMut(&Arc<Pod>),
+    ) -> usize {
+        let mut count = 0;
+        for chunk in positions.chunk_by(|a, b| a.0 == b.0) {
             let index = chunk[0].0;
-            // The pods come from the snapshot itself as a rule: the pointer settles it.
-            let taken = |held: &Pod| {
-                chunk.iter().any(|(_, pod)| std::ptr::eq(held, *pod))
-                    || chunk.iter().any(|(_, pod)| held.uid() == pod.uid())
+            let Some(info) = self.nodes.get(index) else {
+                continue;
             };
-            let info = &self.nodes[index];
+            let taken: smallvec::SmallVec<[usize; 16]> = chunk.iter().map(|(_, p)| *p).collect();
             let kept_label_ids: Vec<Vec<LabelId>> = info
                 .pods
                 .iter()
-                .filter(|p| !taken(p))
-                .map(|p| {
+                .enumerate()
+                .filter(|(i, _)| !taken.contains(i))
+                .map(|(_, p)| {
                     p.labels
                         .iter()
                         .filter_map(|(key, value)| self.labels.get(&p.namespace, key, value))
                         .collect()
                 })
                 .collect();
-            if kept_label_ids.len() == info.pods.len() {
-                continue;
+            let mut kept = info.without(&taken, &kept_label_ids);
+            for pod in taken.iter().filter_map(|&i| info.pods.get(i)) {
+                forget_ports(&mut kept, pod);
+                removed(pod);
+                count += 1;
             }
-            removed += info.pods.len() - kept_label_ids.len();
-            self.edit_node(index, |info| {
-                for pod in info.retain_pods(|p| !taken(p), &kept_label_ids) {
-                    forget_ports(info, &pod);
-                }
-            });
+            self.store_node(index, kept);
         }
-        removed
+        count
     }
 
     /// Puts `pod` on node `node` as bound there (its `nodeName` set to the node; a
@@ -128,8 +146,15 @@ impl Snapshot {
     /// Applies `change` to a copy of node entry `index`, then refreshes what digests it.
     fn edit_node<R>(&mut self, index: usize, change: impl FnOnce(&mut NodeInfo) -> R) -> R {
         let mut info = (*self.nodes[index]).clone();
-        let had_anti = info.node.is_some() && info.anti_affinity_pods > 0;
         let result = change(&mut info);
+        self.store_node(index, info);
+        result
+    }
+
+    /// Puts `info` in place of node entry `index`, and refreshes what digests it.
+    fn store_node(&mut self, index: usize, info: NodeInfo) {
+        let old = &self.nodes[index];
+        let had_anti = old.node.is_some() && old.anti_affinity_pods > 0;
         let has_anti = info.node.is_some() && info.anti_affinity_pods > 0;
         self.anti_affinity_nodes = self.anti_affinity_nodes + has_anti as usize - had_anti as usize;
         if let Some(summary) = self.summaries.get(index) {
@@ -138,7 +163,6 @@ impl Snapshot {
         }
         self.nodes.set(index, Arc::new(info));
         self.groups = imbl::Vector::new();
-        result
     }
 }
 

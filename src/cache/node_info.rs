@@ -257,25 +257,28 @@ impl NodeInfo {
         Some(pod)
     }
 
-    /// Keeps the pods `keep` accepts, whose label ids `kept_label_ids` gives in order,
-    /// and rebuilds what is derived from the pods; the pods taken off.
-    pub(super) fn retain_pods(
-        &mut self,
-        mut keep: impl FnMut(&Pod) -> bool,
-        kept_label_ids: &[Vec<LabelId>],
-    ) -> Vec<Arc<Pod>> {
-        let (kept, removed): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) = std::mem::take(&mut self.pods)
-            .into_iter()
-            .partition(|p| keep(p));
-        self.requested = Resources::default();
-        self.levels.clear();
-        self.label_counts = LabelCounts::default();
-        self.anti_affinity_pods = 0;
-        self.pods = Vec::with_capacity(kept.len());
-        for (pod, ids) in kept.into_iter().zip(kept_label_ids) {
-            self.add_pod(pod, ids);
+    /// A copy of this entry without the pods at `positions` (the kept ones' label ids in
+    /// `kept_label_ids`, in order), what is derived from the pods rebuilt.
+    pub(super) fn without(&self, positions: &[usize], kept_label_ids: &[Vec<LabelId>]) -> NodeInfo {
+        let mut info = NodeInfo {
+            name: self.name.clone(),
+            node: self.node.clone(),
+            pods: Vec::with_capacity(self.pods.len().saturating_sub(positions.len())),
+            requested: Resources::default(),
+            nominated: self.nominated.clone(),
+            generation: self.generation,
+            anti_affinity_pods: 0,
+            label_counts: LabelCounts::default(),
+            levels: smallvec::SmallVec::new(),
+            forgotten_ports: self.forgotten_ports.clone(),
+        };
+        let mut ids = kept_label_ids.iter();
+        for (i, pod) in self.pods.iter().enumerate() {
+            if !positions.contains(&i) {
+                info.add_pod(pod.clone(), ids.next().map_or(&[], Vec::as_slice));
+            }
         }
-        removed
+        info
     }
 
     pub(super) fn remove_nominated(&mut self, uid: &str) -> Option<Arc<Pod>> {

@@ -1,5 +1,6 @@
-//! PodGroup and Workload writes, and the bound membership of groups as pods come, move
-//! and go (every pod write path calls [`ClusterCache::follow_membership`]).
+//! PodGroup and Workload writes, and the membership of groups (bound and pending pods) as
+//! pods come, move and go (every pod write path calls
+//! [`ClusterCache::follow_membership`]).
 
 use triomphe::Arc;
 
@@ -8,16 +9,16 @@ use crate::model::{Pod, PodGroup, Str, Workload};
 
 use super::{CacheError, ClusterCache, PodGroupIndex, Table, UpdateOutcome, is_stale};
 
-/// What a pod counts as in [`PodGroupIndex`]: a bound member of its group.
-fn membership(pod: Option<&Pod>) -> Option<(&Str, &Str, &Str, &str)> {
+/// What a pod counts as in [`PodGroupIndex`]: a member of its group, bound to its node
+/// or pending.
+fn membership(pod: Option<&Pod>) -> Option<(&Str, &Str, Option<&Str>, &str)> {
     let pod = pod?;
     let group = pod.details.scheduling_group.as_ref()?;
-    let node = pod.node_name.as_ref()?;
-    Some((&pod.namespace, group, node, pod.uid()))
+    Some((&pod.namespace, group, pod.node_name.as_ref(), pod.uid()))
 }
 
 impl ClusterCache {
-    /// Keeps the groups' bound members current as a pod goes from `before` to `after`
+    /// Keeps the groups' bound and pending members current as a pod goes from `before` to `after`
     /// (`None`: not held). Called under the table lock, so snapshots see both together.
     pub(super) fn follow_membership(
         &self,
@@ -31,10 +32,18 @@ impl ClusterCache {
         }
         let mut index = self.pod_groups.write();
         if let Some((namespace, group, node, uid)) = was {
-            index.remove_bound(namespace, group, node, &Str::from(uid));
+            let uid = Str::from(uid);
+            match node {
+                Some(node) => index.remove_bound(namespace, group, node, &uid),
+                None => index.remove_pending(namespace, group, &uid),
+            }
         }
         if let Some((namespace, group, node, uid)) = is {
-            index.add_bound(namespace, group, node, &Str::from(uid));
+            let uid = Str::from(uid);
+            match node {
+                Some(node) => index.add_bound(namespace, group, node, &uid),
+                None => index.add_pending(namespace, group, &uid),
+            }
         }
     }
 
@@ -265,6 +274,49 @@ mod tests {
         older.resource_version = 4;
         assert!(!cache.upsert_pod(older).unwrap().applied);
         assert_eq!(members(&cache, "g"), ["n1/uid-e"]);
+    }
+
+    #[test]
+    fn pending_members_follow_arrivals_binds_group_changes_and_deletes() {
+        let cache = ClusterCache::new();
+        let pending = |group: &str| -> Vec<String> {
+            let snapshot = cache.snapshot();
+            snapshot
+                .pod_groups
+                .pending_members("ml", group)
+                .map(|uid| uid.to_string())
+                .collect()
+        };
+        let results = cache.upsert_pods([
+            member("a", Some("g"), None),
+            member("b", Some("g"), None),
+            member("c", None, None),
+            member("d", Some("g"), Some("n1")),
+        ]);
+        assert!(results.iter().all(Result::is_ok));
+        assert_eq!(pending("g"), ["uid-a", "uid-b"]);
+        let mut nominated = member("b", Some("g"), None);
+        nominated.nominated_node_name = Some("n2".into());
+        cache.upsert_pod(nominated).unwrap();
+        assert_eq!(
+            pending("g"),
+            ["uid-a", "uid-b"],
+            "a nomination keeps it pending"
+        );
+        cache
+            .upsert_pod(member("a", Some("g"), Some("n1")))
+            .unwrap();
+        assert_eq!(pending("g"), ["uid-b"], "bound, it is no longer pending");
+        cache.upsert_pod(member("b", Some("other"), None)).unwrap();
+        assert!(pending("g").is_empty());
+        assert_eq!(pending("other"), ["uid-b"]);
+        cache.delete_pod("ml", "b", None).unwrap();
+        assert!(pending("other").is_empty());
+        let mut failed = member("e", Some("g"), None);
+        cache.upsert_pod(failed.clone()).unwrap();
+        failed.phase = PodPhase::Failed;
+        cache.upsert_pod(failed).unwrap();
+        assert!(pending("g").is_empty(), "a finished pod leaves");
     }
 
     #[test]

@@ -30,6 +30,8 @@ pub struct PodGroupIndex {
     groups: NamedMap<Arc<PodGroup>>,
     workloads: NamedMap<Arc<Workload>>,
     bound: NamedMap<imbl::OrdSet<BoundMember>>,
+    /// The uids of the pending pods naming each group.
+    pending: NamedMap<imbl::OrdSet<Str>>,
 }
 
 impl PodGroupIndex {
@@ -56,6 +58,14 @@ impl PodGroupIndex {
     /// The bound pods naming group `namespace/name`, in (node, uid) order.
     pub fn bound_members(&self, namespace: &str, name: &str) -> impl Iterator<Item = &BoundMember> {
         self.bound.get(&key(namespace, name)).into_iter().flatten()
+    }
+
+    /// The uids of the pending pods naming group `namespace/name`, in order.
+    pub fn pending_members(&self, namespace: &str, name: &str) -> impl Iterator<Item = &Str> {
+        self.pending
+            .get(&key(namespace, name))
+            .into_iter()
+            .flatten()
     }
 
     /// How many PodGroups and Workloads are held.
@@ -96,6 +106,26 @@ impl PodGroupIndex {
                 node: node.clone(),
                 uid: uid.clone(),
             });
+    }
+
+    /// Records that the pending pod `uid` names group `namespace/group`.
+    pub fn add_pending(&mut self, namespace: &Str, group: &Str, uid: &Str) {
+        self.pending
+            .entry((namespace.clone(), group.clone()))
+            .or_default()
+            .insert(uid.clone());
+    }
+
+    /// Forgets what [`PodGroupIndex::add_pending`] recorded.
+    pub fn remove_pending(&mut self, namespace: &Str, group: &Str, uid: &Str) {
+        let group_key = (namespace.clone(), group.clone());
+        let Some(members) = self.pending.get_mut(&group_key) else {
+            return;
+        };
+        members.remove(uid);
+        if members.is_empty() {
+            self.pending.remove(&group_key);
+        }
     }
 
     /// Forgets what [`PodGroupIndex::add_bound`] recorded.

@@ -12,6 +12,7 @@
 //! remaining ties by the first pod's namespace, name and uid so answers are reproducible.
 
 use ahash::AHashSet as HashSet;
+use smallvec::{SmallVec, smallvec};
 use std::cmp::Ordering;
 
 use ahash::AHashMap as HashMap;
@@ -21,7 +22,7 @@ use super::filters::{NodeScratch, PreFilter, Status};
 use super::placement::ClusterView;
 use super::victims::{Coverage, PdbIndex, Remaining};
 use crate::cache::{NodeInfo, PodGroupIndex, Snapshot};
-use crate::model::{DisruptionMode, Pod, Str};
+use crate::model::{DisruptionMode, Pod, PodGroup, Str};
 
 /// What a unit is, for importance: upstream's entity key types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -32,12 +33,15 @@ pub enum UnitKind {
     PodGroup,
 }
 
+/// A unit's pods: most units are one pod, held inline.
+pub type UnitPods = SmallVec<[Arc<Pod>; 1]>;
+
 /// Pods evicted together.
 #[derive(Clone, Debug)]
 pub struct VictimUnit {
     /// The pods, on one node or several; (namespace, name) order within an `all` group
     /// (upstream lists a group's pods in map order, i.e. at random).
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: UnitPods,
     /// The unit's priority: its group's, else its pod's.
     pub priority: i32,
     /// Its kind.
@@ -47,18 +51,29 @@ pub struct VictimUnit {
 }
 
 impl VictimUnit {
-    fn new(pods: Vec<Arc<Pod>>, priority: i32, kind: UnitKind, now: i64) -> Self {
-        let earliest_start = pods
+    fn new(pods: UnitPods, priority: i32, kind: UnitKind, now: i64) -> Self {
+        let mut unit = VictimUnit {
+            pods,
+            priority,
+            kind,
+            earliest_start: now,
+        };
+        unit.settle(now);
+        unit
+    }
+
+    /// Puts an `all` group's pods in (namespace, name) order and sets its start.
+    fn settle(&mut self, now: i64) {
+        if self.pods.len() > 1 {
+            self.pods
+                .sort_by(|a, b| (&a.namespace, a.name()).cmp(&(&b.namespace, b.name())));
+        }
+        self.earliest_start = self
+            .pods
             .iter()
             .map(|p| p.start_time.unwrap_or(now))
             .min()
             .unwrap_or(now);
-        VictimUnit {
-            pods,
-            priority,
-            kind,
-            earliest_start,
-        }
     }
 
     /// The unit is a group (evicting it disrupts a PodGroup).
@@ -92,13 +107,29 @@ pub fn victim_priority(pod: &Pod, groups: &PodGroupIndex) -> i32 {
         .map_or(pod.priority, |group| group.priority)
 }
 
+/// How `pod` is preempted: its unit's priority and kind, and the group in disruption
+/// mode `all` whose unit it belongs to, if any.
+fn classify<'g>(
+    pod: &Pod,
+    groups: &'g PodGroupIndex,
+) -> (i32, UnitKind, Option<&'g Arc<PodGroup>>) {
+    let Some(name) = pod.details.scheduling_group.as_ref() else {
+        return (pod.priority, UnitKind::Pod, None);
+    };
+    match groups.group(&pod.namespace, name) {
+        Some(group) => {
+            let all = (group.disruption_mode == DisruptionMode::All).then_some(group);
+            (group.priority, UnitKind::PodGroup, all)
+        }
+        None => (pod.priority, UnitKind::PodGroup, None),
+    }
+}
+
 /// The group in disruption mode `all` whose unit `pod` belongs to, if any.
 fn all_mode_group<'g>(pod: &'g Pod, groups: &PodGroupIndex) -> Option<&'g Str> {
-    let name = pod.details.scheduling_group.as_ref()?;
-    groups
-        .group(&pod.namespace, name)
-        .filter(|g| g.disruption_mode == DisruptionMode::All)
-        .map(|_| name)
+    classify(pod, groups)
+        .2
+        .and(pod.details.scheduling_group.as_ref())
 }
 
 /// The bound pods of every group in disruption mode `all`, by (namespace, group), each
@@ -148,40 +179,71 @@ pub fn units_of<'p>(
     all_members: &AllModeMembers,
     now: i64,
 ) -> Vec<VictimUnit> {
-    let mut seen_groups: HashSet<(&Str, &Str)> = HashSet::new();
+    let mut seen_groups: HashSet<usize> = HashSet::new();
     let mut units = Vec::new();
     for pod in pods {
-        let group = pod
-            .details
-            .scheduling_group
-            .as_ref()
-            .and_then(|name| Some((name, groups.group(&pod.namespace, name)?)));
-        let priority = group.map_or(pod.priority, |(_, group)| group.priority);
+        let (priority, kind, all) = classify(pod, groups);
         if priority >= below {
             continue;
         }
-        match group.filter(|(_, group)| group.disruption_mode == DisruptionMode::All) {
-            Some((name, _)) => {
-                if !seen_groups.insert((&pod.namespace, name)) {
+        let pods = match all {
+            Some(group) => {
+                if !seen_groups.insert(Arc::as_ptr(group) as usize) {
                     continue;
                 }
-                let members = all_members
-                    .get(&pod.namespace, name)
-                    .cloned()
-                    .unwrap_or_else(|| vec![pod.clone()]);
-                units.push(VictimUnit::new(members, priority, UnitKind::PodGroup, now));
+                all_members
+                    .get(&pod.namespace, &group.name)
+                    .map_or_else(|| smallvec![pod.clone()], |m| m.iter().cloned().collect())
             }
-            None => {
-                let kind = if pod.details.scheduling_group.is_some() {
-                    UnitKind::PodGroup
-                } else {
-                    UnitKind::Pod
-                };
-                units.push(VictimUnit::new(vec![pod.clone()], priority, kind, now));
+            None => smallvec![pod.clone()],
+        };
+        units.push(VictimUnit::new(pods, priority, kind, now));
+    }
+    units
+}
+
+/// Every unit below priority `below` in `snapshot`, in first-seen order (an `all`
+/// group with all its pods, in (namespace, name) order, every other pod alone), and
+/// where their pods are: (node index, position among the node's pods), in order. One
+/// pass, one group lookup per pod.
+pub fn units_below(
+    snapshot: &Snapshot,
+    below: i32,
+    now: i64,
+) -> (Vec<VictimUnit>, Vec<(usize, usize)>) {
+    let groups = &snapshot.pod_groups;
+    let pods = snapshot.nodes.iter().map(|info| info.pods.len()).sum();
+    let mut units: Vec<VictimUnit> = Vec::with_capacity(pods);
+    // An `all` group's unit, by the group's address (the snapshot holds it).
+    let mut all_units: HashMap<usize, usize> = HashMap::new();
+    let mut positions = Vec::with_capacity(pods);
+    for (index, info) in snapshot.nodes.iter().enumerate() {
+        for (position, pod) in info.pods.iter().enumerate() {
+            let (priority, kind, all) = classify(pod, groups);
+            if priority >= below {
+                continue;
+            }
+            positions.push((index, position));
+            let group_unit = all.map(|group| {
+                *all_units
+                    .entry(Arc::as_ptr(group) as usize)
+                    .or_insert(units.len())
+            });
+            match group_unit {
+                Some(i) if i < units.len() => units[i].pods.push(pod.clone()),
+                _ => units.push(VictimUnit {
+                    pods: smallvec![pod.clone()],
+                    priority,
+                    kind,
+                    earliest_start: pod.start_time.unwrap_or(now),
+                }),
             }
         }
     }
-    units
+    for &i in all_units.values() {
+        units[i].settle(now);
+    }
+    (units, positions)
 }
 
 /// Splits importance-ordered units into violating ones (with how many of their pods

@@ -58,6 +58,16 @@ impl<'a> PdbIndex<'a> {
         }
     }
 
+    /// Whether some budget covers `pod`.
+    pub(super) fn covers(&self, pod: &Pod, coverage: &mut Coverage) -> bool {
+        self.may_cover(pod) && !self.covering(pod, coverage).is_empty()
+    }
+
+    /// A budget could cover `pod`: upstream skips pods without labels.
+    fn may_cover(&self, pod: &Pod) -> bool {
+        !self.pdbs.is_empty() && !pod.labels.is_empty()
+    }
+
     /// The budgets (indices, cluster order) that cover `pod`.
     fn covering<'c>(&self, pod: &Pod, coverage: &'c mut Coverage) -> &'c [usize] {
         let key = (
@@ -135,7 +145,7 @@ impl<'a> PdbIndex<'a> {
         coverage: &mut Coverage,
     ) -> bool {
         let mut violated = false;
-        if pod.labels.is_empty() {
+        if !self.may_cover(pod) {
             return false;
         }
         for &index in self.covering(pod, coverage) {

@@ -62,6 +62,11 @@ pub(crate) async fn start(
     Ok(endpoint)
 }
 
+/// The gauges live in the one process-wide recorder: setting them and rendering is one
+/// step, so a scrape never renders the values another server in the process (tests run
+/// several) set meanwhile.
+static RENDER: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
 /// `GET /metrics` (axum answers `HEAD` from it, and other methods with 405).
 async fn metrics(State(scrape): State<Arc<Scrape>>) -> Response {
     let Ok(_permit) = scrape.renders.acquire().await else {
@@ -71,6 +76,7 @@ async fn metrics(State(scrape): State<Arc<Scrape>>) -> Response {
     let rendered = {
         let scrape = scrape.clone();
         tokio::task::spawn_blocking(move || {
+            let _one_at_a_time = RENDER.lock();
             set_gauges(&(scrape.snapshot)());
             scrape.handle.render()
         })

@@ -20,9 +20,9 @@ use triomphe::Arc;
 use super::decision::Outcome;
 use super::placement::{ClusterView, PlacementMemo};
 use super::policy::PdbMode;
-use super::units::{self, AllModeMembers, VictimUnit};
+use super::units::{self, VictimUnit};
 use super::version::{FeatureGates, KubernetesVersion};
-use super::victims::PdbIndex;
+use super::victims::{Coverage, PdbIndex};
 use crate::cache::Snapshot;
 use crate::model::{Pod, PodGroup, PodRef, PreemptionPolicy, SchedulingPolicy, Str};
 
@@ -224,13 +224,9 @@ fn tie_list(tied: &[Str]) -> String {
 /// The group's members bound already (they count towards its minimum).
 fn bound_members(snapshot: &Snapshot, group: &PodGroup) -> usize {
     snapshot
-        .nodes
-        .iter()
-        .flat_map(|info| info.pods.iter())
-        .filter(|p| {
-            p.namespace == group.namespace
-                && p.details.scheduling_group.as_ref() == Some(&group.name)
-        })
+        .pod_groups
+        .bound_members(&group.namespace, &group.name)
+        .filter(|member| snapshot.node(&member.node).is_some())
         .count()
 }
 
@@ -315,14 +311,7 @@ fn decide_phases(
     }
 
     // 3. Every lower-priority unit out, the group placed once.
-    let all_members = AllModeMembers::of(snapshot);
-    let mut potential = units::units_of(
-        snapshot.nodes.iter().flat_map(|info| info.pods.iter()),
-        group.priority,
-        &snapshot.pod_groups,
-        &all_members,
-        now,
-    );
+    let (potential, positions) = units::units_below(view.snapshot(), group.priority, now);
     if potential.is_empty() {
         return GroupDecision::new(
             Outcome::NoCandidate,
@@ -332,11 +321,7 @@ fn decide_phases(
             version,
         );
     }
-    view.remove_pods(
-        potential
-            .iter()
-            .flat_map(|unit| unit.pods.iter().map(|p| &**p)),
-    );
+    view.remove_at(&positions);
     let freed = schedule(&mut view, &ordered, min, bound, options.explain);
     view.mark_cycle_states();
     if !freed.feasible {
@@ -348,9 +333,7 @@ fn decide_phases(
     }
 
     // 4. Reprieve.
-    potential.sort_unstable_by(units::importance);
     let pdbs = PdbIndex::new(&snapshot.pdbs, version);
-    let (violating, non_violating) = units::split_units_by_violation(potential, &pdbs);
     let placed: Vec<Placed> = ordered
         .iter()
         .zip(&freed.nodes)
@@ -363,7 +346,16 @@ fn decide_phases(
             })
         })
         .collect();
-    let mut reprieve = Reprieve::new(&placed, options.explain);
+    let mut reprieve = Reprieve::new(snapshot, &placed, options.explain);
+    // Only the units some member can see or some budget covers need trying in order;
+    // the others share one fate, whatever their order.
+    let mut coverage = Coverage::default();
+    let (mut tried, unseen): (Vec<VictimUnit>, Vec<VictimUnit>) =
+        potential.into_iter().partition(|unit| {
+            reprieve.sees(unit) || unit.pods.iter().any(|p| pdbs.covers(p, &mut coverage))
+        });
+    tried.sort_unstable_by(units::importance);
+    let (violating, non_violating) = units::split_units_by_violation(tried, &pdbs);
     let mut victims: Vec<VictimUnit> = Vec::new();
     let mut pdb_violations = 0;
     let candidates = violating
@@ -374,6 +366,14 @@ fn decide_phases(
             pdb_violations += count;
             victims.push(unit);
         }
+    }
+    // No member sees them: they stay out of the view, reprieved unless the members do
+    // not fit even without them.
+    if !unseen.is_empty() && !reprieve.view_fits(&mut view) {
+        for unit in &unseen {
+            reprieve.note_unfit(unit);
+        }
+        victims.extend(unseen);
     }
     victims.sort_unstable_by(units::importance);
 
@@ -483,6 +483,10 @@ struct Reprieve<'p> {
     members_look_wide: bool,
     /// The nodes the members are placed on.
     member_nodes: HashSet<&'p str>,
+    /// Some pod of the snapshot has required anti-affinity.
+    any_anti_affinity: bool,
+    /// The snapshot's pods on the members' nodes, by address.
+    member_node_pods: HashSet<usize>,
     /// The members' check on the view as it stands, once run.
     view_fits: Option<bool>,
     explain: bool,
@@ -498,20 +502,38 @@ enum Watchers<'p> {
 }
 
 impl<'p> Reprieve<'p> {
-    fn new(placed: &'p [Placed], explain: bool) -> Self {
+    /// For members `placed` on a view of `snapshot` (whose pods the units hold).
+    fn new(snapshot: &Snapshot, placed: &'p [Placed], explain: bool) -> Self {
         let members_look_wide = placed.iter().any(|Placed { pod: p, .. }| {
             !p.details.pod_affinity.is_empty()
                 || !p.details.pod_anti_affinity.is_empty()
                 || !p.details.topology_spread.is_empty()
         });
+        let member_nodes: HashSet<&str> = placed.iter().map(|p| &*p.node).collect();
         Reprieve {
             placed,
             members_look_wide,
-            member_nodes: placed.iter().map(|p| &*p.node).collect(),
+            any_anti_affinity: snapshot.anti_affinity_nodes > 0,
+            member_node_pods: member_nodes
+                .iter()
+                .filter_map(|&n| snapshot.node(n))
+                .flat_map(|info| info.pods.iter().map(|p| Arc::as_ptr(p) as usize))
+                .collect(),
+            member_nodes,
             view_fits: None,
             explain,
             notes: Vec::new(),
         }
+    }
+
+    /// Whether a placed member's Filter can see `unit`: [`Reprieve::watchers`] are not
+    /// none, told without a look at node names.
+    fn sees(&self, unit: &VictimUnit) -> bool {
+        self.members_look_wide
+            || unit.pods.iter().any(|p| {
+                (self.any_anti_affinity && p.has_required_anti_affinity())
+                    || self.member_node_pods.contains(&(Arc::as_ptr(p) as usize))
+            })
     }
 
     /// Filter on a node reads that node's pods and nominated pods (resources, ports), the
@@ -543,27 +565,38 @@ impl<'p> Reprieve<'p> {
         Watchers::OnNodes(nodes)
     }
 
+    /// Whether every placed member passes Filter on the view as it stands (checked once:
+    /// in the cases that ask, only a reprieve changes the answer, and then to yes).
+    fn view_fits(&mut self, view: &mut ClusterView) -> bool {
+        match self.view_fits {
+            Some(fits) => fits,
+            None => {
+                let fits = self.members_fit(view, None).is_ok();
+                self.view_fits = Some(fits);
+                fits
+            }
+        }
+    }
+
+    /// With explain, says that `unit` stays a victim because the members do not fit
+    /// even without it.
+    fn note_unfit(&mut self, unit: &VictimUnit) {
+        if self.explain {
+            self.notes.push(format!(
+                "unit {} stays a victim: the members do not fit even without it",
+                describe(unit)
+            ));
+        }
+    }
+
     /// Returns `unit`'s pods to `view` and keeps them if every placed member still
     /// passes Filter on its node (in order, the earlier ones assumed); else takes them
     /// out again. Whether the unit was reprieved.
     fn try_unit(&mut self, view: &mut ClusterView, unit: &VictimUnit) -> bool {
         let watchers = self.watchers(unit);
         if let Watchers::OnNodes(nodes) = &watchers {
-            let view_fits = match self.view_fits {
-                Some(fits) => fits,
-                None => {
-                    let fits = self.members_fit(view, None).is_ok();
-                    self.view_fits = Some(fits);
-                    fits
-                }
-            };
-            if !view_fits {
-                if self.explain {
-                    self.notes.push(format!(
-                        "unit {} stays a victim: the members do not fit even without it",
-                        describe(unit)
-                    ));
-                }
+            if !self.view_fits(view) {
+                self.note_unfit(unit);
                 return false;
             }
             // No member can see it, now or after later reprieves: it stays out of the view.

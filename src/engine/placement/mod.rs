@@ -126,6 +126,18 @@ impl ClusterView {
         removed
     }
 
+    /// Takes off the bound pods at `positions` (node index, position among the node's
+    /// pods, as [`super::units::units_below`] gives them for this view; in order), each
+    /// node edited once.
+    pub fn remove_at(&mut self, positions: &[(usize, usize)]) -> usize {
+        let moved = &mut self.terminating_moved;
+        self.snapshot.remove_positions(positions, |pod| {
+            if let Some(node) = pod.node_name.as_ref().filter(|_| pod.terminating) {
+                moved.push((pod.clone(), node.clone(), -1));
+            }
+        })
+    }
+
     /// The cycle states of the pods to be checked are made now (a gang's members are
     /// placed): later moves of terminating pods count as upstream's updates count them.
     pub fn mark_cycle_states(&mut self) {

@@ -49,22 +49,30 @@ fn a_unit_starts_when_its_earliest_pod_did() {
     assert_eq!(u.earliest_start, 10 * 1_000_000_000);
 }
 
-#[test]
-fn an_all_group_is_one_unit_across_nodes_and_members_rank_at_their_group_s_priority() {
-    let snapshot = snapshot_with_groups(
+/// Two nodes: an `all` group spanning both, a `single` group's member, a pod naming a
+/// missing group and a plain pod on n1; then `more`.
+fn groups_on_two_nodes(more: Vec<Pod>) -> Snapshot {
+    let mut pods = vec![
+        member(pod("inf-b", 1, 1000, GI, Some("n2")), "inference"),
+        member(pod("inf-a", 1, 1000, GI, Some("n1")), "inference"),
+        member(pod("web-1", 1, 1000, GI, Some("n1")), "web"),
+        member(pod("orphan", 3, 1000, GI, Some("n1")), "missing"),
+        pod("plain", 4, 1000, GI, Some("n1")),
+    ];
+    pods.extend(more);
+    snapshot_with_groups(
         vec![node("n1", 4000, 8 * GI), node("n2", 4000, 8 * GI)],
-        vec![
-            member(pod("inf-b", 1, 1000, GI, Some("n2")), "inference"),
-            member(pod("inf-a", 1, 1000, GI, Some("n1")), "inference"),
-            member(pod("web-1", 1, 1000, GI, Some("n1")), "web"),
-            member(pod("orphan", 3, 1000, GI, Some("n1")), "missing"),
-            pod("plain", 4, 1000, GI, Some("n1")),
-        ],
+        pods,
         vec![
             pod_group("inference", 50, DisruptionMode::All, Some(2)),
             pod_group("web", 40, DisruptionMode::Single, None),
         ],
-    );
+    )
+}
+
+#[test]
+fn an_all_group_is_one_unit_across_nodes_and_members_rank_at_their_group_s_priority() {
+    let snapshot = groups_on_two_nodes(Vec::new());
     let all = AllModeMembers::of(&snapshot);
     let n1 = snapshot.node("n1").expect("n1");
     let mut units = units_of(n1.pods.iter(), i32::MAX, &snapshot.pod_groups, &all, 0);
@@ -92,6 +100,53 @@ fn an_all_group_is_one_unit_across_nodes_and_members_rank_at_their_group_s_prior
     assert_eq!(victim_priority(&n1.pods[0], &snapshot.pod_groups), 50);
 }
 
+/// The whole cluster's units in one pass are what each node's units are, every `all`
+/// group once, and their positions name exactly their pods.
+#[test]
+fn units_below_are_every_node_s_units_once_with_their_positions() {
+    let snapshot = groups_on_two_nodes(vec![
+        member(pod("web-2", 1, 1000, GI, Some("n2")), "web"),
+        pod("plain-2", 4, 1000, GI, Some("n2")),
+        pod("high", 60, 1000, GI, Some("n1")),
+    ]);
+    let all = AllModeMembers::of(&snapshot);
+    for below in [i32::MAX, 45, 4] {
+        let (mut whole, positions) = units_below(&snapshot, below, 0);
+        let mut per_node: Vec<VictimUnit> = Vec::new();
+        for info in snapshot.nodes.iter() {
+            for unit in units_of(info.pods.iter(), below, &snapshot.pod_groups, &all, 0) {
+                if !per_node
+                    .iter()
+                    .any(|u| names(std::slice::from_ref(u)) == names(std::slice::from_ref(&unit)))
+                {
+                    per_node.push(unit);
+                }
+            }
+        }
+        whole.sort_by(importance);
+        per_node.sort_by(importance);
+        assert_eq!(names(&whole), names(&per_node), "below {below}");
+        let summary = |units: &[VictimUnit]| -> Vec<(i32, UnitKind, i64)> {
+            units
+                .iter()
+                .map(|u| (u.priority, u.kind, u.earliest_start))
+                .collect()
+        };
+        assert_eq!(summary(&whole), summary(&per_node), "below {below}");
+        let mut at: Vec<String> = positions
+            .iter()
+            .map(|&(n, p)| snapshot.nodes[n].pods[p].name().to_string())
+            .collect();
+        let mut pods: Vec<String> = whole
+            .iter()
+            .flat_map(|u| u.pods.iter().map(|p| p.name().to_string()))
+            .collect();
+        at.sort();
+        pods.sort();
+        assert_eq!(at, pods, "below {below}");
+    }
+}
+
 #[test]
 fn a_unit_violates_when_any_of_its_pods_does_and_counts_each() {
     let labelled = |name: &str| {
@@ -114,13 +169,13 @@ fn a_unit_violates_when_any_of_its_pods_does_and_counts_each() {
     let pdbs = vec![Arc::new(budget)];
     let index = PdbIndex::new(&pdbs, KubernetesVersion::V1_37);
     let group = VictimUnit::new(
-        vec![labelled("a"), labelled("b"), labelled("c")],
+        smallvec![labelled("a"), labelled("b"), labelled("c")],
         1,
         UnitKind::PodGroup,
         0,
     );
     let other = VictimUnit::new(
-        vec![Arc::new(pod("d", 1, 100, GI, Some("n1")))],
+        smallvec![Arc::new(pod("d", 1, 100, GI, Some("n1")))],
         1,
         UnitKind::Pod,
         0,
