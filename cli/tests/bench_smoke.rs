@@ -2,6 +2,8 @@
 //! stdout line is one JSON object with every required figure. Timings are never asserted
 //! (benchmarks are never timed assertions), only that they were measured.
 
+mod support;
+
 use std::process::Command;
 
 use serde_json::Value;
@@ -148,9 +150,7 @@ fn tiny_extender_bench_measures_every_verb() {
 #[test]
 fn a_target_that_holds_cluster_state_is_refused_without_force() {
     use preemptd::server::pb;
-    let grpc = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("free port");
+    let grpc = support::free_port();
     let mut server = Command::new(env!("CARGO_BIN_EXE_preemptd"))
         .args([
             "serve",

@@ -11,6 +11,8 @@
 //! ./upstream/with-kube-apiserver cargo test -p preemptd-cli --features kube-e2e --test kube_mode
 //! ```
 
+mod support;
+
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use preemptd::server::pb;
 use serde_json::{Value, json};
+use support::free_port;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;
 use tonic::Code;
@@ -160,11 +163,6 @@ impl Drop for Preemptd {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr")
 }
 
 impl Preemptd {

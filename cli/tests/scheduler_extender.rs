@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use support::Process;
+use support::{Process, free_port};
 
 /// How long a change may take to reach the scheduler, preemptd and back to the API.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -51,11 +51,6 @@ fn var(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!("{name} is not set: run these tests through ./upstream/with-kube-apiserver")
     })
-}
-
-fn free_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr")
 }
 
 struct Preemptd {

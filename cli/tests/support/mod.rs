@@ -29,8 +29,24 @@ pub fn run(command: &mut Command) -> (i32, String, String) {
     )
 }
 
-/// A loopback port nothing listens on (just now).
+/// A loopback port nothing listens on (just now), for a server the test starts with it.
+/// Picked below the kernel's ephemeral range (32768 and up by default): a port picked
+/// there can go to any client socket, of this test run or another, before the server
+/// binds it. Each process walks its own sequence, so concurrent test binaries rarely try
+/// the same port, and a port in use is skipped.
 pub fn free_port() -> SocketAddr {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const PORTS: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(2_654_435_761) % PORTS;
+    for _ in 0..PORTS {
+        let step = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = FIRST + (start + step.wrapping_mul(7_919)) % PORTS;
+        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port as u16)) {
+            return listener.local_addr().expect("addr");
+        }
+    }
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()
