@@ -33,15 +33,15 @@ pub enum UnitKind {
     PodGroup,
 }
 
-/// A unit's pods: most units are one pod, held inline.
-pub type UnitPods = SmallVec<[Arc<Pod>; 1]>;
+/// A unit's pods, borrowed from the snapshot: most units are one pod, held inline.
+pub type UnitPods<'a> = SmallVec<[&'a Arc<Pod>; 1]>;
 
 /// Pods evicted together.
 #[derive(Clone, Debug)]
-pub struct VictimUnit {
+pub struct VictimUnit<'a> {
     /// The pods, on one node or several; (namespace, name) order within an `all` group
     /// (upstream lists a group's pods in map order, i.e. at random).
-    pub pods: UnitPods,
+    pub pods: UnitPods<'a>,
     /// The unit's priority: its group's, else its pod's.
     pub priority: i32,
     /// Its kind.
@@ -50,8 +50,8 @@ pub struct VictimUnit {
     pub earliest_start: i64,
 }
 
-impl VictimUnit {
-    fn new(pods: UnitPods, priority: i32, kind: UnitKind, now: i64) -> Self {
+impl<'a> VictimUnit<'a> {
+    fn new(pods: UnitPods<'a>, priority: i32, kind: UnitKind, now: i64) -> Self {
         let mut unit = VictimUnit {
             pods,
             priority,
@@ -83,14 +83,14 @@ impl VictimUnit {
 }
 
 /// [`VictimUnit`] importance, most important first.
-pub fn importance(a: &VictimUnit, b: &VictimUnit) -> Ordering {
+pub fn importance(a: &VictimUnit<'_>, b: &VictimUnit<'_>) -> Ordering {
     b.priority
         .cmp(&a.priority)
         .then_with(|| b.kind.cmp(&a.kind))
         .then_with(|| b.pods.len().cmp(&a.pods.len()))
         .then_with(|| a.earliest_start.cmp(&b.earliest_start))
         .then_with(|| {
-            fn key(u: &VictimUnit) -> Option<(&str, &str, &str)> {
+            fn key<'u>(u: &'u VictimUnit<'_>) -> Option<(&'u str, &'u str, &'u str)> {
                 u.pods.first().map(|p| (&*p.namespace, p.name(), p.uid()))
             }
             key(a).cmp(&key(b))
@@ -107,16 +107,47 @@ pub fn victim_priority(pod: &Pod, groups: &PodGroupIndex) -> i32 {
         .map_or(pod.priority, |group| group.priority)
 }
 
+/// PodGroup lookups for many pods. The pods of one template share their details (the
+/// cache interns them), so a group is looked up once per (details, namespace) met: a
+/// pointer pair hashes far faster than two strings. Addresses are sound keys only while
+/// the pods are alive: never keep one past a pass over a snapshot.
+struct GroupLookup<'g> {
+    groups: &'g PodGroupIndex,
+    seen: HashMap<(usize, usize), Option<&'g Arc<PodGroup>>>,
+}
+
+impl<'g> GroupLookup<'g> {
+    fn new(groups: &'g PodGroupIndex) -> Self {
+        GroupLookup {
+            groups,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// The group `pod` names (`name`, from its details), if held.
+    fn group(&mut self, pod: &Pod, name: &Str) -> Option<&'g Arc<PodGroup>> {
+        let key = (
+            Arc::as_ptr(&pod.details) as usize,
+            pod.namespace.as_bytes().as_ptr() as usize,
+        );
+        let groups = self.groups;
+        *self
+            .seen
+            .entry(key)
+            .or_insert_with(|| groups.group(&pod.namespace, name))
+    }
+}
+
 /// How `pod` is preempted: its unit's priority and kind, and the group in disruption
 /// mode `all` whose unit it belongs to, if any.
 fn classify<'g>(
     pod: &Pod,
-    groups: &'g PodGroupIndex,
+    groups: &mut GroupLookup<'g>,
 ) -> (i32, UnitKind, Option<&'g Arc<PodGroup>>) {
     let Some(name) = pod.details.scheduling_group.as_ref() else {
         return (pod.priority, UnitKind::Pod, None);
     };
-    match groups.group(&pod.namespace, name) {
+    match groups.group(pod, name) {
         Some(group) => {
             let all = (group.disruption_mode == DisruptionMode::All).then_some(group);
             (group.priority, UnitKind::PodGroup, all)
@@ -126,7 +157,7 @@ fn classify<'g>(
 }
 
 /// The group in disruption mode `all` whose unit `pod` belongs to, if any.
-fn all_mode_group<'g>(pod: &'g Pod, groups: &PodGroupIndex) -> Option<&'g Str> {
+fn all_mode_group<'p>(pod: &'p Pod, groups: &mut GroupLookup<'_>) -> Option<&'p Str> {
     classify(pod, groups)
         .2
         .and(pod.details.scheduling_group.as_ref())
@@ -146,9 +177,10 @@ impl AllModeMembers {
             .groups()
             .any(|g| g.disruption_mode == DisruptionMode::All);
         if any {
+            let mut lookup = GroupLookup::new(&snapshot.pod_groups);
             for info in snapshot.nodes.iter() {
                 for pod in &info.pods {
-                    if let Some(group) = all_mode_group(pod, &snapshot.pod_groups) {
+                    if let Some(group) = all_mode_group(pod, &mut lookup) {
                         members
                             .entry((pod.namespace.clone(), group.clone()))
                             .or_default()
@@ -176,13 +208,14 @@ pub fn units_of<'p>(
     pods: impl IntoIterator<Item = &'p Arc<Pod>>,
     below: i32,
     groups: &PodGroupIndex,
-    all_members: &AllModeMembers,
+    all_members: &'p AllModeMembers,
     now: i64,
-) -> Vec<VictimUnit> {
+) -> Vec<VictimUnit<'p>> {
+    let mut lookup = GroupLookup::new(groups);
     let mut seen_groups: HashSet<usize> = HashSet::new();
     let mut units = Vec::new();
     for pod in pods {
-        let (priority, kind, all) = classify(pod, groups);
+        let (priority, kind, all) = classify(pod, &mut lookup);
         if priority >= below {
             continue;
         }
@@ -193,9 +226,9 @@ pub fn units_of<'p>(
                 }
                 all_members
                     .get(&pod.namespace, &group.name)
-                    .map_or_else(|| smallvec![pod.clone()], |m| m.iter().cloned().collect())
+                    .map_or_else(|| smallvec![pod], |m| m.iter().collect())
             }
-            None => smallvec![pod.clone()],
+            None => smallvec![pod],
         };
         units.push(VictimUnit::new(pods, priority, kind, now));
     }
@@ -210,8 +243,8 @@ pub fn units_below(
     snapshot: &Snapshot,
     below: i32,
     now: i64,
-) -> (Vec<VictimUnit>, Vec<(usize, usize)>) {
-    let groups = &snapshot.pod_groups;
+) -> (Vec<VictimUnit<'_>>, Vec<(usize, usize)>) {
+    let mut lookup = GroupLookup::new(&snapshot.pod_groups);
     let pods = snapshot.nodes.iter().map(|info| info.pods.len()).sum();
     let mut units: Vec<VictimUnit> = Vec::with_capacity(pods);
     // An `all` group's unit, by the group's address (the snapshot holds it).
@@ -219,7 +252,7 @@ pub fn units_below(
     let mut positions = Vec::with_capacity(pods);
     for (index, info) in snapshot.nodes.iter().enumerate() {
         for (position, pod) in info.pods.iter().enumerate() {
-            let (priority, kind, all) = classify(pod, groups);
+            let (priority, kind, all) = classify(pod, &mut lookup);
             if priority >= below {
                 continue;
             }
@@ -230,9 +263,9 @@ pub fn units_below(
                     .or_insert(units.len())
             });
             match group_unit {
-                Some(i) if i < units.len() => units[i].pods.push(pod.clone()),
+                Some(i) if i < units.len() => units[i].pods.push(pod),
                 _ => units.push(VictimUnit {
-                    pods: smallvec![pod.clone()],
+                    pods: smallvec![pod],
                     priority,
                     kind,
                     earliest_start: pod.start_time.unwrap_or(now),
@@ -249,10 +282,10 @@ pub fn units_below(
 /// Splits importance-ordered units into violating ones (with how many of their pods
 /// violate a budget) and the others: a unit violates when any pod of it does, every pod
 /// charged in turn (upstream `FilterVictimsWithPDBViolation`).
-pub(crate) fn split_units_by_violation(
-    units: Vec<VictimUnit>,
+pub(crate) fn split_units_by_violation<'a>(
+    units: Vec<VictimUnit<'a>>,
     pdbs: &PdbIndex<'_>,
-) -> (Vec<(VictimUnit, i32)>, Vec<VictimUnit>) {
+) -> (Vec<(VictimUnit<'a>, i32)>, Vec<VictimUnit<'a>>) {
     let mut remaining = Remaining::default();
     let mut coverage = Coverage::default();
     let mut violating = Vec::new();
@@ -360,7 +393,7 @@ pub(crate) fn select_unit_victims_on_node(
     ordered.sort_unstable_by(importance);
     let (violating, non_violating) = split_units_by_violation(ordered, pdbs);
     let both = !violating.is_empty() && !non_violating.is_empty();
-    let mut victims: Vec<VictimUnit> = Vec::new();
+    let mut victims: Vec<VictimUnit<'_>> = Vec::new();
     let mut pdb_violations = 0;
     let candidates = violating
         .into_iter()
@@ -376,7 +409,11 @@ pub(crate) fn select_unit_victims_on_node(
     if both {
         victims.sort_unstable_by(importance);
     }
-    let pods: Vec<Arc<Pod>> = victims.into_iter().flat_map(|u| u.pods).collect();
+    let pods: Vec<Arc<Pod>> = victims
+        .into_iter()
+        .flat_map(|u| u.pods)
+        .map(Arc::clone)
+        .collect();
     if pods.is_empty() {
         return Err(super::victims::no_victims_evicted());
     }
@@ -392,7 +429,7 @@ enum Checker<'n> {
 }
 
 impl Checker<'_> {
-    fn remove(&mut self, pre: &PreFilter<'_>, info: &NodeInfo, unit: &VictimUnit) {
+    fn remove(&mut self, pre: &PreFilter<'_>, info: &NodeInfo, unit: &VictimUnit<'_>) {
         match self {
             Checker::Scratch(scratch) => {
                 for pod in &unit.pods {
@@ -402,12 +439,12 @@ impl Checker<'_> {
                 }
             }
             Checker::View(view) => {
-                view.remove_pods(unit.pods.iter().map(|p| &**p));
+                view.remove_pods(unit.pods.iter().map(|p| &***p));
             }
         }
     }
 
-    fn restore(&mut self, pre: &PreFilter<'_>, info: &NodeInfo, unit: &VictimUnit) {
+    fn restore(&mut self, pre: &PreFilter<'_>, info: &NodeInfo, unit: &VictimUnit<'_>) {
         match self {
             Checker::Scratch(scratch) => {
                 for pod in &unit.pods {
@@ -419,7 +456,7 @@ impl Checker<'_> {
             Checker::View(view) => {
                 for pod in &unit.pods {
                     if let Some(node) = &pod.node_name {
-                        view.add_pod(pod.clone(), node);
+                        view.add_pod(Arc::clone(pod), node);
                     }
                 }
             }

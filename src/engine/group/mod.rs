@@ -310,8 +310,10 @@ fn decide_phases(
         return decision;
     }
 
-    // 3. Every lower-priority unit out, the group placed once.
-    let (potential, positions) = units::units_below(view.snapshot(), group.priority, now);
+    // 3. Every lower-priority unit out, the group placed once: on a fresh view of the
+    // snapshot (the first placement left the view as it found it), so the units borrow
+    // the snapshot's pods and their positions are the view's.
+    let (potential, positions) = units::units_below(snapshot, group.priority, now);
     if potential.is_empty() {
         return GroupDecision::new(
             Outcome::NoCandidate,
@@ -321,6 +323,7 @@ fn decide_phases(
             version,
         );
     }
+    let mut view = ClusterView::new(snapshot, version);
     view.remove_at(&positions);
     let freed = schedule(&mut view, &ordered, min, bound, options.explain);
     view.mark_cycle_states();
@@ -606,7 +609,7 @@ impl<'p> Reprieve<'p> {
         }
         for pod in &unit.pods {
             if let Some(node) = &pod.node_name {
-                view.add_pod(pod.clone(), node);
+                view.add_pod(Arc::clone(pod), node);
             }
         }
         let only = match &watchers {
@@ -626,7 +629,7 @@ impl<'p> Reprieve<'p> {
                 status.reasons.join(", ")
             ));
         }
-        view.remove_pods(unit.pods.iter().map(|p| &**p));
+        view.remove_pods(unit.pods.iter().map(|p| &***p));
         false
     }
 

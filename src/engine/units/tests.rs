@@ -4,15 +4,20 @@ use crate::engine::test_support::*;
 use crate::engine::victims::PdbIndex;
 use crate::model::{DisruptionMode, LabelSelector, PodDisruptionBudget};
 
-fn unit(priority: i32, kind: UnitKind, pods: &[(&str, i64)]) -> VictimUnit {
-    let pods = pods
-        .iter()
+/// Pods on n1 at `priority`, by name and start (seconds).
+fn started_pods(priority: i32, pods: &[(&str, i64)]) -> Vec<Arc<Pod>> {
+    pods.iter()
         .map(|(name, start)| Arc::new(started(pod(name, priority, 100, GI, Some("n1")), *start)))
-        .collect();
-    VictimUnit::new(pods, priority, kind, 1_000 * 1_000_000_000)
+        .collect()
 }
 
-fn names(units: &[VictimUnit]) -> Vec<Vec<String>> {
+/// A unit of `pods` (at their priority) of `kind`.
+fn unit(pods: &[Arc<Pod>], kind: UnitKind) -> VictimUnit<'_> {
+    let priority = pods.first().map_or(0, |p| p.priority);
+    VictimUnit::new(pods.iter().collect(), priority, kind, 1_000 * 1_000_000_000)
+}
+
+fn names(units: &[VictimUnit<'_>]) -> Vec<Vec<String>> {
     units
         .iter()
         .map(|u| u.pods.iter().map(|p| p.name().to_string()).collect())
@@ -21,14 +26,18 @@ fn names(units: &[VictimUnit]) -> Vec<Vec<String>> {
 
 #[test]
 fn importance_is_priority_then_kind_then_size_then_earliest_start() {
-    let mut units = vec![
-        unit(5, UnitKind::Pod, &[("low-pod", 1)]),
-        unit(10, UnitKind::Pod, &[("pod-early", 1)]),
-        unit(10, UnitKind::PodGroup, &[("small-late", 9)]),
-        unit(10, UnitKind::PodGroup, &[("big-1", 50), ("big-2", 60)]),
-        unit(10, UnitKind::PodGroup, &[("small-early", 2)]),
-        unit(20, UnitKind::Pod, &[("high-pod", 99)]),
+    let pods = [
+        (started_pods(5, &[("low-pod", 1)]), UnitKind::Pod),
+        (started_pods(10, &[("pod-early", 1)]), UnitKind::Pod),
+        (started_pods(10, &[("small-late", 9)]), UnitKind::PodGroup),
+        (
+            started_pods(10, &[("big-1", 50), ("big-2", 60)]),
+            UnitKind::PodGroup,
+        ),
+        (started_pods(10, &[("small-early", 2)]), UnitKind::PodGroup),
+        (started_pods(20, &[("high-pod", 99)]), UnitKind::Pod),
     ];
+    let mut units: Vec<VictimUnit<'_>> = pods.iter().map(|(p, kind)| unit(p, *kind)).collect();
     units.sort_by(importance);
     assert_eq!(
         names(&units),
@@ -45,7 +54,8 @@ fn importance_is_priority_then_kind_then_size_then_earliest_start() {
 
 #[test]
 fn a_unit_starts_when_its_earliest_pod_did() {
-    let u = unit(1, UnitKind::PodGroup, &[("a", 30), ("b", 10), ("c", 20)]);
+    let pods = started_pods(1, &[("a", 30), ("b", 10), ("c", 20)]);
+    let u = unit(&pods, UnitKind::PodGroup);
     assert_eq!(u.earliest_start, 10 * 1_000_000_000);
 }
 
@@ -168,18 +178,10 @@ fn a_unit_violates_when_any_of_its_pods_does_and_counts_each() {
     };
     let pdbs = vec![Arc::new(budget)];
     let index = PdbIndex::new(&pdbs, KubernetesVersion::V1_37);
-    let group = VictimUnit::new(
-        smallvec![labelled("a"), labelled("b"), labelled("c")],
-        1,
-        UnitKind::PodGroup,
-        0,
-    );
-    let other = VictimUnit::new(
-        smallvec![Arc::new(pod("d", 1, 100, GI, Some("n1")))],
-        1,
-        UnitKind::Pod,
-        0,
-    );
+    let grouped = [labelled("a"), labelled("b"), labelled("c")];
+    let lone = [Arc::new(pod("d", 1, 100, GI, Some("n1")))];
+    let group = VictimUnit::new(grouped.iter().collect(), 1, UnitKind::PodGroup, 0);
+    let other = VictimUnit::new(lone.iter().collect(), 1, UnitKind::Pod, 0);
     let (violating, non_violating) = split_units_by_violation(vec![group, other], &index);
     assert_eq!(violating.len(), 1);
     assert_eq!(
