@@ -22,8 +22,9 @@ use preemptd::generate::{self, ClusterSpec};
 use preemptd::model::{Labels, Str, Taint, TaintEffect};
 use preemptd::server::{self, ServeConfig};
 
-use crate::client::{self, ChildServer};
+use crate::client;
 use crate::report::{Latency, histogram};
+use crate::server_process::{self, ChildServer};
 use crate::{BenchArgs, ExtenderVictims, Size};
 
 /// Unrecorded requests before each verb's phase.
@@ -107,7 +108,7 @@ pub(crate) async fn measure(args: &BenchArgs, size: Size) -> anyhow::Result<Exte
         (Server::InProcess(running), grpc, ext)
     } else {
         std::fs::write(&policy_path, POLICY).context("write the bench policy")?;
-        let ext = client::free_loopback_addr()?;
+        let ext = server_process::free_loopback_addr()?;
         let child = ChildServer::start_with(&[
             "--extender-listen".to_string(),
             ext.to_string(),

@@ -19,10 +19,11 @@ use preemptd::model::{DisruptionMode, PodGroup, SchedulingPolicy};
 use preemptd::server::{messages, pb};
 
 use crate::BenchArgs;
-use crate::client::{ChildServer, check_sync, connect, sync_stream};
+use crate::client::{check_sync, connect, sync_stream};
 use crate::grpc;
 use crate::report::{Latency, histogram};
 use crate::scenarios::{node_json, pod_json, write_list};
+use crate::server_process::ChildServer;
 
 /// The gang sizes of kubernetes#140651.
 pub const GANG_SIZES: [usize; 3] = [8, 32, 64];

@@ -18,9 +18,12 @@ mod client;
 mod extender;
 mod gang;
 mod grpc;
+mod progress;
 mod report;
 mod scenarios;
+mod server_process;
 mod target;
+mod watch;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
